@@ -1,0 +1,180 @@
+import ipaddr from "ipaddr.js";
+import { z } from "zod";
+
+/**
+ * All environment in one typed, validated place (SPEC §5). A bad value stops the process at
+ * start with one line naming the variable; nothing else in the code reads process.env.
+ */
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    problem: string,
+  ) {
+    super(`${variable} ${problem}`);
+    this.name = "ConfigError";
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback: string): T {
+  const raw = env[name]?.trim();
+  const parsed = schema.safeParse(raw === undefined || raw === "" ? fallback : raw);
+  if (!parsed.success) {
+    const why = parsed.error.issues[0]?.message ?? "is invalid";
+    throw new ConfigError(name, `${why} (got ${JSON.stringify(raw)})`);
+  }
+  return parsed.data;
+}
+
+const int = (min: number, max: number, what: string) =>
+  z.coerce
+    .number({ message: `must be ${what}` })
+    .int(`must be ${what}`)
+    .min(min, `must be ${what}`)
+    .max(max, `must be ${what}`);
+
+const port = int(1, 65535, "a TCP port (1-65535)");
+
+const list = (item: (s: string) => boolean, what: string) =>
+  z
+    .string()
+    .transform((s) =>
+      s
+        .split(",")
+        .map((x) => x.trim())
+        .filter(Boolean),
+    )
+    .refine((xs) => xs.every(item), `must be a comma-separated list of ${what}`);
+
+function isCidr(s: string): boolean {
+  try {
+    ipaddr.parseCIDR(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `ip` or `ip:port` or `[v6]:port`, the forms node:dns Resolver#setServers accepts. */
+function isDnsServer(s: string): boolean {
+  const m = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(s) ?? /^([^:]+)(?::(\d{1,5}))?$/.exec(s);
+  const host = m ? m[1] : s; // a bare IPv6 address has no port
+  const p = m ? m[2] : undefined;
+  if (!host || !ipaddr.isValid(host)) return false;
+  return p === undefined || (Number(p) >= 1 && Number(p) <= 65535);
+}
+
+export const NETWORK_IDS = { base: "eip155:8453", "base-sepolia": "eip155:84532" } as const;
+export type NetworkName = keyof typeof NETWORK_IDS;
+
+export interface SnapshotConfig {
+  timeoutMs: number;
+  maxRedirects: number;
+  allowedPorts: ReadonlySet<number>;
+  /** CIDRs treated as public (tests and private deployments only). */
+  allowCidrs: readonly string[];
+  /** `ip[:port]` servers for target names; empty means the system resolver. */
+  dnsServers: readonly string[];
+}
+
+export interface PaymentConfig {
+  /** Unset means devnet mode: the embedded local payment network. */
+  payTo: `0x${string}` | undefined;
+  networks: readonly NetworkName[];
+  facilitatorUrl: string | undefined;
+  /** Decimal USDC string, e.g. "0.05". */
+  priceUsdc: string;
+  devnetRpcPort: number;
+  devnetFacilitatorPort: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  snapshot: SnapshotConfig;
+  payment: PaymentConfig;
+}
+
+export function loadSnapshotConfig(env: Env = process.env): SnapshotConfig {
+  return {
+    timeoutMs: read(
+      env,
+      "SNAPSHOT_TIMEOUT_MS",
+      int(100, 600_000, "milliseconds between 100 and 600000"),
+      "10000",
+    ),
+    maxRedirects: read(
+      env,
+      "SNAPSHOT_MAX_REDIRECTS",
+      int(0, 50, "a whole number from 0 to 50"),
+      "10",
+    ),
+    allowedPorts: new Set(
+      read(
+        env,
+        "SNAPSHOT_ALLOWED_PORTS",
+        list((p) => /^\d{1,5}$/.test(p) && Number(p) >= 1 && Number(p) <= 65535, "TCP ports"),
+        "80,443,8080,8443",
+      ).map(Number),
+    ),
+    allowCidrs: read(env, "SNAPSHOT_ALLOW_CIDRS", list(isCidr, "CIDRs (e.g. 127.0.0.0/8)"), ""),
+    dnsServers: read(env, "SNAPSHOT_DNS_SERVERS", list(isDnsServer, "ip[:port] DNS servers"), ""),
+  };
+}
+
+export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
+  const payTo = env.X402_PAY_TO?.trim();
+  if (payTo && !/^0x[0-9a-fA-F]{40}$/.test(payTo)) {
+    throw new ConfigError(
+      "X402_PAY_TO",
+      `must be a 0x-prefixed 20-byte EVM address (got ${JSON.stringify(payTo)})`,
+    );
+  }
+  const networks = read(
+    env,
+    "X402_NETWORKS",
+    list((n) => n in NETWORK_IDS, `networks (${Object.keys(NETWORK_IDS).join(", ")})`),
+    "base,base-sepolia",
+  ) as NetworkName[];
+  if (networks.length === 0)
+    throw new ConfigError("X402_NETWORKS", "must name at least one network");
+  const facilitatorUrl = env.X402_FACILITATOR_URL?.trim() || undefined;
+  if (facilitatorUrl !== undefined) {
+    read(
+      env,
+      "X402_FACILITATOR_URL",
+      z.url({ protocol: /^https?$/, message: "must be an http(s) URL" }),
+      "",
+    );
+  }
+  if (payTo && !facilitatorUrl) {
+    throw new ConfigError("X402_FACILITATOR_URL", "must be set when X402_PAY_TO is set");
+  }
+  return {
+    payTo: payTo ? (payTo as `0x${string}`) : undefined,
+    networks,
+    facilitatorUrl,
+    priceUsdc: read(
+      env,
+      "X402_PRICE_USDC",
+      z
+        .string()
+        .regex(/^\d+(\.\d{1,6})?$/, "must be a decimal USDC amount with at most 6 decimals")
+        .refine((s) => Number(s) > 0, "must be greater than 0"),
+      "0.05",
+    ),
+    devnetRpcPort: read(env, "DEVNET_RPC_PORT", port, "8545"),
+    devnetFacilitatorPort: read(env, "DEVNET_FACILITATOR_PORT", port, "4022"),
+  };
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  return {
+    port: read(env, "PORT", z.coerce.number().int().min(0).max(65535), "8080"),
+    host: read(env, "HOST", z.string().min(1), "0.0.0.0"),
+    snapshot: loadSnapshotConfig(env),
+    payment: loadPaymentConfig(env),
+  };
+}
