@@ -1,0 +1,104 @@
+import ipaddr from "ipaddr.js";
+
+/**
+ * SPEC §4: which addresses a target may never be (everything that is not globally reachable
+ * unicast). Two layers, both must pass:
+ *  1. ipaddr.js `range()` must say "unicast" (it knows the IANA special-purpose registries);
+ *  2. an explicit list written from SPEC §4, so the contract does not depend on a library's
+ *     table, plus what ipaddr.js misses: for IPv6 only 2000::/3 is eligible at all, which
+ *     blocks IPv4-compatible `::/96` (ipaddr calls `::7f00:1` "unicast"), `100:0:0:1::/64`
+ *     and every unallocated prefix.
+ * Addresses inside an allow CIDR (SNAPSHOT_ALLOW_CIDRS) are treated as public.
+ */
+
+type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+const cidrs = (list: readonly string[]): Cidr[] => list.map((c) => ipaddr.parseCIDR(c));
+
+const BLOCKED_V4 = cidrs([
+  "0.0.0.0/8",
+  "10.0.0.0/8",
+  "100.64.0.0/10",
+  "127.0.0.0/8",
+  "169.254.0.0/16",
+  "172.16.0.0/12",
+  "192.0.0.0/24",
+  "192.0.2.0/24",
+  "192.31.196.0/24",
+  "192.52.193.0/24",
+  "192.88.99.0/24",
+  "192.168.0.0/16",
+  "192.175.48.0/24",
+  "198.18.0.0/15",
+  "198.51.100.0/24",
+  "203.0.113.0/24",
+  "224.0.0.0/4",
+  "240.0.0.0/4",
+  "255.255.255.255/32",
+]);
+
+/** The only IPv6 space that can be a target at all (global unicast). */
+const ELIGIBLE_V6 = cidrs(["2000::/3"]);
+
+/** Carve-outs from 2000::/3. The classes outside it (mapped, compatible, NAT64, ULA, link- and
+ * site-local, multicast, ::, ::1, discard prefixes) are listed for documentation and defence in
+ * depth; the 2000::/3 rule already excludes them. */
+const BLOCKED_V6 = cidrs([
+  "2001::/23",
+  "2001:db8::/32",
+  "2002::/16",
+  "3fff::/20",
+  "2620:4f:8000::/48",
+  "::ffff:0:0/96",
+  "::/96",
+  "64:ff9b::/96",
+  "64:ff9b:1::/48",
+  "fc00::/7",
+  "fe80::/10",
+  "fec0::/10",
+  "ff00::/8",
+  "::/128",
+  "::1/128",
+  "100::/64",
+  "100:0:0:1::/64",
+]);
+
+function inAny(addr: ipaddr.IPv4 | ipaddr.IPv6, list: readonly Cidr[]): boolean {
+  return list.some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
+}
+
+/** Parses any textual IPv4/IPv6 form (bracketed or not); undefined when it is not an address. */
+export function parseAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  const text = ip.trim().replace(/^\[(.*)\]$/, "$1");
+  if (text === "" || !ipaddr.isValid(text)) return undefined;
+  try {
+    return ipaddr.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function isBlockedParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  if (addr.range() !== "unicast") return true;
+  if (addr.kind() === "ipv4") return inAny(addr, BLOCKED_V4);
+  // A zone id (fe80::1%eth0) only makes sense for link-local scope; never a public target.
+  if ((addr as ipaddr.IPv6).zoneId) return true;
+  return !inAny(addr, ELIGIBLE_V6) || inAny(addr, BLOCKED_V6);
+}
+
+export interface AddressPolicy {
+  isBlocked(ip: string): boolean;
+}
+
+/** @throws Error when an allow CIDR is malformed (config.ts validates them before this). */
+export function createAddressPolicy(allowCidrs: readonly string[]): AddressPolicy {
+  const allowed = cidrs(allowCidrs);
+  return {
+    isBlocked(ip: string): boolean {
+      const addr = parseAddress(ip);
+      if (!addr) return true; // not an address we understand: never dial it
+      if (inAny(addr, allowed)) return false;
+      return isBlockedParsed(addr);
+    },
+  };
+}

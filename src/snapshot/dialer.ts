@@ -1,0 +1,210 @@
+import { isIP, isIPv4 } from "node:net";
+import type { LookupFunction, Socket } from "node:net";
+import { Agent, buildConnector } from "undici";
+import type { Dispatcher } from "undici";
+import type { ResolveHost } from "./resolver.js";
+
+/**
+ * The pinned dialler of SPEC §4: the only way a target is ever connected to.
+ *
+ * For every new connection undici asks our `connect` function; it resolves the host itself,
+ * refuses the whole connection if ANY answer is blocked, and hands undici's own connector
+ * (buildConnector: socket, TLS, connect timeout) one of the addresses it checked, as an IP. The
+ * socket layer therefore never resolves anything (a `lookup` that always fails guards this), so
+ * a DNS answer that changes between check and connect (rebinding) cannot be dialled. TLS still
+ * verifies the certificate against the host name through `servername`.
+ *
+ * No proxy: a plain undici Agent never reads HTTP_PROXY/HTTPS_PROXY (only EnvHttpProxyAgent
+ * does), and it must stay that way.
+ *
+ * How errors reach callers: undici passes the error given to the connector callback unchanged
+ * to the request, so `undici.request(url, { dispatcher })` rejects with exactly these objects;
+ * `undici.fetch` wraps them as `TypeError("fetch failed", { cause })`. Use `findErrorCode(err)`
+ * (walks `cause`) to recognise them:
+ *  - "SECSNAP_BLOCKED"      BlockedAddressError: a resolved or literal address is blocked → ssrf
+ *  - "SECSNAP_BLOCKED_PORT" BlockedPortError: the port is not allowed → ssrf
+ *  - "ENOTFOUND"            HostNotFoundError (resolver.ts): the name does not resolve
+ *  - "ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL": TCP failures
+ *  - "UND_ERR_CONNECT_TIMEOUT": TCP+TLS connect did not finish in connectTimeoutMs
+ *  - TLS: "ERR_TLS_CERT_ALTNAME_INVALID", "DEPTH_ZERO_SELF_SIGNED_CERT", "CERT_HAS_EXPIRED",
+ *    "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "ERR_SSL_*", "EPROTO", ...
+ * `findConnectPhase(err)` tells whether a connection error happened before the TCP connection
+ * existed ("tcp"), or after it, during the TLS handshake ("tls") — SPEC §3 separates "refused
+ * or reset before any TLS" (unreachable) from "TLS handshake failed".
+ */
+
+export class BlockedAddressError extends Error {
+  readonly code = "SECSNAP_BLOCKED";
+  constructor(
+    readonly host: string,
+    readonly address: string,
+  ) {
+    super(
+      address === host
+        ? `${address} is a private, reserved or otherwise non-public address.`
+        : `${host} resolves to ${address}, a private, reserved or otherwise non-public address.`,
+    );
+    this.name = "BlockedAddressError";
+  }
+}
+
+export class BlockedPortError extends Error {
+  readonly code = "SECSNAP_BLOCKED_PORT";
+  constructor(
+    readonly host: string,
+    readonly port: number,
+  ) {
+    super(`Port ${port} is not allowed for target connections.`);
+    this.name = "BlockedPortError";
+  }
+}
+
+export type ConnectPhase = "tcp" | "tls";
+const PHASE = Symbol.for("secsnap.connectPhase");
+
+/** Walks `cause` (and AggregateError members) for the first string `code`. */
+export function findErrorCode(err: unknown): string | undefined {
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [err];
+  while (queue.length > 0) {
+    const e = queue.shift();
+    if (e === null || typeof e !== "object" || seen.has(e)) continue;
+    seen.add(e);
+    const { code, cause, errors } = e as { code?: unknown; cause?: unknown; errors?: unknown };
+    if (typeof code === "string") return code;
+    queue.push(cause);
+    if (Array.isArray(errors)) queue.push(...(errors as unknown[]));
+  }
+  return undefined;
+}
+
+/** Finds the first error in the `cause` chain that is an instance of `type`. */
+export function findError<T extends Error>(
+  err: unknown,
+  type: abstract new (...args: never[]) => T,
+): T | undefined {
+  for (let e = err, depth = 0; e && depth < 10; depth++) {
+    if (e instanceof type) return e;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** "tcp" when a connection failed before the TCP connection was established, "tls" when it
+ * failed afterwards during the handshake; undefined for errors that are not connect failures. */
+export function findConnectPhase(err: unknown): ConnectPhase | undefined {
+  for (let e = err, depth = 0; e && depth < 10; depth++) {
+    const phase = (e as { [PHASE]?: ConnectPhase })[PHASE];
+    if (phase) return phase;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function tagPhase(err: Error, phase: ConnectPhase): Error {
+  Object.defineProperty(err, PHASE, { value: phase, configurable: true });
+  return err;
+}
+
+/** Errors after which another checked address of the same host is worth trying. */
+const TRY_NEXT_ADDRESS = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+const MAX_DIAL_ATTEMPTS = 3;
+
+/** The socket layer must never resolve: every host handed to it is an IP already. */
+const refuseLookup: LookupFunction = (hostname, _options, callback) => {
+  const err = Object.assign(new Error(`refusing to resolve ${hostname} inside the socket`), {
+    code: "SECSNAP_UNPINNED",
+  });
+  callback(err as NodeJS.ErrnoException, "", 0);
+};
+
+export interface TargetDispatcherOptions {
+  resolve: ResolveHost;
+  isBlockedAddress(ip: string): boolean;
+  allowedPorts: ReadonlySet<number>;
+  /** Bounds name resolution and each TCP+TLS connect (default 10000 ms). */
+  connectTimeoutMs?: number;
+  /** Extra trust anchors, for tests; production uses NODE_EXTRA_CA_CERTS. */
+  tls?: { ca?: string[] };
+  /** Called with every address just before it is dialled (for tests and logs). */
+  onDial?: (info: { host: string; address: string; port: number }) => void;
+}
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
+export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatcher {
+  const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const socketConnector = buildConnector({
+    timeout: connectTimeoutMs,
+    allowH2: false,
+    // Every https_ok answer must come from a full handshake with certificate verification,
+    // not from a resumed session.
+    maxCachedSessions: 0,
+    lookup: refuseLookup,
+    ...(opts.tls?.ca ? { ca: opts.tls.ca } : {}),
+  });
+
+  const dialOne = (
+    params: buildConnector.Options,
+    address: string,
+    servername: string | undefined,
+  ): Promise<Socket> =>
+    new Promise((resolve, reject) => {
+      let tcpConnected = false;
+      const socket = socketConnector(
+        // hostname is what gets dialled; host (name:port) stays for undici's bookkeeping.
+        { ...params, hostname: address, ...(servername ? { servername } : {}) },
+        (err, sock) => {
+          if (err) reject(tagPhase(err, tcpConnected ? "tls" : "tcp"));
+          else resolve(sock);
+        },
+      ) as unknown as Socket | undefined;
+      // For TLS sockets 'connect' is the TCP connection, before the handshake.
+      socket?.once?.("connect", () => {
+        tcpConnected = true;
+      });
+    });
+
+  const connect = async (params: buildConnector.Options): Promise<Socket> => {
+    const host = params.hostname.replace(/^\[(.*)\]$/, "$1");
+    const port = params.port ? Number(params.port) : params.protocol === "https:" ? 443 : 80;
+    if (!opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
+
+    // Literals take the same path: the resolver returns them unchanged.
+    const addresses = await opts.resolve(host, AbortSignal.timeout(connectTimeoutMs));
+    if (addresses.length === 0) throw new BlockedAddressError(host, "(no address)");
+    const blocked = addresses.find((a) => isIP(a) === 0 || opts.isBlockedAddress(a));
+    if (blocked !== undefined) throw new BlockedAddressError(host, blocked);
+
+    // No SNI for IP literals; a DNS name is verified without its trailing dot.
+    const servername = isIP(host) === 0 ? host.replace(/\.$/, "") : undefined;
+    const ordered = [...addresses.filter((a) => isIPv4(a)), ...addresses.filter((a) => !isIPv4(a))];
+    let lastError: unknown;
+    for (const address of ordered.slice(0, MAX_DIAL_ATTEMPTS)) {
+      try {
+        opts.onDial?.({ host, address, port });
+        return await dialOne(params, address, servername);
+      } catch (err) {
+        lastError = err;
+        if (!TRY_NEXT_ADDRESS.has(findErrorCode(err) ?? "")) break;
+      }
+    }
+    throw lastError;
+  };
+
+  return new Agent({
+    allowH2: false,
+    connect: (params, callback) => {
+      connect(params).then(
+        (socket) => callback(null, socket),
+        (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), null),
+      );
+    },
+  });
+}

@@ -1,0 +1,170 @@
+import { isIPv4 } from "node:net";
+import { SnapshotError } from "./result.js";
+import type { SnapshotErrorType } from "./result.js";
+
+/**
+ * SPEC §2 (input) and the per-hop half of §3: pure URL rules, no network.
+ * Parsing is Node's WHATWG `URL` and nothing else. WHATWG already canonicalises the hostile host
+ * spellings (decimal/octal/hex/short IPv4, percent-encoded and full-width digits, backslashes,
+ * trailing dots on IPv4, IPv6 forms), so the checks below only ever see the canonical host.
+ */
+
+export interface UrlPolicy {
+  allowedPorts: ReadonlySet<number>;
+  isBlockedAddress(ip: string): boolean;
+}
+
+export const MAX_URL_LENGTH = 2048;
+const MAX_HOST_LENGTH = 253;
+const MAX_LABEL_LENGTH = 63;
+/** After WHATWG the host is lower-case ASCII (punycode). Underscores occur in real DNS names. */
+const LABEL = /^[a-z0-9_-]+$/;
+
+/**
+ * "Starts with `<scheme>://`". Backslashes count as slashes because WHATWG treats them so for
+ * http(s): `http:\\127.0.0.1\` is an http URL, not a host named "http". Tabs and newlines are
+ * ignored here as the WHATWG parser ignores them.
+ */
+const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:[/\\]{2}/i;
+/** Scheme-relative input (`//example.com/`): only the scheme is missing. */
+const SCHEME_RELATIVE = /^[/\\]{2}/;
+
+/** Effective port of an http(s) URL (80/443 default). */
+export function effectivePort(url: URL): number {
+  if (url.port !== "") return Number(url.port);
+  return url.protocol === "https:" ? 443 : 80;
+}
+
+/** SPEC §3 normalized_url: WHATWG serialization without the fragment. */
+export function normalizeUrl(url: URL): string {
+  const copy = new URL(url.href);
+  copy.hash = "";
+  return copy.href;
+}
+
+/** The host without IPv6 brackets, as a resolver or an address policy wants it. */
+export function bareHost(url: URL): string {
+  return url.hostname.replace(/^\[(.*)\]$/, "$1");
+}
+
+type Fail = (type: SnapshotErrorType, message: string) => never;
+
+/**
+ * Shared checks for the input and for every redirect hop, in SPEC §2 order:
+ * scheme → userinfo → host syntax (invalid_url) → localhost, blocked literal, port (ssrf).
+ */
+function validateParsed(url: URL, policy: UrlPolicy, fail: Fail): URL {
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    fail("invalid_url", `Only http and https URLs are allowed (got "${url.protocol}").`);
+  }
+  if (url.username !== "" || url.password !== "") {
+    fail("invalid_url", "URLs with credentials (user:password@) are not allowed.");
+  }
+
+  const host = url.hostname;
+  const isIPv6Literal = host.startsWith("[");
+  // WHATWG turns every host that ends in a numeric label into dotted IPv4 or rejects it, so a
+  // host that is not dotted IPv4 here is a domain name.
+  const isIPv4Literal = !isIPv6Literal && isIPv4(host);
+  const isLiteral = isIPv6Literal || isIPv4Literal;
+
+  let isLocalhostName = false;
+  if (!isLiteral) {
+    const name = host.endsWith(".") ? host.slice(0, -1) : host;
+    const labels = name.split(".");
+    if (
+      name.length === 0 ||
+      name.length > MAX_HOST_LENGTH ||
+      labels.some((l) => l.length === 0 || l.length > MAX_LABEL_LENGTH || !LABEL.test(l))
+    ) {
+      fail("invalid_url", `"${host}" is not a valid host name.`);
+    }
+    isLocalhostName = name === "localhost" || name.endsWith(".localhost");
+    // The localhost rule wins over the two-label rule: `localhost` is ssrf, not invalid_url.
+    if (!isLocalhostName && labels.length < 2) {
+      fail("invalid_url", `"${host}" is not a valid host name (it needs at least two labels).`);
+    }
+  }
+
+  if (isLocalhostName) {
+    fail("ssrf", `"${host}" is a local host name and cannot be snapshotted.`);
+  }
+  if (isLiteral && policy.isBlockedAddress(bareHost(url))) {
+    fail("ssrf", `${host} is a private, reserved or otherwise non-public address.`);
+  }
+  const port = effectivePort(url);
+  if (!policy.allowedPorts.has(port)) {
+    fail(
+      "ssrf",
+      `Port ${port} is not allowed (allowed: ${[...policy.allowedPorts].sort((a, b) => a - b).join(", ")}).`,
+    );
+  }
+  return url;
+}
+
+/**
+ * SPEC §2 for the user input (string already extracted from the body). Returns the parsed URL.
+ * The error's requestedUrl is the raw input as given.
+ *
+ * Decisions worth knowing: input without `<scheme>://` gets `https://` in front, so
+ * `javascript:alert(1)` becomes `https://javascript:alert(1)`, which WHATWG rejects (port
+ * "alert(1)") → invalid_url; `http:example.com` likewise becomes an invalid port → invalid_url.
+ * `https://@example.com/` has empty userinfo, which WHATWG drops, so it is accepted.
+ */
+export function parseInputUrl(raw: string, policy: UrlPolicy): URL {
+  const fail: Fail = (type, message) => {
+    throw new SnapshotError(type, message, raw);
+  };
+  const trimmed = raw.trim();
+  if (trimmed === "") fail("invalid_url", "The URL is empty.");
+
+  const forDetection = trimmed.replace(/[\t\n\r]/g, "");
+  const withScheme = HAS_SCHEME.test(forDetection)
+    ? trimmed
+    : SCHEME_RELATIVE.test(forDetection)
+      ? `https:${trimmed}`
+      : `https://${trimmed}`;
+
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    return fail("invalid_url", "The URL cannot be parsed.");
+  }
+
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    fail("invalid_url", `Only http and https URLs are allowed (got "${url.protocol}").`);
+  }
+  if (url.username !== "" || url.password !== "") {
+    fail("invalid_url", "URLs with credentials (user:password@) are not allowed.");
+  }
+  if (trimmed.length > MAX_URL_LENGTH) {
+    fail("invalid_url", `The URL is longer than ${MAX_URL_LENGTH} characters.`);
+  }
+  return validateParsed(url, policy, fail);
+}
+
+/**
+ * Resolves a redirect Location against the current URL (WHATWG only) and re-validates it like
+ * the input. Any failure (unparseable, non-http(s) scheme such as file:, credentials, bad host,
+ * localhost, blocked literal, port) is SnapshotError("ssrf"): the server tried to send us
+ * somewhere we must not go. The 2048-character input limit does not apply to hops (SPEC §3
+ * lists what is re-validated; long redirect URLs are ordinary, and undici caps header size).
+ */
+export function resolveRedirect(
+  location: string,
+  base: URL,
+  policy: UrlPolicy,
+  requestedUrl: string,
+): URL {
+  const fail: Fail = (_type, message) => {
+    throw new SnapshotError("ssrf", `Redirect refused: ${message}`, requestedUrl);
+  };
+  let url: URL;
+  try {
+    url = new URL(location, base);
+  } catch {
+    return fail("ssrf", "the Location header is not a valid URL.");
+  }
+  return validateParsed(url, policy, fail);
+}
