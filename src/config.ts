@@ -84,6 +84,8 @@ export interface PaymentConfig {
   payTo: `0x${string}` | undefined;
   networks: readonly NetworkName[];
   facilitatorUrl: string | undefined;
+  /** Extra header for a hosted facilitator that needs auth (X402_FACILITATOR_AUTH_HEADER). */
+  facilitatorHeaders?: Record<string, string>;
   /** Decimal USDC string, e.g. "0.05". */
   priceUsdc: string;
   devnetRpcPort: number;
@@ -149,6 +151,16 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
       "",
     );
   }
+  const authHeader = env.X402_FACILITATOR_AUTH_HEADER?.trim();
+  const authMatch = authHeader
+    ? /^([!#$%&'*+.^_`|~0-9A-Za-z-]+):\s*(\S.*)$/.exec(authHeader)
+    : null;
+  if (authHeader && !authMatch) {
+    throw new ConfigError(
+      "X402_FACILITATOR_AUTH_HEADER",
+      'must be "Header-Name: value", e.g. "Authorization: Bearer <token>"',
+    );
+  }
   if (payTo && !facilitatorUrl) {
     throw new ConfigError("X402_FACILITATOR_URL", "must be set when X402_PAY_TO is set");
   }
@@ -156,6 +168,7 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
     payTo: payTo ? (payTo as `0x${string}`) : undefined,
     networks,
     facilitatorUrl,
+    ...(authMatch?.[1] && authMatch[2] && { facilitatorHeaders: { [authMatch[1]]: authMatch[2] } }),
     priceUsdc: read(
       env,
       "X402_PRICE_USDC",

@@ -1,0 +1,82 @@
+import { HTTPFacilitatorClient, FacilitatorResponseError } from "@x402/core/server";
+import type { FacilitatorClient } from "@x402/core/server";
+import type {
+  PaymentPayload,
+  PaymentRequirements,
+  SettleResponse,
+  SupportedResponse,
+  VerifyResponse,
+} from "@x402/core/types";
+import { SettleError, VerifyError } from "@x402/core/types";
+
+/**
+ * The facilitator could not give an answer about the payment (down, slow, 5xx, garbage).
+ * Extends the SDK's FacilitatorResponseError so x402HTTPResourceServer rethrows it instead of
+ * turning it into a 402 ("your payment is bad"); the middleware answers 503 for it.
+ */
+export class FacilitatorUnavailableError extends FacilitatorResponseError {
+  constructor(operation: string, cause: unknown) {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    super(`payment facilitator ${operation} unavailable: ${why}`);
+    this.name = "FacilitatorUnavailableError";
+    this.cause = cause;
+  }
+}
+
+export interface FacilitatorClientOptions {
+  url: string;
+  /** Bound on each verify/settle/supported call; the SDK default (90 s) is too long to hold a client. */
+  timeoutMs?: number;
+  /** Extra headers sent on every call, e.g. `Authorization` for a hosted facilitator. */
+  headers?: Record<string, string>;
+}
+
+export const DEFAULT_FACILITATOR_TIMEOUT_MS = 10_000;
+
+/**
+ * The SDK's HTTPFacilitatorClient, with failures sorted into two kinds: a facilitator that
+ * answered about the payment (VerifyError/SettleError below 500: pass through, becomes 402), and
+ * everything else (network error, timeout, 5xx, unparsable body: FacilitatorUnavailableError, 503).
+ */
+export class ResilientFacilitatorClient implements FacilitatorClient {
+  readonly url: string;
+  private readonly inner: HTTPFacilitatorClient;
+
+  constructor(options: FacilitatorClientOptions) {
+    const headers = options.headers ?? {};
+    const hasHeaders = Object.keys(headers).length > 0;
+    this.inner = new HTTPFacilitatorClient({
+      url: options.url,
+      timeoutMs: options.timeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
+      ...(hasHeaders && {
+        // The SDK wants headers per facilitator path.
+        createAuthHeaders: () =>
+          Promise.resolve({ verify: headers, settle: headers, supported: headers }),
+      }),
+    });
+    this.url = this.inner.url;
+  }
+
+  verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
+    return this.guard("verify", () => this.inner.verify(payload, requirements));
+  }
+
+  settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
+    return this.guard("settle", () => this.inner.settle(payload, requirements));
+  }
+
+  getSupported(): Promise<SupportedResponse> {
+    return this.guard("supported", () => this.inner.getSupported());
+  }
+
+  private async guard<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      const answeredAboutPayment =
+        (error instanceof VerifyError || error instanceof SettleError) && error.statusCode < 500;
+      if (answeredAboutPayment) throw error;
+      throw new FacilitatorUnavailableError(operation, error);
+    }
+  }
+}

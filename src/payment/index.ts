@@ -1,0 +1,5 @@
+export { createPaymentGate, paymentGateOptionsFromConfig, USDC_ADDRESSES } from "./gate.js";
+export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate.js";
+export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator-client.js";
+export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
+export type { ReplayStore } from "./replay-guard.js";

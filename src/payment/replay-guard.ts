@@ -1,0 +1,150 @@
+import { createHash } from "node:crypto";
+
+/**
+ * Serves each payment proof at most once (SPEC §6). A proof is claimed atomically before the
+ * snapshot runs, released when the answer is not served (400, failed settlement) so the client
+ * may retry with the same proof, and marked spent once settled.
+ *
+ * The store is an interface so a shared store (e.g. Redis `SET key NX PX ttl`) can replace the
+ * in-memory one when the service runs as several processes.
+ */
+export interface ReplayStore {
+  /** True when this caller now owns `key`; false when it is already claimed or spent. */
+  claim(key: string, ttlMs: number): Promise<boolean>;
+  /** Gives up a claim that did not lead to a served answer. A spent key stays spent. */
+  release(key: string): Promise<void>;
+  /** The proof was settled: it can never be claimed again while the entry lives. */
+  markSpent(key: string): Promise<void>;
+}
+
+interface Entry {
+  state: "claimed" | "spent";
+  expiresAt: number;
+}
+
+export interface MemoryReplayStoreOptions {
+  /** Upper bound on remembered proofs; the oldest are forgotten first when it is reached. */
+  maxEntries?: number;
+  /** Injectable clock for tests. */
+  now?: () => number;
+}
+
+/**
+ * In-process store. JavaScript runs claim() to completion without yielding, so the
+ * check-and-set is atomic for every connection this process serves.
+ */
+export class MemoryReplayStore implements ReplayStore {
+  private readonly entries = new Map<string, Entry>();
+  private readonly maxEntries: number;
+  private readonly now: () => number;
+
+  constructor(options: MemoryReplayStoreOptions = {}) {
+    this.maxEntries = options.maxEntries ?? 100_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  claim(key: string, ttlMs: number): Promise<boolean> {
+    const now = this.now();
+    const existing = this.entries.get(key);
+    if (existing && existing.expiresAt > now) return Promise.resolve(false);
+    if (existing) this.entries.delete(key);
+    this.makeRoom(now);
+    this.entries.set(key, { state: "claimed", expiresAt: now + Math.max(1, ttlMs) });
+    return Promise.resolve(true);
+  }
+
+  release(key: string): Promise<void> {
+    if (this.entries.get(key)?.state === "claimed") this.entries.delete(key);
+    return Promise.resolve();
+  }
+
+  markSpent(key: string): Promise<void> {
+    const entry = this.entries.get(key);
+    if (entry) entry.state = "spent";
+    return Promise.resolve();
+  }
+
+  private makeRoom(now: number): void {
+    if (this.entries.size < this.maxEntries) return;
+    for (const [key, entry] of this.entries) {
+      if (entry.expiresAt <= now) this.entries.delete(key);
+    }
+    // Still full: forget the oldest (Map keeps insertion order). The on-chain EIP-3009 nonce
+    // still stops a second settlement of a forgotten proof; this bound only keeps memory finite.
+    for (const key of this.entries.keys()) {
+      if (this.entries.size < this.maxEntries) break;
+      this.entries.delete(key);
+    }
+  }
+}
+
+/** The parts of an x402 v2 PaymentPayload a replay key is made of (read-only view). */
+export interface PaymentProof {
+  readonly accepted: { readonly network: string; readonly asset: string };
+  readonly payload: unknown;
+}
+
+interface Eip3009Authorization {
+  from: string;
+  nonce: string;
+  validBefore: string | number;
+}
+
+function eip3009Authorization(payload: PaymentProof): Eip3009Authorization | undefined {
+  const auth = (payload.payload as { authorization?: unknown } | null)?.authorization;
+  if (typeof auth !== "object" || auth === null) return undefined;
+  const { from, nonce, validBefore } = auth as Record<string, unknown>;
+  if (typeof from !== "string" || typeof nonce !== "string") return undefined;
+  if (typeof validBefore !== "string" && typeof validBefore !== "number") return undefined;
+  return { from, nonce, validBefore };
+}
+
+/** Stable JSON (sorted keys) so the same payload always hashes the same way. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const record = value as Record<string, unknown>;
+    return `{${Object.keys(record)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(record[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/**
+ * The replay key of a proof. For EIP-3009 it is what the token itself treats as unique
+ * (network, token, payer, nonce), not the signature bytes: an ECDSA signature can be re-encoded
+ * (high-s form) into a different but equally valid proof of the same authorization.
+ */
+export function paymentProofKey(payload: PaymentProof): string {
+  const auth = eip3009Authorization(payload);
+  const material = auth
+    ? [
+        "eip3009",
+        payload.accepted.network,
+        payload.accepted.asset.toLowerCase(),
+        auth.from.toLowerCase(),
+        auth.nonce.toLowerCase(),
+      ].join("|")
+    : `payload|${payload.accepted.network}|${canonicalJson(payload.payload)}`;
+  return createHash("sha256").update(material).digest("hex");
+}
+
+const MIN_TTL_MS = 2 * 60_000;
+const MAX_TTL_MS = 24 * 60 * 60_000;
+
+/**
+ * How long a proof must be remembered: until its authorization expires (after that the token
+ * refuses it anyway), plus a minute of clock skew, within [2 min, 24 h].
+ */
+export function paymentProofTtlMs(payload: PaymentProof, now = Date.now()): number {
+  const auth = eip3009Authorization(payload);
+  const validBeforeMs = auth ? Number(auth.validBefore) * 1000 : NaN;
+  const ttl = Number.isFinite(validBeforeMs) ? validBeforeMs - now + 60_000 : MAX_TTL_MS;
+  return Math.min(MAX_TTL_MS, Math.max(MIN_TTL_MS, ttl));
+}
