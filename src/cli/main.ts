@@ -1,0 +1,86 @@
+import { ConfigError } from "../config.js";
+import { SERVICE_VERSION } from "../version.js";
+import { UsageError, type Command, type CliIo } from "./command.js";
+
+/**
+ * The subcommands of `secsnap`; adding one is one line here. Each is loaded on use, so a command
+ * only pays for the modules it needs (the engine, hono, viem…).
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  scan: async () => (await import("./scan.js")).scanCommand,
+  serve: async () => (await import("./serve.js")).serveCommand,
+};
+
+async function help(): Promise<string> {
+  const names = Object.keys(COMMANDS);
+  const commands = await Promise.all(Object.values(COMMANDS).map((load) => load()));
+  const width = Math.max(...names.map((name) => name.length));
+  return [
+    `secsnap ${SERVICE_VERSION}: a JSON snapshot of a website's basic security hygiene`,
+    "",
+    "Usage: secsnap <command> [options]",
+    "",
+    "Commands:",
+    ...names.map((name, i) => `  ${name.padEnd(width)}  ${commands[i]?.summary}`),
+    "",
+    "Options:",
+    "  -h, --help     show this help (or `secsnap <command> --help`)",
+    "  -v, --version  print the version",
+    "",
+  ].join("\n");
+}
+
+const isHelp = (arg: string | undefined) => arg === "--help" || arg === "-h";
+
+/** Runs the CLI and returns its exit code: 0 ok, 1 bad usage or configuration, 2 see the command. */
+export async function runCli(argv: string[], io: Omit<CliIo, "args">): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === undefined) {
+    io.stderr.write(await help());
+    return 1;
+  }
+  if (isHelp(name)) {
+    io.stdout.write(await help());
+    return 0;
+  }
+  if (name === "--version" || name === "-v") {
+    io.stdout.write(`${SERVICE_VERSION}\n`);
+    return 0;
+  }
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!load) {
+    io.stderr.write(`secsnap: unknown command ${JSON.stringify(name)}\n\n${await help()}`);
+    return 1;
+  }
+  const command = await load();
+  if (args.some(isHelp)) {
+    io.stdout.write(command.usage + "\n");
+    return 0;
+  }
+  try {
+    return await command.run({ ...io, args });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      io.stderr.write(`secsnap: ${err.message}\n`);
+      return 1;
+    }
+    // node:util parseArgs reports unknown options and missing values with ERR_PARSE_ARGS_* codes.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (err instanceof UsageError || code?.startsWith("ERR_PARSE_ARGS")) {
+      io.stderr.write(`secsnap ${name}: ${(err as Error).message}\n\n${command.usage}\n`);
+      return 1;
+    }
+    // A bug, not a user mistake: say so on stderr, with the stack to report.
+    io.stderr.write(`secsnap ${name}: internal error: ${(err as Error).stack ?? String(err)}\n`);
+    return 1;
+  }
+}
+
+const exitCode = await runCli(process.argv.slice(2), {
+  env: process.env,
+  stdout: process.stdout,
+  stderr: process.stderr,
+});
+process.exitCode = exitCode;
+// Let stdout drain normally; exit anyway if some handle (a socket pool, a timer) keeps us alive.
+setTimeout(() => process.exit(exitCode), 2_000).unref();

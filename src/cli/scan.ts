@@ -1,0 +1,54 @@
+import { parseArgs } from "node:util";
+import { loadSnapshotConfig } from "../config.js";
+import { createSnapshotEngine } from "../snapshot/index.js";
+import { SnapshotError } from "../snapshot/result.js";
+import { UsageError, type Command } from "./command.js";
+import { formatReport, formatSnapshotError, useColor } from "./format.js";
+
+/** Exit code of `scan` when the service would have answered 400 (a SnapshotError). */
+export const EXIT_SNAPSHOT_ERROR = 2;
+
+export const scanCommand: Command = {
+  summary: "Run one snapshot locally (no payment) and print the report",
+  usage: [
+    "Usage: secsnap scan <url> [--json]",
+    "",
+    "Runs one snapshot from this machine with the SNAPSHOT_* settings of the environment.",
+    "Prints the report as JSON, or as a readable summary when stdout is a terminal.",
+    "",
+    "Options:",
+    "  --json   always print JSON (the exact body the API would send)",
+    "",
+    "Exit codes: 0 report printed, 2 the URL was rejected (SnapshotError JSON printed),",
+    "1 bad usage or configuration.",
+  ].join("\n"),
+
+  async run({ args, env, stdout }) {
+    const { values, positionals } = parseArgs({
+      args,
+      options: { json: { type: "boolean", default: false } },
+      allowPositionals: true,
+    });
+    if (positionals.length !== 1) throw new UsageError("scan needs exactly one <url>");
+    const rawUrl = positionals[0] as string;
+    const pretty = !values.json && Boolean(stdout.isTTY);
+    const color = pretty && useColor(stdout, env);
+
+    const engine = createSnapshotEngine(loadSnapshotConfig(env));
+    try {
+      const result = await engine.snapshot(rawUrl);
+      stdout.write(pretty ? formatReport(result, color) : JSON.stringify(result, null, 2) + "\n");
+      return 0;
+    } catch (err) {
+      if (!(err instanceof SnapshotError)) throw err;
+      // Same body the API answers with 400: requested_url is what was submitted.
+      const body = { ...err.toBody(), requested_url: rawUrl };
+      stdout.write(
+        pretty ? formatSnapshotError(body, color) : JSON.stringify(body, null, 2) + "\n",
+      );
+      return EXIT_SNAPSHOT_ERROR;
+    } finally {
+      await engine.close();
+    }
+  },
+};

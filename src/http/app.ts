@@ -1,0 +1,212 @@
+import { Hono, type Context, type MiddlewareHandler } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { cors } from "hono/cors";
+import { etag } from "hono/etag";
+import type { z } from "zod";
+import type { SnapshotEngine } from "../snapshot/index.js";
+import { demoSnapshot } from "../snapshot/demo.js";
+import {
+  DemoSnapshotResultSchema,
+  SnapshotError,
+  SnapshotErrorBodySchema,
+  SnapshotResultSchema,
+  type SnapshotErrorBody,
+} from "../snapshot/result.js";
+import { parseInputUrl, type UrlPolicy } from "../snapshot/url-rules.js";
+import { SERVICE_VERSION } from "../version.js";
+import { NO_STORE, invalidInput, jsonError } from "./errors.js";
+import { HealthSchema, createOpenApiDocument } from "./openapi.js";
+
+export type { UrlPolicy };
+
+/** SPEC §2: the POST body limit, enforced while the body is read. */
+export const MAX_BODY_BYTES = 16 * 1024;
+
+/** Static answers (demo, OpenAPI) may be cached by browsers and proxies for an hour. */
+export const STATIC_CACHE_CONTROL = "public, max-age=3600";
+
+/** The validated input of POST /v1/snapshot, put in the context before payment runs. */
+export interface SnapshotInput {
+  /** The `url` string exactly as submitted (untrimmed); it becomes `requested_url`. */
+  raw: string;
+  /** The parsed, policy-checked URL (SPEC §2). */
+  url: URL;
+}
+
+/** Hono environment of the app: `c.get("snapshotInput")` is set for every request that reaches payment. */
+export interface AppEnv {
+  Variables: { snapshotInput: SnapshotInput };
+}
+
+export type Logger = (message: string, error?: unknown) => void;
+
+export interface AppDeps {
+  engine: SnapshotEngine;
+  urlPolicy: UrlPolicy;
+  /**
+   * x402 payment, run after the input check and before the snapshot. It must `await next()` and
+   * settle only when `c.res.status === 200`. Without it the live snapshot is served unpaid.
+   */
+  paymentMiddleware?: MiddlewareHandler<AppEnv>;
+  /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
+  log?: Logger;
+}
+
+/** The methods each known path answers; everything else on these paths is 405 with Allow. */
+const ALLOWED_METHODS = {
+  "/v1/snapshot": "POST, OPTIONS",
+  "/demo/snapshot": "GET, HEAD, OPTIONS",
+  "/health": "GET, HEAD, OPTIONS",
+  "/openapi.json": "GET, HEAD, OPTIONS",
+} as const;
+
+function isJsonContentType(header: string | undefined): boolean {
+  const mediaType = header?.split(";", 1)[0]?.trim().toLowerCase();
+  return mediaType === "application/json";
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+export function createApp(deps: AppDeps): Hono<AppEnv> {
+  const { engine, urlPolicy } = deps;
+  const log: Logger = deps.log ?? ((message, error) => console.error(message, error ?? ""));
+
+  /**
+   * Responses are checked against the published schemas. A mismatch is a bug in this service:
+   * it is logged, and the answer is still sent as it is, because withholding a (possibly paid)
+   * report over a schema slip would hurt the client more than the slip itself.
+   */
+  function checkShape<T>(schema: z.ZodType<T>, value: unknown, what: string): void {
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) log(`response drifted from the ${what} schema`, parsed.error.issues);
+  }
+
+  function sendSnapshotError(c: Context, body: SnapshotErrorBody): Response {
+    checkShape(SnapshotErrorBodySchema, body, "SnapshotError");
+    return c.json(body, 400, { "Cache-Control": NO_STORE });
+  }
+
+  /** `requested_url` is always the string the client sent, whichever layer rejected it. */
+  function fromSnapshotError(err: SnapshotError, raw: string): SnapshotErrorBody {
+    return { ...err.toBody(), requested_url: raw };
+  }
+
+  // Built once: both are fixed for the life of the process.
+  const demo = demoSnapshot();
+  checkShape(DemoSnapshotResultSchema, demo, "DemoSnapshotResult");
+  const openApiDocument = createOpenApiDocument();
+
+  const app = new Hono<AppEnv>();
+
+  app.use(
+    "*",
+    cors({
+      origin: "*",
+      allowMethods: ["GET", "HEAD", "POST", "OPTIONS"],
+      allowHeaders: ["Content-Type", "PAYMENT-SIGNATURE", "X-PAYMENT"],
+      exposeHeaders: ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE"],
+      maxAge: 600,
+    }),
+  );
+
+  const limitBody = bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: (c) =>
+      sendSnapshotError(c, invalidInput("", `request body is larger than ${MAX_BODY_BYTES} bytes`)),
+  });
+
+  /** SPEC §2, all of it pure and before payment, so nobody pays for a request that cannot work. */
+  const validateInput: MiddlewareHandler<AppEnv> = async (c, next) => {
+    let text: string;
+    try {
+      text = await c.req.text();
+    } catch {
+      return sendSnapshotError(c, invalidInput("", "the request body could not be read"));
+    }
+    let body: unknown;
+    let isJson = true;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      isJson = false;
+    }
+    const raw = isPlainObject(body) && typeof body.url === "string" ? body.url : undefined;
+    // Content type is checked after parsing only so the error can still name the submitted url.
+    if (!isJsonContentType(c.req.header("content-type"))) {
+      return sendSnapshotError(c, invalidInput(raw ?? "", "Content-Type must be application/json"));
+    }
+    if (!isJson) return sendSnapshotError(c, invalidInput("", "request body is not valid JSON"));
+    if (!isPlainObject(body)) {
+      return sendSnapshotError(
+        c,
+        invalidInput(
+          "",
+          'request body must be a JSON object such as {"url": "https://example.com"}',
+        ),
+      );
+    }
+    if (raw === undefined) {
+      return sendSnapshotError(c, invalidInput("", 'field "url" is required and must be a string'));
+    }
+    let url: URL;
+    try {
+      url = parseInputUrl(raw, urlPolicy);
+    } catch (err) {
+      if (err instanceof SnapshotError) return sendSnapshotError(c, fromSnapshotError(err, raw));
+      throw err;
+    }
+    c.set("snapshotInput", { raw, url });
+    await next();
+  };
+
+  const runSnapshot = async (c: Context<AppEnv>): Promise<Response> => {
+    const { raw } = c.get("snapshotInput");
+    try {
+      const result = await engine.snapshot(raw);
+      checkShape(SnapshotResultSchema, result, "SnapshotResult");
+      return c.json(result, 200, { "Cache-Control": NO_STORE });
+    } catch (err) {
+      if (err instanceof SnapshotError) return sendSnapshotError(c, fromSnapshotError(err, raw));
+      throw err;
+    }
+  };
+
+  const noPayment: MiddlewareHandler<AppEnv> = (_c, next) => next();
+  app.post(
+    "/v1/snapshot",
+    limitBody,
+    validateInput,
+    deps.paymentMiddleware ?? noPayment,
+    runSnapshot,
+  );
+
+  app.get("/demo/snapshot", etag(), (c) =>
+    c.json(demo, 200, { "Cache-Control": STATIC_CACHE_CONTROL }),
+  );
+
+  app.get("/health", (c) => {
+    const body = { status: "ok", version: SERVICE_VERSION } as const;
+    checkShape(HealthSchema, body, "Health");
+    return c.json(body, 200, { "Cache-Control": NO_STORE });
+  });
+
+  app.get("/openapi.json", etag(), (c) =>
+    c.json(openApiDocument, 200, { "Cache-Control": STATIC_CACHE_CONTROL }),
+  );
+
+  for (const [path, allow] of Object.entries(ALLOWED_METHODS)) {
+    app.all(path, (c) => jsonError(c, 405, `method ${c.req.method} not allowed`, { Allow: allow }));
+  }
+
+  app.notFound((c) => jsonError(c, 404, "not found"));
+
+  // Last resort only: every expected failure above has its own answer.
+  app.onError((err, c) => {
+    log(`unhandled error on ${c.req.method} ${c.req.path}`, err);
+    return jsonError(c, 500, "internal error");
+  });
+
+  return app;
+}

@@ -1,0 +1,216 @@
+import { z } from "zod";
+import {
+  DemoSnapshotResultSchema,
+  SnapshotErrorBodySchema,
+  SnapshotResultSchema,
+} from "../snapshot/result.js";
+import { SERVICE_VERSION } from "../version.js";
+
+/** GET /health (SERVICE.md §2.4). */
+export const HealthSchema = z
+  .object({
+    status: z.literal("ok").describe("ok when healthy."),
+    version: z.string().describe("Service version."),
+  })
+  .strict();
+
+/** Every non-report error: 404, 405, 500 and the payment layer's 503. */
+export const ServiceErrorSchema = z
+  .object({ error: z.string().describe("Human-readable message.") })
+  .describe("Error that is not about the submitted URL.");
+
+/** Input of POST /v1/snapshot (SPEC §2); other fields are ignored. */
+export const SnapshotRequestSchema = z
+  .object({
+    url: z
+      .string()
+      .describe(
+        "A public http(s) URL, at most 2048 characters; without a scheme, https:// is assumed.",
+      ),
+  })
+  .describe("Other fields are ignored. The whole body may be at most 16 KiB.");
+
+const COMPONENTS = {
+  SnapshotRequest: SnapshotRequestSchema,
+  SnapshotResult: SnapshotResultSchema,
+  DemoSnapshotResult: DemoSnapshotResultSchema,
+  SnapshotError: SnapshotErrorBodySchema,
+  Health: HealthSchema,
+  ServiceError: ServiceErrorSchema,
+} as const;
+type ComponentName = keyof typeof COMPONENTS;
+
+/** The zod schemas as JSON Schema 2020-12 (OpenAPI 3.1's dialect), referencing each other by $ref. */
+function componentSchemas(): Record<ComponentName, Record<string, unknown>> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(COMPONENTS)) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, {
+    target: "draft-2020-12",
+    uri: (id) => `#/components/schemas/${id}`,
+  });
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [id, schema] of Object.entries(schemas)) {
+    // $schema and $id belong to standalone documents, not to OpenAPI components.
+    const { $schema: _dialect, $id: _id, ...rest } = schema as Record<string, unknown>;
+    out[id] = rest;
+  }
+  return out as Record<ComponentName, Record<string, unknown>>;
+}
+
+const ref = (name: ComponentName) => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: ComponentName) => ({ "application/json": { schema: ref(name) } });
+
+const cacheControl = (value: string) => ({
+  "Cache-Control": { description: `Always \`${value}\`.`, schema: { type: "string" } },
+});
+
+const notAllowed = {
+  description: "Method not allowed on this path; the `Allow` header lists the methods.",
+  headers: { Allow: { schema: { type: "string" } } },
+  content: json("ServiceError"),
+};
+
+/** The OpenAPI 3.1 document served at GET /openapi.json ("the interface description"). */
+export function createOpenApiDocument(): Record<string, unknown> {
+  return {
+    openapi: "3.1.0",
+    jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
+    info: {
+      title: "secsnap",
+      version: SERVICE_VERSION,
+      summary: "A JSON snapshot of a website's basic security hygiene, paid per call with x402.",
+      description:
+        "POST /v1/snapshot fetches one public URL and reports reachability, HTTPS, six security " +
+        "headers and three well-known files. It costs 0.05 USDC per call, paid with the x402 " +
+        "protocol version 2 (scheme `exact`, USDC on Base `eip155:8453` or Base Sepolia " +
+        "`eip155:84532`). Input is checked before payment is asked for, and a 400 is never " +
+        "charged. GET /demo/snapshot and GET /health are free. Every answer is JSON; CORS allows " +
+        "any origin.",
+      license: { name: "MIT", identifier: "MIT" },
+    },
+    paths: {
+      "/v1/snapshot": {
+        post: {
+          operationId: "createSnapshot",
+          summary: "Run a live security snapshot of one URL (x402, 0.05 USDC).",
+          description:
+            "Checks, in order and before any payment: body at most 16 KiB, `Content-Type: " +
+            "application/json`, a JSON object with a string `url`, then the URL rules (a blocked " +
+            "target is `ssrf`). Any failure is 400 `invalid_url` (or `ssrf`) with " +
+            '`requested_url` = the submitted `url` string, or `""` when there was none. Then the ' +
+            "x402 payment is verified, the snapshot runs, and the payment is settled only if the " +
+            "answer is 200.",
+          parameters: [
+            {
+              name: "PAYMENT-SIGNATURE",
+              in: "header",
+              required: false,
+              description:
+                "x402 v2 payment proof: base64-encoded JSON PaymentPayload answering the " +
+                "challenge of a previous 402. (`X-PAYMENT` is the x402 v1 name.)",
+              schema: { type: "string" },
+            },
+          ],
+          requestBody: { required: true, content: json("SnapshotRequest") },
+          responses: {
+            "200": {
+              description: "The report. Payment was settled.",
+              headers: {
+                ...cacheControl("no-store"),
+                "PAYMENT-RESPONSE": {
+                  description: "x402 v2 settlement receipt: base64-encoded JSON SettleResponse.",
+                  schema: { type: "string" },
+                },
+              },
+              content: json("SnapshotResult"),
+            },
+            "400": {
+              description:
+                "The URL was invalid, blocked (SSRF), timed out or unreachable. Never charged.",
+              headers: cacheControl("no-store"),
+              content: json("SnapshotError"),
+            },
+            "402": {
+              description:
+                "Payment required: no valid x402 payment proof, or settlement failed. The " +
+                "challenge is in the `PAYMENT-REQUIRED` header (x402 protocol version 2).",
+              headers: {
+                "PAYMENT-REQUIRED": {
+                  description:
+                    "Base64-encoded JSON PaymentRequired (`x402Version` 2): one `accepts` " +
+                    "entry per network, scheme `exact`, USDC amount `50000` (6 decimals).",
+                  required: true,
+                  schema: { type: "string" },
+                },
+              },
+              content: {
+                "application/json": {
+                  schema: { type: "object", description: "Defined by the x402 SDK." },
+                },
+              },
+            },
+            "405": notAllowed,
+            "503": {
+              description: "The payment facilitator is unreachable or failing; retry later.",
+              headers: {
+                "Retry-After": {
+                  description: "Seconds to wait before retrying.",
+                  required: true,
+                  schema: { type: "integer", minimum: 0 },
+                },
+              },
+              content: json("ServiceError"),
+            },
+          },
+        },
+      },
+      "/demo/snapshot": {
+        get: {
+          operationId: "getDemoSnapshot",
+          summary: "A fixed, pre-made snapshot of a sample site. Free, no live fetch.",
+          responses: {
+            "200": {
+              description: "Always the same content.",
+              headers: {
+                ...cacheControl("public, max-age=3600"),
+                ETag: { schema: { type: "string" } },
+              },
+              content: json("DemoSnapshotResult"),
+            },
+            "304": { description: "Not modified (`If-None-Match` matched the ETag)." },
+            "405": notAllowed,
+          },
+        },
+      },
+      "/health": {
+        get: {
+          operationId: "getHealth",
+          summary: "Service status and version. Free.",
+          responses: {
+            "200": {
+              description: "The service is up.",
+              headers: cacheControl("no-store"),
+              content: json("Health"),
+            },
+            "405": notAllowed,
+          },
+        },
+      },
+      "/openapi.json": {
+        get: {
+          operationId: "getOpenApi",
+          summary: "This document. Free.",
+          responses: {
+            "200": {
+              description: "OpenAPI 3.1 description of the service.",
+              headers: cacheControl("public, max-age=3600"),
+              content: { "application/json": { schema: { type: "object" } } },
+            },
+            "405": notAllowed,
+          },
+        },
+      },
+    },
+    components: { schemas: componentSchemas() },
+  };
+}

@@ -1,0 +1,59 @@
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createAdaptorServer } from "@hono/node-server";
+import type { Config } from "../config.js";
+
+export interface FetchApp {
+  fetch(request: Request, ...rest: never[]): Response | Promise<Response>;
+}
+
+export interface RunningServer {
+  /** Base URL clients can use, e.g. `http://127.0.0.1:8080` (a wildcard host is shown as loopback). */
+  url: string;
+  port: number;
+  /**
+   * Graceful stop: no new connections, in-flight requests may finish for `graceMs`, then any
+   * connection still open is cut. Resolves once the server is fully closed.
+   */
+  close(graceMs: number): Promise<void>;
+}
+
+function displayHost(address: string): string {
+  if (address === "0.0.0.0") return "127.0.0.1";
+  if (address === "::") return "[::1]";
+  return address.includes(":") ? `[${address}]` : address;
+}
+
+/** Serves `app` with @hono/node-server on `config.host:config.port` (port 0 picks a free one). */
+export async function startServer(opts: {
+  config: Pick<Config, "host" | "port">;
+  app: FetchApp;
+}): Promise<RunningServer> {
+  const server = createAdaptorServer({
+    fetch: opts.app.fetch as (request: Request) => Response | Promise<Response>,
+  }) as Server;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.config.port, opts.config.host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const { address, port } = server.address() as AddressInfo;
+
+  let closing: Promise<void> | undefined;
+  const close = (graceMs: number): Promise<void> =>
+    (closing ??= new Promise<void>((resolve) => {
+      // Keep-alive sockets that finish their last request while we wait are idle: close them too.
+      const sweep = setInterval(() => server.closeIdleConnections(), 50);
+      const deadline = setTimeout(() => server.closeAllConnections(), graceMs);
+      server.close(() => {
+        clearInterval(sweep);
+        clearTimeout(deadline);
+        resolve();
+      });
+      server.closeIdleConnections();
+    }));
+
+  return { url: `http://${displayHost(address)}:${port}`, port, close };
+}

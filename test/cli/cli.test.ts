@@ -1,0 +1,51 @@
+import { describe, expect, it } from "vitest";
+import { cleanEnv, runCli } from "./run.js";
+
+describe("secsnap CLI basics", () => {
+  it("--help lists the commands and exits 0", async () => {
+    const { code, stdout } = await runCli(["--help"]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^\s+scan\s+\S/m);
+    expect(stdout).toMatch(/^\s+serve\s+\S/m);
+  });
+
+  it("--version prints 1.0.0", async () => {
+    const { code, stdout } = await runCli(["--version"]);
+    expect(code).toBe(0);
+    expect(stdout.trim()).toBe("1.0.0");
+  });
+
+  it("scan --help shows the scan usage", async () => {
+    const { code, stdout } = await runCli(["scan", "--help"]);
+    expect(code).toBe(0);
+    expect(stdout).toContain("secsnap scan <url> [--json]");
+  });
+
+  it.each([
+    [[] as string[], /Usage: secsnap <command>/],
+    [["frobnicate"], /unknown command "frobnicate"/],
+    [["scan"], /exactly one <url>/],
+    [["scan", "a.example", "b.example"], /exactly one <url>/],
+    [["scan", "--bogus", "example.com"], /bogus/],
+    [["serve", "extra"], /no arguments/],
+  ])("bad usage %j exits 1 with a message on stderr", async (args, message) => {
+    const { code, stderr, stdout } = await runCli(args);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(message);
+    expect(stdout).toBe("");
+  });
+
+  it.each([
+    [["serve"], { PORT: "eighty" }, /^secsnap: PORT /],
+    [["serve"], { X402_PAY_TO: "0x123" }, /^secsnap: X402_PAY_TO /],
+    [["scan", "example.com"], { SNAPSHOT_TIMEOUT_MS: "soon" }, /^secsnap: SNAPSHOT_TIMEOUT_MS /],
+  ])(
+    "bad configuration for %j exits 1 with one line naming the variable",
+    async (args, env, line) => {
+      const { code, stderr } = await runCli(args, cleanEnv(env));
+      expect(code).toBe(1);
+      expect(stderr.trim().split("\n")).toHaveLength(1);
+      expect(stderr).toMatch(line);
+    },
+  );
+});

@@ -1,0 +1,89 @@
+import { Validator } from "@seriousme/openapi-schema-validator";
+import { Ajv2020 } from "ajv/dist/2020.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createOpenApiDocument } from "../../src/http/openapi.js";
+import { ScriptedEngine, sampleResult, serveApp, type Served } from "./helpers.js";
+
+let served: Served;
+let doc: Record<string, unknown>;
+let ajv: Ajv2020;
+
+beforeAll(async () => {
+  served = await serveApp({ engine: new ScriptedEngine(async (raw) => sampleResult(raw)) });
+  doc = (await (await fetch(`${served.url}/openapi.json`)).json()) as Record<string, unknown>;
+  // OpenAPI adds keywords (example, discriminator…) that plain JSON Schema does not know.
+  ajv = new Ajv2020({ strict: false, allErrors: true });
+  ajv.addFormat("date-time", (s: string) => !Number.isNaN(Date.parse(s)));
+  ajv.addSchema(doc, "openapi.json");
+});
+afterAll(() => served.stop());
+
+function validate(component: string, value: unknown) {
+  const check = ajv.getSchema(`openapi.json#/components/schemas/${component}`);
+  if (!check) throw new Error(`no component ${component}`);
+  const ok = check(value);
+  return { ok, errors: check.errors };
+}
+
+describe("GET /openapi.json", () => {
+  it("is a valid OpenAPI 3.1 document", async () => {
+    const validator = new Validator();
+    const result = await validator.validate(structuredClone(doc));
+    expect(result.errors).toBeUndefined();
+    expect(result.valid).toBe(true);
+    expect(validator.version).toBe("3.1");
+  });
+
+  it("is the document the code generates, describing all four endpoints", () => {
+    expect(doc).toEqual(createOpenApiDocument());
+    expect(Object.keys(doc.paths as object).sort()).toEqual(
+      ["/demo/snapshot", "/health", "/openapi.json", "/v1/snapshot"].sort(),
+    );
+    const post = (doc.paths as Record<string, Record<string, { responses: object }>>)[
+      "/v1/snapshot"
+    ]?.post;
+    expect(Object.keys(post?.responses ?? {})).toEqual(
+      expect.arrayContaining(["200", "400", "402", "503"]),
+    );
+    expect(JSON.stringify(post)).toContain("PAYMENT-REQUIRED");
+  });
+
+  it("rejects a value that breaks the schema (the validation below can fail)", () => {
+    expect(validate("SnapshotResult", { ...sampleResult("x"), checks: {} }).ok).toBe(false);
+    expect(
+      validate("SnapshotError", { requested_url: "", error: "x", error_type: "nope" }).ok,
+    ).toBe(false);
+    expect(validate("Health", { status: "down", version: "1.0.0" }).ok).toBe(false);
+  });
+});
+
+describe("real responses match their published schemas", () => {
+  it("health", async () => {
+    const body: unknown = await (await fetch(`${served.url}/health`)).json();
+    expect(validate("Health", body)).toEqual({ ok: true, errors: null });
+  });
+
+  it("demo", async () => {
+    const body: unknown = await (await fetch(`${served.url}/demo/snapshot`)).json();
+    expect(validate("DemoSnapshotResult", body)).toEqual({ ok: true, errors: null });
+  });
+
+  it("400 SnapshotError", async () => {
+    const res = await fetch(`${served.url}/v1/snapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: "http://127.0.0.1/" }),
+    });
+    expect(res.status).toBe(400);
+    expect(validate("SnapshotError", await res.json())).toEqual({ ok: true, errors: null });
+  });
+
+  it("404 and 405 errors", async () => {
+    const notFound: unknown = await (await fetch(`${served.url}/nope`)).json();
+    expect(validate("ServiceError", notFound)).toEqual({ ok: true, errors: null });
+    const notAllowed: unknown = await (
+      await fetch(`${served.url}/health`, { method: "PUT" })
+    ).json();
+    expect(validate("ServiceError", notAllowed)).toEqual({ ok: true, errors: null });
+  });
+});
