@@ -130,7 +130,8 @@ export interface TargetDispatcherOptions {
   allowedPorts: ReadonlySet<number>;
   /** Bounds name resolution and each TCP+TLS connect (default 10000 ms). */
   connectTimeoutMs?: number;
-  /** Extra trust anchors, for tests; production uses NODE_EXTRA_CA_CERTS. */
+  /** Trust anchors for tests. Like node:tls `ca`, they REPLACE the default store (public CAs and
+   * NODE_EXTRA_CA_CERTS); production leaves this unset and uses NODE_EXTRA_CA_CERTS. */
   tls?: { ca?: string[] };
   /** Called with every address just before it is dialled (for tests and logs). */
   onDial?: (info: { host: string; address: string; port: number }) => void;
