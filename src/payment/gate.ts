@@ -31,6 +31,9 @@ export const USDC_ADDRESSES: Readonly<Record<string, `0x${string}`>> = {
 };
 const USDC_DECIMALS = 6;
 
+/** The one priced route (SPEC §1). */
+export const PAID_ROUTE = "POST /v1/snapshot";
+
 export interface PaidRequestTimings {
   /** Facilitator /verify plus the replay claim (processHTTPRequest of the SDK). */
   verifyMs: number;
@@ -180,7 +183,9 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
   });
 
-  const httpServer = new x402HTTPResourceServer(resourceServer, routeConfig(options));
+  const httpServer = new x402HTTPResourceServer(resourceServer, {
+    [PAID_ROUTE]: routeConfig(options),
+  });
 
   // /supported is fetched once and cached by the SDK. A failure is remembered for
   // supportedRetryMs so a dead facilitator costs no round trip per request, and retried after.
@@ -238,7 +243,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     } catch (error) {
       return failure(c, error);
     }
-    if (result.type === "no-payment-required") return next();
+    if (result.type === "no-payment-required") {
+      // Fail closed: the gate was mounted on a route it does not price; never serve it free.
+      log(`payment gate mounted on unpriced route ${c.req.method} ${c.req.path}`);
+      return c.json({ error: "Payment processing failed." }, 500);
+    }
     if (result.type === "payment-error") return send(c, result.response);
 
     const { paymentPayload, paymentRequirements, declaredExtensions } = result;

@@ -1,0 +1,384 @@
+/**
+ * The payment gate against a scripted facilitator (a real HTTP server whose answers each test
+ * chooses), for what the real devnet cannot be made to do on demand: 5xx, hangs, a verify that
+ * says "valid" twice for the same proof. The full flow on chain is in devnet.e2e.test.ts.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import type { PaymentRequired } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { Hono } from "hono";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createPaymentGate, type PaymentGateOptions } from "../../src/payment/gate.js";
+
+const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const BASE_SEPOLIA = "eip155:84532";
+const BASE = "eip155:8453";
+
+type Handler = (body: unknown) => { status: number; json: unknown } | "hang";
+
+interface ScriptedFacilitator {
+  url: string;
+  calls: { supported: number; verify: number; settle: number };
+  verify: Handler;
+  settle: Handler;
+  supportedUp: boolean;
+  close(): Promise<void>;
+}
+
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    let data = "";
+    req.on("data", (chunk: Buffer) => (data += chunk.toString()));
+    req.on("end", () => resolve(data ? JSON.parse(data) : undefined));
+    req.on("error", reject);
+  });
+}
+
+async function startScriptedFacilitator(networks: string[]): Promise<ScriptedFacilitator> {
+  const hanging = new Set<ServerResponse>();
+  const state: ScriptedFacilitator = {
+    url: "",
+    calls: { supported: 0, verify: 0, settle: 0 },
+    supportedUp: true,
+    verify: () => ({ status: 200, json: { isValid: true, payer: "0xpayer" } }),
+    settle: () => ({
+      status: 200,
+      json: { success: true, transaction: "0x" + "ab".repeat(32), network: BASE_SEPOLIA },
+    }),
+    close: async () => {},
+  };
+  const server: Server = createServer(async (req, res) => {
+    const send = (status: number, json: unknown) => {
+      res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(json));
+    };
+    const body = req.method === "POST" ? await readJson(req) : undefined;
+    if (req.url === "/supported") {
+      state.calls.supported++;
+      if (!state.supportedUp) return send(500, { error: "down" });
+      return send(200, {
+        kinds: networks.map((network) => ({ x402Version: 2, scheme: "exact", network })),
+        extensions: [],
+        signers: {},
+      });
+    }
+    const handler =
+      req.url === "/verify" ? state.verify : req.url === "/settle" ? state.settle : undefined;
+    if (!handler) return send(404, {});
+    state.calls[req.url === "/verify" ? "verify" : "settle"]++;
+    const answer = handler(body);
+    if (answer === "hang") {
+      hanging.add(res);
+      return;
+    }
+    send(answer.status, answer.json);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  state.close = () =>
+    new Promise((resolve) => {
+      for (const res of hanging) res.destroy();
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
+  return state;
+}
+
+interface Service {
+  url: string;
+  handlerRuns: number;
+  close(): Promise<void>;
+}
+
+/** A service shaped like the real route: gate, then a handler answering 200 or 400. */
+async function startService(options: PaymentGateOptions, handlerDelayMs = 0): Promise<Service> {
+  const gate = createPaymentGate({ log: () => {}, ...options });
+  const service: Service = { url: "", handlerRuns: 0, close: async () => {} };
+  const app = new Hono();
+  app.get("/health", (c) => c.json({ status: "ok" }));
+  app.post("/v1/snapshot", gate.middleware, async (c) => {
+    service.handlerRuns++;
+    const { url } = await c.req.json<{ url: string }>();
+    if (handlerDelayMs) await new Promise((r) => setTimeout(r, handlerDelayMs));
+    if (url === "bad") return c.json({ requested_url: url, error: "x", error_type: "ssrf" }, 400);
+    return c.json({ requested_url: url }, 200);
+  });
+  const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
+  await new Promise<void>((resolve) => server.once("listening", () => resolve()));
+  service.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  service.close = () => new Promise((resolve) => server.close(() => resolve()));
+  return service;
+}
+
+function post(service: Service, url: string, headers: Record<string, string> = {}) {
+  return fetch(`${service.url}/v1/snapshot`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ url }),
+  });
+}
+
+async function challengeOf(response: Response): Promise<PaymentRequired> {
+  const header = response.headers.get("PAYMENT-REQUIRED");
+  expect(header).toBeTruthy();
+  return decodePaymentRequiredHeader(header!);
+}
+
+/** A real signed proof (offline EIP-712 signature) for the first `accepts` entry. */
+async function signedHeaders(challenge: PaymentRequired): Promise<Record<string, string>> {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: privateKeyToAccount(generatePrivateKey()) });
+  const payload = await client.createPaymentPayload(challenge);
+  return new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
+}
+
+const opened: { close(): Promise<void> }[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((x) => x.close()));
+});
+
+function base(facilitatorUrl: string, extra: Partial<PaymentGateOptions> = {}): PaymentGateOptions {
+  return {
+    payTo: PAY_TO,
+    networks: [BASE_SEPOLIA],
+    priceUsdc: "0.05",
+    facilitatorUrl,
+    ...extra,
+  };
+}
+
+describe("challenge", () => {
+  it("offers one exact USDC entry per network, 50000 units, with the Bazaar description", async () => {
+    const facilitator = await startScriptedFacilitator([BASE, BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url, { networks: [BASE, BASE_SEPOLIA] }));
+    opened.push(facilitator, service);
+
+    const response = await post(service, "https://example.com");
+    expect(response.status).toBe(402);
+    expect(response.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(await response.json()).toHaveProperty("error");
+    const challenge = await challengeOf(response);
+    expect(challenge.x402Version).toBe(2);
+    expect(challenge.resource?.url).toBe(`${service.url}/v1/snapshot`);
+    expect(challenge.accepts.map((a) => [a.scheme, a.network, a.amount, a.asset, a.payTo])).toEqual(
+      [
+        ["exact", BASE, "50000", "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", PAY_TO],
+        ["exact", BASE_SEPOLIA, "50000", "0x036CbD53842c5426634e7929541eC2318f3dCF7e", PAY_TO],
+      ],
+    );
+    expect(challenge.accepts.map((a) => a.extra)).toEqual([
+      expect.objectContaining({ name: "USD Coin", version: "2" }),
+      expect.objectContaining({ name: "USDC", version: "2" }),
+    ]);
+    const bazaar = challenge.extensions?.bazaar as {
+      info: {
+        input: { method: string; bodyType: string; body: unknown };
+        output: { example: unknown };
+      };
+      schema: { properties: { output: { properties: { example: { properties: object } } } } };
+    };
+    expect(bazaar.info.input).toMatchObject({
+      method: "POST",
+      bodyType: "json",
+      body: { url: expect.any(String) },
+    });
+    expect(Object.keys(bazaar.schema.properties.output.properties.example.properties)).toContain(
+      "security_txt_present",
+    );
+  });
+
+  it("prices from the configured decimal amount", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url, { priceUsdc: "1.5" }));
+    opened.push(facilitator, service);
+    const challenge = await challengeOf(await post(service, "https://example.com"));
+    expect(challenge.accepts[0]?.amount).toBe("1500000");
+  });
+
+  it("asks the facilitator for /supported once, not per request", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url));
+    opened.push(facilitator, service);
+    for (let i = 0; i < 5; i++)
+      expect((await post(service, "https://example.com")).status).toBe(402);
+    expect(facilitator.calls.supported).toBe(1);
+    expect(facilitator.calls.verify).toBe(0);
+  });
+});
+
+describe("misuse", () => {
+  it("fails closed when mounted on a route it does not price", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    opened.push(facilitator);
+    const gate = createPaymentGate({ log: () => {}, ...base(facilitator.url) });
+    const app = new Hono();
+    let ran = false;
+    app.post("/other", gate.middleware, (c) => {
+      ran = true;
+      return c.json({}, 200);
+    });
+    const response = await app.request("/other", { method: "POST", body: "{}" });
+    expect(response.status).toBe(500);
+    expect(ran).toBe(false);
+  });
+});
+
+describe("facilitator trouble", () => {
+  it("answers 503 with Retry-After while /supported fails, and recovers without restart", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    facilitator.supportedUp = false;
+    const service = await startService(base(facilitator.url, { supportedRetryMs: 0 }));
+    opened.push(facilitator, service);
+
+    const down = await post(service, "https://example.com");
+    expect(down.status).toBe(503);
+    expect(down.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(await down.json()).toEqual({ error: expect.stringContaining("unavailable") });
+    expect((await fetch(`${service.url}/health`)).status).toBe(200);
+
+    facilitator.supportedUp = true;
+    expect((await post(service, "https://example.com")).status).toBe(402);
+    expect(service.handlerRuns).toBe(0);
+  });
+
+  it("does not retry /supported on every request while it is down", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    facilitator.supportedUp = false;
+    const service = await startService(base(facilitator.url, { supportedRetryMs: 60_000 }));
+    opened.push(facilitator, service);
+    for (let i = 0; i < 4; i++)
+      expect((await post(service, "https://example.com")).status).toBe(503);
+    expect(facilitator.calls.supported).toBe(1);
+  });
+
+  it("answers 503 when the facilitator is not listening at all", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const deadUrl = facilitator.url;
+    await facilitator.close();
+    const service = await startService(base(deadUrl));
+    opened.push(service);
+    const response = await post(service, "https://example.com");
+    expect(response.status).toBe(503);
+    expect(response.headers.get("retry-after")).toBeTruthy();
+  });
+
+  it("verify failing with 500 or hanging past the timeout is 503, never the report", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url, { facilitatorTimeoutMs: 300 }));
+    opened.push(facilitator, service);
+    const challenge = await challengeOf(await post(service, "https://example.com"));
+
+    facilitator.verify = () => ({ status: 500, json: { error: "boom" } });
+    const failing = await post(service, "https://example.com", await signedHeaders(challenge));
+    expect(failing.status).toBe(503);
+
+    facilitator.verify = () => "hang";
+    const slow = await post(service, "https://example.com", await signedHeaders(challenge));
+    expect(slow.status).toBe(503);
+    expect(slow.headers.get("retry-after")).toBeTruthy();
+    expect(service.handlerRuns).toBe(0);
+  });
+
+  it("settle hanging past the timeout is 503 without the report, and the proof is freed", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url, { facilitatorTimeoutMs: 300 }));
+    opened.push(facilitator, service);
+    const challenge = await challengeOf(await post(service, "https://example.com"));
+    const proof = await signedHeaders(challenge);
+
+    facilitator.settle = () => "hang";
+    const response = await post(service, "https://example.com", proof);
+    expect(response.status).toBe(503);
+    expect(await response.json()).not.toHaveProperty("requested_url");
+
+    facilitator.settle = () => ({
+      status: 200,
+      json: { success: true, transaction: "0x" + "cd".repeat(32), network: BASE_SEPOLIA },
+    });
+    expect((await post(service, "https://example.com", proof)).status).toBe(200);
+  });
+});
+
+describe("order of work", () => {
+  let facilitator: ScriptedFacilitator;
+  let service: Service;
+  let challenge: PaymentRequired;
+  beforeAll(async () => {
+    facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    service = await startService(base(facilitator.url), 50);
+    challenge = await challengeOf(await post(service, "https://example.com"));
+  });
+  afterAll(async () => {
+    await service.close();
+    await facilitator.close();
+  });
+
+  it("an invalid payment is 402 and the handler never runs", async () => {
+    facilitator.verify = () => ({
+      status: 200,
+      json: { isValid: false, invalidReason: "invalid_exact_evm_payload_signature" },
+    });
+    const runs = service.handlerRuns;
+    const response = await post(service, "https://example.com", await signedHeaders(challenge));
+    expect(response.status).toBe(402);
+    expect((await challengeOf(response)).error).toBe("invalid_exact_evm_payload_signature");
+    expect(service.handlerRuns).toBe(runs);
+    facilitator.verify = () => ({ status: 200, json: { isValid: true, payer: "0xpayer" } });
+  });
+
+  it("a 400 answer is not settled and the same proof can be used again", async () => {
+    const proof = await signedHeaders(challenge);
+    const settles = facilitator.calls.settle;
+    const rejected = await post(service, "bad", proof);
+    expect(rejected.status).toBe(400);
+    expect(rejected.headers.get("PAYMENT-RESPONSE")).toBeNull();
+    expect(facilitator.calls.settle).toBe(settles);
+
+    const paid = await post(service, "https://example.com", proof);
+    expect(paid.status).toBe(200);
+    expect(facilitator.calls.settle).toBe(settles + 1);
+    const settlement = decodePaymentResponseHeader(paid.headers.get("PAYMENT-RESPONSE")!);
+    expect(settlement).toMatchObject({ success: true, transaction: "0x" + "ab".repeat(32) });
+    expect(paid.headers.get("cache-control")).toContain("private");
+  });
+
+  it("a proof is served once, even when the facilitator would verify it again", async () => {
+    const proof = await signedHeaders(challenge);
+    expect((await post(service, "https://example.com", proof)).status).toBe(200);
+    const again = await post(service, "https://example.com", proof);
+    expect(again.status).toBe(402);
+    expect((await challengeOf(again)).error).toBe("payment_already_used");
+  });
+
+  it("ten simultaneous copies of one proof: one 200, one settlement", async () => {
+    const proof = await signedHeaders(challenge);
+    const settles = facilitator.calls.settle;
+    const statuses = await Promise.all(
+      Array.from({ length: 10 }, () =>
+        post(service, "https://example.com", proof).then((r) => r.status),
+      ),
+    );
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 402)).toHaveLength(9);
+    expect(facilitator.calls.settle).toBe(settles + 1);
+  });
+
+  it("a failed settlement answers 402, not the report", async () => {
+    facilitator.settle = () => ({
+      status: 200,
+      json: {
+        success: false,
+        errorReason: "transaction_failed",
+        transaction: "",
+        network: BASE_SEPOLIA,
+      },
+    });
+    const response = await post(service, "https://example.com", await signedHeaders(challenge));
+    expect(response.status).toBe(402);
+    expect(await response.json()).toEqual({ error: expect.stringContaining("transaction_failed") });
+  });
+});
