@@ -1,18 +1,24 @@
-// TEMPORARY interface stub, replaced by the real orchestration (snapshot.ts) — see the engine work.
-import type { SnapshotConfig } from "../config.js";
-import type { SnapshotResult } from "./result.js";
-
-export interface EngineOptions extends SnapshotConfig {
-  /** Port of the HTTPS probe for http final URLs; 443 in production, overridable by tests. */
-  httpsProbePort?: number;
-}
-
-export interface SnapshotEngine {
-  /** Validates (SPEC §2, throws SnapshotError) and runs one snapshot; rejects only with SnapshotError. */
-  snapshot(rawUrl: string): Promise<SnapshotResult>;
-  close(): Promise<void>;
-}
-
-export function createSnapshotEngine(_options: EngineOptions): SnapshotEngine {
-  throw new Error("not implemented yet");
-}
+/**
+ * The snapshot engine's public face: what the HTTP layer, the CLI and the benchmark use.
+ */
+export { createSnapshotEngine, createUrlPolicy } from "./snapshot.js";
+export type { EngineOptions, SnapshotEngine } from "./snapshot.js";
+export { parseInputUrl, normalizeUrl } from "./url-rules.js";
+export type { UrlPolicy } from "./url-rules.js";
+export { demoSnapshot, DEMO_NOTE } from "./demo.js";
+export {
+  CHECK_NAMES,
+  ChecksSchema,
+  DemoSnapshotResultSchema,
+  SNAPSHOT_ERROR_TYPES,
+  SnapshotError,
+  SnapshotErrorBodySchema,
+  SnapshotResultSchema,
+} from "./result.js";
+export type {
+  CheckName,
+  DemoSnapshotResult,
+  SnapshotErrorBody,
+  SnapshotErrorType,
+  SnapshotResult,
+} from "./result.js";

@@ -1,0 +1,66 @@
+import type { FileProbe } from "../types.js";
+
+/**
+ * What the three well-known file checks share: the status column of SPEC §3's table, the
+ * "HTML" definition and text decoding. Each file's own content test lives in its own module.
+ */
+
+export type FileWhy =
+  | "ok"
+  | "missing" // 404/410/other 4xx (false)
+  | "soft_404" // 200 that fails the content test (false)
+  | "denied" // 401/403/429 (null)
+  | "server_error" // 5xx (null)
+  | "unexpected_status" // 1xx/3xx without a usable Location (null)
+  | "body_unreadable" // 200 whose body broke off (null)
+  | "blocked"
+  | "too_many_redirects"
+  | "timeout"
+  | "network"; // DNS, refused, reset, TLS, bad HTTP (null)
+
+export interface FileVerdict {
+  value: boolean | null;
+  why: FileWhy;
+  /** The final status, when there was a response. */
+  status?: number;
+}
+
+export type ContentTest = (text: string, contentType: string | undefined) => boolean;
+
+/** The body as text: UTF-8, without a BOM. */
+export function bodyText(body: Buffer): string {
+  return new TextDecoder("utf-8").decode(body).replace(/^\uFEFF/, "");
+}
+
+/** SPEC §3 "HTML": Content-Type text/html…, or a body starting with `<!doctype html`/`<html`. */
+export function isHtml(text: string, contentType: string | undefined): boolean {
+  if (contentType !== undefined && /^\s*text\/html/i.test(contentType)) return true;
+  return /^[\s\uFEFF]*(<!doctype\s+html|<html)/i.test(text);
+}
+
+/** The status column of the table, then `contentTest` for a readable 200. */
+export function fileVerdict(probe: FileProbe, contentTest: ContentTest): FileVerdict {
+  if (probe.kind === "failed") {
+    const why: FileWhy =
+      probe.reason === "blocked" ||
+      probe.reason === "too_many_redirects" ||
+      probe.reason === "timeout"
+        ? probe.reason
+        : "network";
+    return { value: null, why };
+  }
+  const { status } = probe;
+  if (status === 200) {
+    if (probe.body === null) return { value: null, why: "body_unreadable", status };
+    return contentTest(bodyText(probe.body), probe.contentType)
+      ? { value: true, why: "ok", status }
+      : { value: false, why: "soft_404", status };
+  }
+  if (status === 401 || status === 403 || status === 429)
+    return { value: null, why: "denied", status };
+  if (status >= 500) return { value: null, why: "server_error", status };
+  // 4xx, and 2xx other than 200 (e.g. 204 No Content): the server answered and there is no file.
+  if (status >= 400 || (status >= 200 && status < 300))
+    return { value: false, why: "missing", status };
+  return { value: null, why: "unexpected_status", status };
+}

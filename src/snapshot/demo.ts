@@ -1,0 +1,58 @@
+/**
+ * The fixed demo of SERVICE.md §4.2: a pre-made report of a sample site, never a live fetch.
+ * Its notes come from the same table as live reports, so the wording cannot drift.
+ */
+import { missingHeaderNotes, renderNotes } from "./notes.js";
+import type { DemoSnapshotResult } from "./result.js";
+
+export const DEMO_NOTE =
+  "This is a static example report; no site was fetched. The live operation is the paid POST /v1/snapshot (0.05 USDC via x402).";
+
+const headers = {
+  hsts: false,
+  csp: false,
+  x_frame_options: false,
+  x_content_type_options: false,
+  referrer_policy: true,
+  permissions_policy: true,
+};
+
+const DEMO: DemoSnapshotResult = {
+  requested_url: "https://example.com",
+  normalized_url: "https://example.com/",
+  final_url: "https://example.com/",
+  fetched_at: "2026-01-01T00:00:00.000Z",
+  reachable: true,
+  final_status_code: 200,
+  redirect_count: 0,
+  https_ok: true,
+  hsts_present: headers.hsts,
+  csp_present: headers.csp,
+  x_frame_options_present: headers.x_frame_options,
+  x_content_type_options_present: headers.x_content_type_options,
+  referrer_policy_present: headers.referrer_policy,
+  permissions_policy_present: headers.permissions_policy,
+  security_txt_present: true,
+  robots_txt_present: true,
+  sitemap_xml_present: true,
+  notes: renderNotes(missingHeaderNotes(headers)),
+  checks: {
+    https: true,
+    hsts: headers.hsts,
+    csp: headers.csp,
+    x_frame_options: headers.x_frame_options,
+    x_content_type_options: headers.x_content_type_options,
+    referrer_policy: headers.referrer_policy,
+    permissions_policy: headers.permissions_policy,
+    security_txt: true,
+    robots_txt: true,
+    sitemap_xml: true,
+  },
+  _demo: true,
+  _note: DEMO_NOTE,
+};
+
+/** A fresh copy each call, so no caller can change what the next one sees. */
+export function demoSnapshot(): DemoSnapshotResult {
+  return structuredClone(DEMO);
+}

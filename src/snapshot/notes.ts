@@ -1,0 +1,147 @@
+/**
+ * The one table that turns findings into the sentences of `notes` (SPEC §3, in the manner of
+ * MDN Observatory). Missing headers come first in the fixed order; every other finding follows
+ * in the order it was found. Nothing is said about what is fine.
+ */
+import type { HeaderCheck } from "./checks/headers.js";
+import { SECURITY_HEADERS } from "./checks/headers.js";
+import type { FileVerdict } from "./checks/well-known.js";
+import type { RequestFailure } from "./types.js";
+
+export type WellKnownFile = "security_txt" | "robots_txt" | "sitemap_xml";
+
+/** Why a request produced no response, as noted: every RequestFailure, and two more. */
+export type FailureCause =
+  RequestFailure | { kind: "no_response" } | { kind: "redirect_cap"; max: number };
+
+export type Note =
+  | { code: "header_missing"; header: HeaderCheck }
+  | { code: "https_failed"; url: string; failure: FailureCause }
+  | { code: "http_final_although_https_works"; url: string }
+  | { code: "hsts_over_http" }
+  | { code: "chain_broken"; url: string; failure: FailureCause }
+  | { code: "redirect_cap"; url: string; max: number }
+  | { code: "file"; file: WellKnownFile; verdict: FileVerdict };
+
+type NoteOf<C extends Note["code"]> = Extract<Note, { code: C }>;
+
+const HEADER_SENTENCES: Record<HeaderCheck, string> = {
+  hsts: "Strict-Transport-Security (HSTS) header is missing.",
+  csp: "Content-Security-Policy (CSP) header is missing.",
+  x_frame_options: "X-Frame-Options header is missing.",
+  x_content_type_options: "X-Content-Type-Options header is missing.",
+  referrer_policy: "Referrer-Policy header is missing.",
+  permissions_policy: "Permissions-Policy header is missing.",
+};
+
+const FILE_NAMES: Record<WellKnownFile, string> = {
+  security_txt: "security.txt",
+  robots_txt: "robots.txt",
+  sitemap_xml: "sitemap.xml",
+};
+
+/** "…because <cause>": why a request produced no HTTP response. */
+function cause(f: FailureCause): string {
+  switch (f.kind) {
+    case "tls":
+      switch (f.reason) {
+        case "expired":
+          return "the TLS certificate has expired";
+        case "not_yet_valid":
+          return "the TLS certificate is not valid yet";
+        case "wrong_name":
+          return "the TLS certificate does not match the host name";
+        case "self_signed":
+          return "the TLS certificate is self-signed";
+        case "untrusted":
+          return "the TLS certificate is not issued by a trusted certificate authority";
+        case "handshake":
+          return `the TLS handshake failed${f.code ? ` (${f.code})` : ""}`;
+      }
+      break;
+    case "dns":
+      return "the host name does not resolve";
+    case "refused":
+      return "the connection was refused";
+    case "reset":
+      return "the connection was closed before any response";
+    case "network":
+      return `the network could not reach the host${f.code ? ` (${f.code})` : ""}`;
+    case "timeout":
+      return "no response arrived before the deadline";
+    case "protocol":
+      return `the server's answer was not valid HTTP${f.code ? ` (${f.code})` : ""}`;
+    case "blocked":
+      return "the target is not allowed";
+    case "no_response":
+      return "there was no response";
+    case "redirect_cap":
+      return `it redirects more than ${f.max} times`;
+  }
+}
+
+function fileSentence(n: NoteOf<"file">): string | null {
+  const name = FILE_NAMES[n.file];
+  const v = n.verdict;
+  switch (v.why) {
+    case "ok":
+      return null;
+    case "missing":
+      return `${name} is missing (HTTP ${v.status ?? "?"}).`;
+    case "soft_404":
+      return `${name} answers 200 but does not look like a real ${name} (soft 404).`;
+    case "denied":
+      return `${name} could not be checked: access was refused (HTTP ${v.status ?? "?"}).`;
+    case "server_error":
+      return `${name} could not be checked: the server failed (HTTP ${v.status ?? "?"}).`;
+    case "unexpected_status":
+      return `${name} could not be checked: unexpected HTTP ${v.status ?? "?"}.`;
+    case "body_unreadable":
+      return `${name} could not be checked: its content could not be read.`;
+    case "blocked":
+      return `${name} could not be checked: it redirects to a target that is not allowed.`;
+    case "too_many_redirects":
+      return `${name} could not be checked: it redirects more than 3 times.`;
+    case "timeout":
+      return `${name} could not be checked: no answer before the deadline.`;
+    case "network":
+      return `${name} could not be checked: a network error occurred.`;
+  }
+}
+
+/** THE table: one sentence (or none) per finding. */
+const SENTENCES: { [C in Note["code"]]: (n: NoteOf<C>) => string | null } = {
+  header_missing: (n) => HEADER_SENTENCES[n.header],
+  https_failed: (n) => `HTTPS does not work (${n.url}): ${cause(n.failure)}.`,
+  http_final_although_https_works: (n) =>
+    `The site ends on plain HTTP (${n.url}) although HTTPS works; it should redirect to HTTPS.`,
+  hsts_over_http: () =>
+    "Strict-Transport-Security is sent over plain HTTP, where browsers ignore it.",
+  chain_broken: (n) =>
+    `No final response: the request to ${n.url} failed because ${cause(n.failure)}.`,
+  redirect_cap: (n) =>
+    `No final response: the site redirects more than ${n.max} times (stopped at ${n.url}).`,
+  file: fileSentence,
+};
+
+function sentence<C extends Note["code"]>(n: NoteOf<C>): string | null {
+  return (SENTENCES[n.code] as (n: NoteOf<C>) => string | null)(n);
+}
+
+/** The notes array: missing headers first in the SPEC order, then the other findings in order. */
+export function renderNotes(notes: readonly Note[]): string[] {
+  const order = SECURITY_HEADERS.map((h) => h.check);
+  const headers = notes
+    .filter((n): n is NoteOf<"header_missing"> => n.code === "header_missing")
+    .sort((a, b) => order.indexOf(a.header) - order.indexOf(b.header));
+  const others = notes.filter((n) => n.code !== "header_missing");
+  return [...headers, ...others].map((n) => sentence(n)).filter((s): s is string => s !== null);
+}
+
+/** Header notes for every header that is absent, in the SPEC order. */
+export function missingHeaderNotes(presence: Record<HeaderCheck, boolean>): Note[] {
+  return SECURITY_HEADERS.filter((h) => !presence[h.check]).map((h) => ({
+    code: "header_missing" as const,
+    header: h.check,
+  }));
+}

@@ -1,0 +1,279 @@
+/**
+ * One snapshot, end to end (SPEC §3): validate, fetch the chain, run the checks, build the
+ * SnapshotResult. Speed comes from speculation: the well-known probes of the input origin (and
+ * of the first redirect targets) and the HTTPS probe of an http input start together with the
+ * main request, are reused when the final origin/host turns out the same, and whatever is left
+ * unused is cancelled when the snapshot ends. One engine-wide dispatcher keeps connections alive
+ * between requests; one deadline covers everything.
+ */
+import type { SnapshotConfig } from "../config.js";
+import { checkHeaders } from "./checks/headers.js";
+import { checkHttps } from "./checks/https.js";
+import { ROBOTS_TXT_PATH, checkRobotsTxt } from "./checks/robots-txt.js";
+import { SECURITY_TXT_PATHS, checkSecurityTxt } from "./checks/security-txt.js";
+import { SITEMAP_XML_PATH, checkSitemapXml } from "./checks/sitemap-xml.js";
+import type { FileVerdict } from "./checks/well-known.js";
+import { createAddressPolicy } from "./address-policy.js";
+import { createTargetDispatcher } from "./dialer.js";
+import { fetchChain, probeFile, probeHttps } from "./fetch.js";
+import type { FetchContext } from "./fetch.js";
+import { missingHeaderNotes, renderNotes } from "./notes.js";
+import type { Note } from "./notes.js";
+import { createResolver } from "./resolver.js";
+import { SnapshotError } from "./result.js";
+import type { SnapshotResult } from "./result.js";
+import type { Chain, FileProbe, HttpsProbe, RequestFailure } from "./types.js";
+import { effectivePort, normalizeUrl, parseInputUrl } from "./url-rules.js";
+import type { UrlPolicy } from "./url-rules.js";
+
+export interface EngineOptions extends SnapshotConfig {
+  /** Port of the HTTPS probe for http final URLs; 443 in production, overridable by tests. */
+  httpsProbePort?: number;
+}
+
+export interface SnapshotEngine {
+  /** Validates (SPEC §2, throws SnapshotError) and runs one snapshot; rejects only with SnapshotError. */
+  snapshot(rawUrl: string): Promise<SnapshotResult>;
+  close(): Promise<void>;
+}
+
+/** Redirect targets whose origin gets speculative well-known probes (input = hop 0). */
+const SPECULATIVE_HOPS = 2;
+
+/** The URL rules of SPEC §2/§4 for a configuration (also what the HTTP layer validates with). */
+export function createUrlPolicy(
+  config: Pick<SnapshotConfig, "allowedPorts" | "allowCidrs">,
+): UrlPolicy {
+  const addresses = createAddressPolicy(config.allowCidrs);
+  return { allowedPorts: config.allowedPorts, isBlockedAddress: (ip) => addresses.isBlocked(ip) };
+}
+
+interface FileVerdicts {
+  security_txt: FileVerdict;
+  robots_txt: FileVerdict;
+  sitemap_xml: FileVerdict;
+}
+
+async function probeWellKnown(origin: URL, ctx: FetchContext): Promise<FileVerdicts> {
+  const failed = (path: string): FileProbe => ({ kind: "failed", url: path, reason: "protocol" });
+  const safe = (p: Promise<FileProbe>, path: string) => p.catch(() => failed(path));
+  // The second security.txt location counts only when the first answers 4xx (the usual case),
+  // so it is asked at the same time rather than after.
+  const [sec1, sec2, robots, sitemap] = await Promise.all([
+    safe(probeFile(origin, SECURITY_TXT_PATHS[0], ctx), SECURITY_TXT_PATHS[0]),
+    safe(probeFile(origin, SECURITY_TXT_PATHS[1], ctx), SECURITY_TXT_PATHS[1]),
+    safe(probeFile(origin, ROBOTS_TXT_PATH, ctx), ROBOTS_TXT_PATH),
+    safe(probeFile(origin, SITEMAP_XML_PATH, ctx, { gunzipByMagic: true }), SITEMAP_XML_PATH),
+  ]);
+  return {
+    security_txt: checkSecurityTxt(sec1, sec2),
+    robots_txt: checkRobotsTxt(robots),
+    sitemap_xml: checkSitemapXml(sitemap),
+  };
+}
+
+function firstRequestError(
+  failure: RequestFailure,
+  url: URL,
+  requestedUrl: string,
+): SnapshotError | null {
+  const where = url.host;
+  switch (failure.kind) {
+    case "dns":
+      return new SnapshotError(
+        "unreachable",
+        `The host name ${url.hostname} does not resolve.`,
+        requestedUrl,
+      );
+    case "refused":
+      return new SnapshotError(
+        "unreachable",
+        `The connection to ${where} was refused.`,
+        requestedUrl,
+      );
+    case "reset":
+      return new SnapshotError(
+        "unreachable",
+        `The connection to ${where} was closed before any response.`,
+        requestedUrl,
+      );
+    case "network":
+      return new SnapshotError(
+        "unreachable",
+        `${where} cannot be reached from the network.`,
+        requestedUrl,
+      );
+    case "timeout":
+      return new SnapshotError(
+        "timeout",
+        `No response from ${url.href} before the deadline.`,
+        requestedUrl,
+      );
+    default:
+      return null; // TLS or HTTP trouble: something was learned, a 200 with reachable false
+  }
+}
+
+/** An https hop on `hostname`:`port` that answered already proves HTTPS; no probe needed. */
+function httpsProvenByChain(chain: Chain, hostname: string, port: number): boolean {
+  return chain.hops.some((h) => {
+    const u = new URL(h.url);
+    return u.protocol === "https:" && u.hostname === hostname && effectivePort(u) === port;
+  });
+}
+
+export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
+  const policy = createUrlPolicy(options);
+  const dispatcher = createTargetDispatcher({
+    resolve: createResolver(options.dnsServers),
+    isBlockedAddress: policy.isBlockedAddress,
+    allowedPorts: options.allowedPorts,
+    connectTimeoutMs: options.timeoutMs,
+  });
+  const probePort = options.httpsProbePort ?? 443;
+
+  async function run(rawUrl: string): Promise<SnapshotResult> {
+    const input = parseInputUrl(rawUrl, policy);
+    const normalized = normalizeUrl(input);
+
+    const deadline = new AbortController();
+    const done = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), options.timeoutMs);
+    const ctx: FetchContext = {
+      dispatcher,
+      policy,
+      signal: AbortSignal.any([deadline.signal, done.signal]),
+      deadlinePassed: () => deadline.signal.aborted,
+      requestedUrl: rawUrl,
+      timeoutMs: options.timeoutMs,
+    };
+
+    const filesByOrigin = new Map<string, Promise<FileVerdicts>>();
+    const filesFor = (url: URL): Promise<FileVerdicts> => {
+      let p = filesByOrigin.get(url.origin);
+      if (!p) filesByOrigin.set(url.origin, (p = probeWellKnown(new URL(url.origin), ctx)));
+      return p;
+    };
+    const httpsByHost = new Map<string, Promise<HttpsProbe>>();
+    const httpsFor = (hostname: string): Promise<HttpsProbe> => {
+      let p = httpsByHost.get(hostname);
+      if (!p) httpsByHost.set(hostname, (p = probeHttps(hostname, probePort, ctx)));
+      return p;
+    };
+
+    const fetchedAt = new Date().toISOString();
+    try {
+      const chain = await fetchChain(input, options.maxRedirects, ctx, (url, index) => {
+        if (index <= SPECULATIVE_HOPS) void filesFor(url);
+        if (index === 0 && url.protocol === "http:") void httpsFor(url.hostname);
+      });
+      const finalUrl = chain.finalUrl;
+      const requestFailure =
+        chain.failure && chain.failure.kind !== "redirect_cap" ? chain.failure : null;
+      if (chain.hops.length === 0 && requestFailure) {
+        const error = firstRequestError(requestFailure, finalUrl, rawUrl);
+        if (error) throw error;
+      }
+
+      const reachable = chain.final !== null;
+      const headers = checkHeaders(chain.final?.headers ?? null);
+      const isHttpFinal = finalUrl.protocol === "http:";
+      const probeUrl = `https://${finalUrl.hostname}${probePort === 443 ? "" : `:${probePort}`}/`;
+      const needProbe = isHttpFinal && !httpsProvenByChain(chain, finalUrl.hostname, probePort);
+
+      const [files, probe] = await Promise.all([
+        reachable ? filesFor(finalUrl) : null,
+        needProbe ? httpsFor(finalUrl.hostname) : null,
+      ]);
+      const https = checkHttps({
+        finalUrl,
+        finalAnswered: chain.final !== null || chain.failure?.kind === "redirect_cap",
+        finalFailure: requestFailure,
+        probe: isHttpFinal && !needProbe ? { ok: true } : probe,
+        probeUrl,
+      });
+
+      const notes: Note[] = missingHeaderNotes(headers);
+      if (!https.ok) notes.push({ code: "https_failed", url: https.url, failure: https.failure });
+      if (chain.failure?.kind === "redirect_cap") {
+        notes.push({ code: "redirect_cap", url: finalUrl.href, max: chain.failure.max });
+      } else if (requestFailure && !(!https.ok && https.url === finalUrl.href)) {
+        // (A failed https final request is already explained by the HTTPS note.)
+        notes.push({ code: "chain_broken", url: finalUrl.href, failure: requestFailure });
+      }
+      if (reachable && isHttpFinal && https.ok) {
+        notes.push({ code: "http_final_although_https_works", url: finalUrl.href });
+      }
+      if (isHttpFinal && headers.hsts) notes.push({ code: "hsts_over_http" });
+      if (files) {
+        notes.push({ code: "file", file: "security_txt", verdict: files.security_txt });
+        notes.push({ code: "file", file: "robots_txt", verdict: files.robots_txt });
+        notes.push({ code: "file", file: "sitemap_xml", verdict: files.sitemap_xml });
+      }
+
+      const securityTxt = files ? files.security_txt.value : null;
+      const robotsTxt = files ? files.robots_txt.value : null;
+      const sitemapXml = files ? files.sitemap_xml.value : null;
+      // Key order is SERVICE.md §2.1 (SPEC "Field presence").
+      return {
+        requested_url: rawUrl,
+        normalized_url: normalized,
+        final_url: finalUrl.href,
+        fetched_at: fetchedAt,
+        reachable,
+        final_status_code: chain.final ? chain.final.status : null,
+        redirect_count: chain.redirectCount,
+        https_ok: https.ok,
+        hsts_present: headers.hsts,
+        csp_present: headers.csp,
+        x_frame_options_present: headers.x_frame_options,
+        x_content_type_options_present: headers.x_content_type_options,
+        referrer_policy_present: headers.referrer_policy,
+        permissions_policy_present: headers.permissions_policy,
+        security_txt_present: securityTxt,
+        robots_txt_present: robotsTxt,
+        sitemap_xml_present: sitemapXml,
+        notes: renderNotes(notes),
+        checks: {
+          https: https.ok,
+          hsts: headers.hsts,
+          csp: headers.csp,
+          x_frame_options: headers.x_frame_options,
+          x_content_type_options: headers.x_content_type_options,
+          referrer_policy: headers.referrer_policy,
+          permissions_policy: headers.permissions_policy,
+          security_txt: securityTxt,
+          robots_txt: robotsTxt,
+          sitemap_xml: sitemapXml,
+        },
+      };
+    } finally {
+      clearTimeout(timer);
+      // Cancels every speculative request the result did not need, and cuts unread bodies.
+      done.abort();
+    }
+  }
+
+  let closed = false;
+  return {
+    async snapshot(rawUrl: string): Promise<SnapshotResult> {
+      if (closed)
+        throw new SnapshotError("unreachable", "The snapshot engine is shut down.", rawUrl);
+      try {
+        return await run(rawUrl);
+      } catch (err) {
+        if (err instanceof SnapshotError) {
+          if (err.requestedUrl === rawUrl) throw err;
+          throw new SnapshotError(err.errorType, err.message, rawUrl);
+        }
+        // Not expected; the contract is SnapshotError or a result, so say what happened.
+        const why = err instanceof Error ? err.message : String(err);
+        throw new SnapshotError("unreachable", `The snapshot failed unexpectedly: ${why}`, rawUrl);
+      }
+    },
+    async close(): Promise<void> {
+      closed = true;
+      await dispatcher.close();
+    },
+  };
+}

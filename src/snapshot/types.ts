@@ -1,0 +1,64 @@
+/**
+ * The data that flows from the network layer (fetch.ts) into the pure checks (checks/*.ts) and
+ * the notes table. Nothing here does I/O.
+ */
+
+/** Response header values by lower-case name; a repeated header keeps every instance. */
+export type HeaderMap = Readonly<Record<string, readonly string[]>>;
+
+/** One response of a redirect chain. */
+export interface Hop {
+  url: string;
+  status: number;
+  headers: HeaderMap;
+}
+
+/** Why a TLS handshake failed, as far as a person needs to know. */
+export type TlsReason =
+  "expired" | "not_yet_valid" | "wrong_name" | "untrusted" | "self_signed" | "handshake";
+
+/** Why a request produced no HTTP response (the classification of an undici/dialer error). */
+export type RequestFailure =
+  | { kind: "blocked"; message: string }
+  | { kind: "dns" }
+  | { kind: "refused" }
+  | { kind: "reset" }
+  | { kind: "network"; code: string | undefined }
+  | { kind: "timeout" }
+  | { kind: "tls"; reason: TlsReason; code: string | undefined }
+  | { kind: "protocol"; code: string | undefined };
+
+/** The main redirect chain as it went. */
+export interface Chain {
+  /** Responses received, in order (redirects first, the final response last if there was one). */
+  hops: Hop[];
+  /** The last URL requested. */
+  finalUrl: URL;
+  redirectCount: number;
+  /** The final (non-redirect) response; null when the chain did not end in one. */
+  final: Hop | null;
+  /** Why there is no final response: the last request failed, or the redirect cap was hit. */
+  failure: RequestFailure | { kind: "redirect_cap"; max: number } | null;
+}
+
+/** The outcome of one well-known file probe (after following its own ≤ 3 redirects). */
+export type FileProbe =
+  | {
+      kind: "response";
+      url: string;
+      status: number;
+      /** Last Content-Type value, if any. */
+      contentType: string | undefined;
+      /** Decoded body (≤ 64 KiB), read only for status 200; null otherwise or on a read error. */
+      body: Buffer | null;
+      /** A 200 whose body could not be read (timeout, reset mid-body). */
+      bodyFailed?: boolean;
+    }
+  | {
+      kind: "failed";
+      url: string;
+      reason: "blocked" | "too_many_redirects" | RequestFailure["kind"];
+    };
+
+/** The outcome of `GET https://<host>:<probe port>/`: any HTTP response proves HTTPS works. */
+export type HttpsProbe = { ok: true } | { ok: false; failure: RequestFailure };
