@@ -1,0 +1,319 @@
+import { createPublicClient, createWalletClient, defineChain, http } from "viem";
+import type { Address, Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { startFacilitator } from "../facilitator/app.js";
+import type { RunningFacilitator } from "../facilitator/app.js";
+import { startAnvil } from "./anvil.js";
+import type { AnvilProcess } from "./anvil.js";
+import { compileDevnetContracts } from "./compile.js";
+import {
+  DEV_USDC_ABI,
+  DEVNET_CHAIN_ID,
+  DEVNET_NETWORK,
+  DEVNET_USDC_ADDRESS,
+  GAS_PAYER,
+  MULTICALL3_ADDRESS,
+  PAY_TO,
+  PAYER_START_BALANCE,
+  PAYERS,
+} from "./constants.js";
+
+/**
+ * The embedded local payment network (SPEC §6 "Devnet mode"): anvil posing as Base Sepolia,
+ * DevUSDC at the Base Sepolia USDC address, 1000 USDC for each of accounts 2–9, and an x402
+ * facilitator that settles with account 0's gas. A devnet already answering on the same ports
+ * is reused rather than started twice.
+ */
+
+export interface DevnetOptions {
+  /** anvil's port on 127.0.0.1; 0 starts on a free port (never reuses). */
+  rpcPort: number;
+  /** The facilitator's port on 127.0.0.1; 0 starts on a free port (never reuses). */
+  facilitatorPort: number;
+  /** Progress lines ("devnet: ..."); silent when omitted. */
+  log?: (line: string) => void;
+}
+
+export interface Devnet {
+  rpcUrl: string;
+  facilitatorUrl: string;
+  chainId: 84532;
+  network: "eip155:84532";
+  usdcAddress: Address;
+  /** Account 1: receives payments. */
+  payTo: Address;
+  /** Account 0: pays settlement gas. */
+  gasPayer: Address;
+  /** Accounts 2–9, each funded with 1000 USDC when the devnet was created. */
+  payerPrivateKeys: Hex[];
+  payerAddresses: Address[];
+  /** True when a running anvil devnet was found on rpcPort and reused (none was spawned). */
+  reused: boolean;
+  /** True when a running devnet facilitator was found on facilitatorPort and reused. */
+  facilitatorReused: boolean;
+  /** pid of the anvil this call spawned; undefined when reused. */
+  anvilPid: number | undefined;
+  /** Stops what this call started (anvil, facilitator); leaves reused parts running. */
+  close(): Promise<void>;
+}
+
+const HOST = "127.0.0.1";
+const PROBE_TIMEOUT_MS = 2_000;
+
+type Probe = { state: "free" } | { state: "devnet" } | { state: "foreign"; detail: string };
+
+function isConnectionRefused(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && depth < 5; depth++) {
+    if ((e as { code?: unknown }).code === "ECONNREFUSED") return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+async function fetchJson(
+  url: string,
+  init: RequestInit,
+): Promise<
+  { ok: true; status: number; body: unknown } | { ok: false; refused: boolean; detail: string }
+> {
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    const text = await res.text();
+    try {
+      return { ok: true, status: res.status, body: JSON.parse(text) as unknown };
+    } catch {
+      return { ok: false, refused: false, detail: `HTTP ${res.status}, not JSON` };
+    }
+  } catch (error) {
+    if (isConnectionRefused(error)) return { ok: false, refused: true, detail: "refused" };
+    const name = (error as Error).name;
+    return {
+      ok: false,
+      refused: false,
+      detail: name === "TimeoutError" ? "no answer in time" : (error as Error).message,
+    };
+  }
+}
+
+async function rpcCall(url: string, method: string, params: unknown[]) {
+  return fetchJson(url, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+}
+
+/** Is a devnet (chain 84532 with the token in place) answering at this RPC URL? */
+async function probeRpc(url: string): Promise<Probe> {
+  const chain = await rpcCall(url, "eth_chainId", []);
+  if (!chain.ok)
+    return chain.refused ? { state: "free" } : { state: "foreign", detail: chain.detail };
+  const chainId = (chain.body as { result?: unknown }).result;
+  if (typeof chainId !== "string" || Number(chainId) !== DEVNET_CHAIN_ID) {
+    return {
+      state: "foreign",
+      detail: `it is not chain ${DEVNET_CHAIN_ID} (eth_chainId ${JSON.stringify(chainId ?? null)})`,
+    };
+  }
+  const code = await rpcCall(url, "eth_getCode", [DEVNET_USDC_ADDRESS, "latest"]);
+  const result = code.ok ? (code.body as { result?: unknown }).result : undefined;
+  if (typeof result !== "string" || result === "0x") {
+    return { state: "foreign", detail: `chain ${DEVNET_CHAIN_ID} without the devnet USDC token` };
+  }
+  return { state: "devnet" };
+}
+
+/** Is an x402 facilitator for exact/eip155:84532 answering at this URL? */
+async function probeFacilitator(url: string): Promise<Probe> {
+  const res = await fetchJson(`${url}/supported`, { method: "GET" });
+  if (!res.ok) return res.refused ? { state: "free" } : { state: "foreign", detail: res.detail };
+  const kinds = (res.body as { kinds?: unknown }).kinds;
+  const serves =
+    res.status === 200 &&
+    Array.isArray(kinds) &&
+    kinds.some(
+      (k: { x402Version?: unknown; scheme?: unknown; network?: unknown }) =>
+        k.x402Version === 2 && k.scheme === "exact" && k.network === DEVNET_NETWORK,
+    );
+  return serves
+    ? { state: "devnet" }
+    : { state: "foreign", detail: `GET /supported does not list exact on ${DEVNET_NETWORK}` };
+}
+
+function portInUse(what: string, port: number, variable: string, detail: string): Error {
+  return new Error(
+    `devnet: ${HOST}:${port} (${what}) is in use by something that is not a secsnap devnet (${detail}); stop it or choose another port with ${variable}`,
+  );
+}
+
+/** Places the contracts and funds the payers on a fresh anvil. */
+async function seedChain(rpcUrl: string, log: (line: string) => void): Promise<void> {
+  const compiled = await compileDevnetContracts();
+  log(
+    compiled.fromCache
+      ? "devnet: contracts loaded from cache"
+      : `devnet: contracts compiled (cached at ${compiled.cacheFile})`,
+  );
+  const chain = defineChain({
+    id: DEVNET_CHAIN_ID,
+    name: "secsnap devnet",
+    nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
+  const transport = http(rpcUrl, { timeout: 10_000 });
+  const publicClient = createPublicClient({ chain, transport, pollingInterval: 50 });
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(GAS_PAYER.privateKey),
+    chain,
+    transport,
+  });
+
+  // The token's runtime code goes straight to the USDC address (its constructor never runs,
+  // which DevUSDC is written for); Multicall3 serves the x402 SDK's diagnostic reads.
+  await publicClient.request({
+    method: "anvil_setCode" as never,
+    params: [DEVNET_USDC_ADDRESS, compiled.artifacts.DevUSDC.deployedBytecode] as never,
+  });
+  await publicClient.request({
+    method: "anvil_setCode" as never,
+    params: [MULTICALL3_ADDRESS, compiled.artifacts.Multicall3.deployedBytecode] as never,
+  });
+
+  // Sent back to back with explicit nonces (automine includes each at once), then confirmed.
+  let nonce = await publicClient.getTransactionCount({
+    address: GAS_PAYER.address,
+    blockTag: "pending",
+  });
+  const hashes: Hex[] = [];
+  for (const payer of PAYERS) {
+    hashes.push(
+      await wallet.writeContract({
+        address: DEVNET_USDC_ADDRESS,
+        abi: DEV_USDC_ABI,
+        functionName: "mint",
+        args: [payer.address, PAYER_START_BALANCE],
+        nonce: nonce++,
+      }),
+    );
+  }
+  for (const hash of hashes) {
+    const receipt = await publicClient.waitForTransactionReceipt({ hash, timeout: 30_000 });
+    if (receipt.status !== "success") throw new Error(`devnet: mint transaction ${hash} failed`);
+  }
+}
+
+/** Kills a spawned anvil when the process ends, whichever way it ends. */
+function killOnProcessEnd(anvil: AnvilProcess): () => void {
+  const killNow = () => {
+    if (anvil.child.exitCode === null && anvil.child.signalCode === null)
+      anvil.child.kill("SIGTERM");
+  };
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+  const onSignal = (signal: NodeJS.Signals) => {
+    killNow();
+    for (const s of signals) process.off(s, onSignal);
+    // If nobody else handles the signal, keep its default meaning: end the process.
+    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+  };
+  process.once("exit", killNow);
+  for (const s of signals) process.on(s, onSignal);
+  return () => {
+    process.off("exit", killNow);
+    for (const s of signals) process.off(s, onSignal);
+  };
+}
+
+/**
+ * Brings up (or finds) the devnet. Throws a one-line error when a port is held by something
+ * else, when anvil cannot start, or when seeding fails; nothing is left running in that case.
+ */
+export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
+  const log = opts.log ?? (() => {});
+  const cleanups: (() => Promise<void>)[] = [];
+  const cleanup = async () => {
+    for (const fn of cleanups.reverse()) await fn().catch(() => undefined);
+    cleanups.length = 0;
+  };
+
+  try {
+    // --- chain
+    let rpcUrl = `http://${HOST}:${opts.rpcPort}`;
+    let reused = false;
+    let anvilPid: number | undefined;
+    const rpcProbe: Probe = opts.rpcPort === 0 ? { state: "free" } : await probeRpc(rpcUrl);
+    if (rpcProbe.state === "foreign") {
+      throw portInUse("RPC", opts.rpcPort, "DEVNET_RPC_PORT", rpcProbe.detail);
+    }
+    if (rpcProbe.state === "devnet") {
+      reused = true;
+      log(`devnet: reusing the devnet chain already running at ${rpcUrl}`);
+    } else {
+      const anvil = await startAnvil({ port: opts.rpcPort });
+      const detach = killOnProcessEnd(anvil);
+      cleanups.push(async () => {
+        detach();
+        await anvil.stop();
+      });
+      rpcUrl = anvil.url;
+      anvilPid = anvil.pid;
+      log(`devnet: anvil (chain ${DEVNET_CHAIN_ID}) listening on ${rpcUrl}`);
+      await seedChain(rpcUrl, log);
+      log(`devnet: USDC at ${DEVNET_USDC_ADDRESS}; accounts 2-9 hold 1000 USDC each`);
+    }
+
+    // --- facilitator. Reused only at a fixed port next to a fixed-port chain: a facilitator
+    // found beside a freshly started chain would be settling on some other chain.
+    let facilitatorUrl = `http://${HOST}:${opts.facilitatorPort}`;
+    let facilitatorReused = false;
+    const facProbe: Probe =
+      opts.facilitatorPort === 0 ? { state: "free" } : await probeFacilitator(facilitatorUrl);
+    if (facProbe.state === "foreign" || (facProbe.state === "devnet" && opts.rpcPort === 0)) {
+      throw portInUse(
+        "facilitator",
+        opts.facilitatorPort,
+        "DEVNET_FACILITATOR_PORT",
+        facProbe.state === "foreign" ? facProbe.detail : "a facilitator for another devnet",
+      );
+    }
+    if (facProbe.state === "devnet") {
+      facilitatorReused = true;
+      log(`devnet: reusing the facilitator already running at ${facilitatorUrl}`);
+    } else {
+      const facilitator: RunningFacilitator = await startFacilitator({
+        rpcUrl,
+        privateKey: GAS_PAYER.privateKey,
+        networks: [DEVNET_NETWORK],
+        host: HOST,
+        port: opts.facilitatorPort,
+        pollingIntervalMs: 50,
+        confirmationTimeoutMs: 30_000,
+        log,
+      });
+      cleanups.push(() => facilitator.close());
+      facilitatorUrl = facilitator.url;
+      log(
+        `devnet: x402 facilitator listening on ${facilitatorUrl} (gas paid by ${GAS_PAYER.address})`,
+      );
+    }
+
+    let closing: Promise<void> | undefined;
+    return {
+      rpcUrl,
+      facilitatorUrl,
+      chainId: DEVNET_CHAIN_ID,
+      network: DEVNET_NETWORK,
+      usdcAddress: DEVNET_USDC_ADDRESS,
+      payTo: PAY_TO.address,
+      gasPayer: GAS_PAYER.address,
+      payerPrivateKeys: PAYERS.map((p) => p.privateKey),
+      payerAddresses: PAYERS.map((p) => p.address),
+      reused,
+      facilitatorReused,
+      anvilPid,
+      close: () => (closing ??= cleanup()),
+    };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}

@@ -1,0 +1,238 @@
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import type { ServerType } from "@hono/node-server";
+import { Hono } from "hono";
+import type { Context } from "hono";
+import { bearerAuth } from "hono/bearer-auth";
+import { bodyLimit } from "hono/body-limit";
+import { createPublicClient, http } from "viem";
+import type { Address } from "viem";
+import { SERVICE_VERSION } from "../version.js";
+import { createX402Facilitator } from "./facilitator.js";
+import type { FacilitatorOptions, X402FacilitatorHandle } from "./facilitator.js";
+import { parseFacilitatorRequest } from "./requests.js";
+
+/**
+ * The facilitator's HTTP face (x402 v2 facilitator API):
+ *   GET /supported, POST /verify, POST /settle, GET /health.
+ * Request bodies are `{ x402Version, paymentPayload, paymentRequirements }`, as sent by the
+ * SDK's HTTPFacilitatorClient. Answers:
+ *   200 VerifyResponse / SettleResponse for every payment that was evaluated (valid or not);
+ *   400 with the same shape (isValid/success false, a reason) for malformed or unsupported
+ *       requests; 401 missing/wrong bearer token; 413 body too large; 404 unknown path;
+ *   500 `{ error }` when evaluation itself failed (e.g. the RPC is unreachable).
+ */
+
+/** Largest accepted request body. A real verify/settle body is about 2 KiB. */
+export const MAX_BODY_BYTES = 64 * 1024;
+
+export interface FacilitatorApp {
+  app: Hono;
+  handle: X402FacilitatorHandle;
+}
+
+function errorMessage(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  // viem messages carry multi-line details (request bodies, docs links): keep the headline.
+  return (message.split("\n")[0] ?? message).slice(0, 300);
+}
+
+export function buildFacilitatorApp(opts: FacilitatorOptions): FacilitatorApp {
+  const handle = createX402Facilitator(opts);
+  const { facilitator, networks } = handle;
+  const log = opts.log ?? (() => {});
+  const app = new Hono();
+  // Settlements in progress, by authorization: a second settle of the same authorization
+  // while the first is still running is refused instead of racing it on chain.
+  const settling = new Set<string>();
+
+  app.onError((error, c) => {
+    log(`facilitator: unexpected error: ${errorMessage(error)}`);
+    return c.json({ error: "internal error" }, 500);
+  });
+  app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
+
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) => c.json({ error: `request body is larger than ${MAX_BODY_BYTES} bytes` }, 413),
+    }),
+  );
+  if (opts.authToken) {
+    const auth = bearerAuth({
+      token: opts.authToken,
+      noAuthenticationHeader: { message: { error: "missing bearer token" } },
+      invalidToken: { message: { error: "invalid bearer token" } },
+      invalidAuthenticationHeader: { message: { error: "invalid Authorization header" } },
+    });
+    app.use("/verify", auth);
+    app.use("/settle", auth);
+  }
+
+  app.get("/health", (c) =>
+    c.json({
+      status: "ok",
+      version: SERVICE_VERSION,
+      networks,
+      signer: handle.address,
+    }),
+  );
+
+  app.get("/supported", (c) => c.json(facilitator.getSupported()));
+
+  async function readBody(c: Context): Promise<{ ok: true; body: unknown } | { ok: false }> {
+    try {
+      return { ok: true, body: await c.req.json() };
+    } catch {
+      return { ok: false };
+    }
+  }
+
+  app.post("/verify", async (c) => {
+    const body = await readBody(c);
+    if (!body.ok) {
+      return c.json(
+        { isValid: false, invalidReason: "invalid_payload", invalidMessage: "body is not JSON" },
+        400,
+      );
+    }
+    const parsed = parseFacilitatorRequest(body.body, networks);
+    if (!parsed.ok) {
+      return c.json(
+        { isValid: false, invalidReason: parsed.reason, invalidMessage: parsed.message },
+        400,
+      );
+    }
+    const { paymentPayload, paymentRequirements } = parsed.request;
+    try {
+      return c.json(await facilitator.verify(paymentPayload, paymentRequirements));
+    } catch (error) {
+      log(`facilitator: verify failed: ${errorMessage(error)}`);
+      return c.json({ error: `verification could not be completed: ${errorMessage(error)}` }, 500);
+    }
+  });
+
+  app.post("/settle", async (c) => {
+    const body = await readBody(c);
+    const network =
+      (body.ok &&
+        (body.body as { paymentRequirements?: { network?: unknown } } | null)?.paymentRequirements
+          ?.network) ||
+      "";
+    const failure = (errorReason: string, errorMessage: string) => ({
+      success: false,
+      errorReason,
+      errorMessage,
+      transaction: "",
+      network: typeof network === "string" ? network : "",
+    });
+    if (!body.ok) return c.json(failure("invalid_payload", "body is not JSON"), 400);
+    const parsed = parseFacilitatorRequest(body.body, networks);
+    if (!parsed.ok) return c.json(failure(parsed.reason, parsed.message), 400);
+
+    const { paymentPayload, paymentRequirements, authorizationKey } = parsed.request;
+    if (settling.has(authorizationKey)) {
+      return c.json(
+        failure("duplicate_settlement", "this authorization is already being settled"),
+        409,
+      );
+    }
+    settling.add(authorizationKey);
+    try {
+      const result = await facilitator.settle(paymentPayload, paymentRequirements);
+      log(
+        result.success
+          ? `facilitator: settled ${paymentRequirements.amount} on ${result.network} in ${result.transaction}`
+          : `facilitator: settlement refused: ${result.errorReason ?? "unknown reason"}`,
+      );
+      return c.json(result);
+    } catch (error) {
+      log(`facilitator: settle failed: ${errorMessage(error)}`);
+      return c.json({ error: `settlement could not be completed: ${errorMessage(error)}` }, 500);
+    } finally {
+      settling.delete(authorizationKey);
+    }
+  });
+
+  return { app, handle };
+}
+
+/** The Hono app alone, for mounting or for `app.request()` in tests. */
+export function createFacilitatorApp(opts: FacilitatorOptions): Hono {
+  return buildFacilitatorApp(opts).app;
+}
+
+export interface RunningFacilitator {
+  /** Base URL, e.g. http://127.0.0.1:4022 (no trailing slash). */
+  url: string;
+  host: string;
+  port: number;
+  /** The gas payer's address. */
+  address: Address;
+  chainId: number;
+  close(): Promise<void>;
+}
+
+/** Asks the RPC for its chain id, bounded, so a wrong or dead RPC fails the start clearly. */
+export async function fetchRpcChainId(rpcUrl: string, timeoutMs = 5_000): Promise<number> {
+  const client = createPublicClient({
+    transport: http(rpcUrl, { timeout: timeoutMs, retryCount: 0 }),
+  });
+  return client.getChainId();
+}
+
+/**
+ * Starts the facilitator on host:port (port 0 picks a free port). Unless `checkRpc` is false,
+ * first checks that the RPC answers with the networks' chain id.
+ */
+export async function startFacilitator(
+  opts: FacilitatorOptions & { host: string; port: number; checkRpc?: boolean },
+): Promise<RunningFacilitator> {
+  const { app, handle } = buildFacilitatorApp(opts);
+  if (opts.checkRpc !== false) {
+    let rpcChainId: number;
+    try {
+      rpcChainId = await fetchRpcChainId(opts.rpcUrl);
+    } catch (error) {
+      throw new Error(`facilitator: RPC ${opts.rpcUrl} did not answer: ${errorMessage(error)}`);
+    }
+    if (rpcChainId !== handle.chainId) {
+      throw new Error(
+        `facilitator: RPC ${opts.rpcUrl} is chain ${rpcChainId}, but the networks are eip155:${handle.chainId}`,
+      );
+    }
+  }
+
+  const server = await new Promise<ServerType>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: opts.host, port: opts.port });
+    s.once("listening", () => resolve(s));
+    s.once("error", (error: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          error.code === "EADDRINUSE"
+            ? `facilitator: ${opts.host}:${opts.port} is already in use`
+            : `facilitator: cannot listen on ${opts.host}:${opts.port}: ${error.message}`,
+        ),
+      ),
+    );
+  });
+  const { port } = server.address() as AddressInfo;
+  const urlHost = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost}:${port}`,
+    host: opts.host,
+    port,
+    address: handle.address,
+    chainId: handle.chainId,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Keep-alive connections would hold close() open; in-flight requests are cut.
+        if ("closeAllConnections" in server) server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}

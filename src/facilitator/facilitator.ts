@@ -1,0 +1,142 @@
+import { x402Facilitator } from "@x402/core/facilitator";
+import type { Network } from "@x402/core/types";
+import { toFacilitatorEvmSigner } from "@x402/evm";
+import type { FacilitatorEvmSigner } from "@x402/evm";
+import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { createPublicClient, createWalletClient, defineChain, http } from "viem";
+import type {
+  Abi,
+  Address,
+  Chain,
+  Hex,
+  ReadContractParameters,
+  VerifyTypedDataParameters,
+  WriteContractParameters,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { walletTxQueue } from "./txQueue.js";
+
+/**
+ * The x402 side of the facilitator: the official x402Facilitator with the official EVM `exact`
+ * scheme, over a viem signer whose transaction submission goes through one queue per wallet.
+ */
+
+export interface FacilitatorOptions {
+  /** JSON-RPC endpoint of the chain the facilitator settles on. */
+  rpcUrl: string;
+  /** Gas-paying key: it submits every transferWithAuthorization and pays its gas. */
+  privateKey: Hex;
+  /** CAIP-2 networks to serve, e.g. ["eip155:84532"]. All must be the RPC's chain. */
+  networks: string[];
+  /** viem chain for the RPC; defaults to a plain EIP-155 chain with the networks' chain id. */
+  chain?: Chain;
+  /** How often to poll for receipts (ms). Default 1000; a local devnet can go lower. */
+  pollingIntervalMs?: number;
+  /** How long a settlement waits for its receipt before answering `settlement_pending`. */
+  confirmationTimeoutMs?: number;
+  /** When set, POST /verify and /settle require `Authorization: Bearer <authToken>`. */
+  authToken?: string;
+  /** Receives one line per settlement and per unexpected error. */
+  log?: (line: string) => void;
+}
+
+export interface X402FacilitatorHandle {
+  facilitator: x402Facilitator;
+  /** The gas payer's address. */
+  address: Address;
+  chainId: number;
+  networks: Network[];
+  rpcUrl: string;
+}
+
+const EIP155 = /^eip155:(\d{1,15})$/;
+
+/** Validates CAIP-2 EVM networks and returns their one shared chain id. */
+export function parseEvmNetworks(networks: readonly string[]): {
+  chainId: number;
+  networks: Network[];
+} {
+  if (networks.length === 0) throw new Error("at least one network is required");
+  const ids = new Set<number>();
+  for (const network of networks) {
+    const m = EIP155.exec(network);
+    if (!m?.[1]) throw new Error(`network ${JSON.stringify(network)} is not eip155:<chain id>`);
+    ids.add(Number(m[1]));
+  }
+  if (ids.size !== 1) {
+    // One RPC URL and one wallet client serve exactly one chain.
+    throw new Error(
+      `all networks must be the same chain (one RPC per facilitator); got ${networks.join(", ")}`,
+    );
+  }
+  const [chainId] = ids;
+  return { chainId: chainId as number, networks: [...new Set(networks)] as Network[] };
+}
+
+export function createX402Facilitator(opts: FacilitatorOptions): X402FacilitatorHandle {
+  const { chainId, networks } = parseEvmNetworks(opts.networks);
+  if (!/^0x[0-9a-fA-F]{64}$/.test(opts.privateKey)) {
+    throw new Error("privateKey must be 0x followed by 64 hex digits");
+  }
+  if (opts.chain && opts.chain.id !== chainId) {
+    throw new Error(`chain ${opts.chain.id} does not match network eip155:${chainId}`);
+  }
+  const chain =
+    opts.chain ??
+    defineChain({
+      id: chainId,
+      name: `eip155:${chainId}`,
+      nativeCurrency: { name: "Ether", symbol: "ETH", decimals: 18 },
+      rpcUrls: { default: { http: [opts.rpcUrl] } },
+    });
+  const account = privateKeyToAccount(opts.privateKey);
+  // Bounded RPC calls: a hung node must turn into an error, not a hung settlement.
+  const transport = http(opts.rpcUrl, { timeout: 15_000, retryCount: 1 });
+  const pollingInterval = opts.pollingIntervalMs ?? 1_000;
+  const publicClient = createPublicClient({ chain, transport, pollingInterval });
+  const walletClient = createWalletClient({ account, chain, transport, pollingInterval });
+  const queue = walletTxQueue(opts.rpcUrl, account.address, () =>
+    publicClient.getTransactionCount({ address: account.address, blockTag: "pending" }),
+  );
+
+  // The SDK's signer interface is deliberately loose (abi: unknown[], functionName: string);
+  // the casts hand its arguments to viem unchanged.
+  const signer: FacilitatorEvmSigner = toFacilitatorEvmSigner(
+    {
+      address: account.address,
+      readContract: (args) =>
+        publicClient.readContract({
+          address: args.address,
+          abi: args.abi as Abi,
+          functionName: args.functionName,
+          args: args.args ?? [],
+        } as ReadContractParameters),
+      verifyTypedData: (args) =>
+        publicClient.verifyTypedData(args as unknown as VerifyTypedDataParameters),
+      writeContract: (args) =>
+        queue.submit((nonce) =>
+          walletClient.writeContract({
+            address: args.address,
+            abi: args.abi as Abi,
+            functionName: args.functionName,
+            args: args.args,
+            gas: args.gas,
+            dataSuffix: args.dataSuffix,
+            nonce,
+          } as WriteContractParameters),
+        ),
+      sendTransaction: (args) =>
+        queue.submit((nonce) =>
+          walletClient.sendTransaction({ to: args.to, data: args.data, nonce }),
+        ),
+      waitForTransactionReceipt: (args) => publicClient.waitForTransactionReceipt(args),
+      getCode: (args) => publicClient.getCode(args),
+    },
+    { confirmationTimeoutMs: opts.confirmationTimeoutMs ?? 120_000 },
+  );
+
+  // Only x402 v2 (SPEC §6), so register() and not registerExactEvmScheme(), which would also
+  // register v1 for every EVM network the SDK knows.
+  const facilitator = new x402Facilitator().register(networks, new ExactEvmScheme(signer));
+  return { facilitator, address: account.address, chainId, networks, rpcUrl: opts.rpcUrl };
+}
