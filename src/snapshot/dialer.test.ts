@@ -137,8 +137,10 @@ afterAll(async () => {
 
 afterEach(async () => {
   await Promise.all(dispatchers.splice(0).map((d) => d.close()));
-  // The invariant of the whole file: nothing ever reaches the blocked address.
-  expect(canary.connections).toEqual([]);
+  // The invariant of the whole file: nothing ever reaches the blocked address. Cleared after
+  // reading so one failure does not spill into the next test.
+  const landed = canary.connections.splice(0);
+  expect(landed).toEqual([]);
 });
 
 describe("pinned dialler: what is dialled is what was checked", () => {
@@ -343,6 +345,25 @@ describe("pinned dialler: errors the fetch layer must tell apart", () => {
     expect(await resolve("[2606:4700::1111]")).toEqual(["2606:4700::1111"]);
   });
 
+  it("a name whose DNS does not answer within the connect timeout is ENOTFOUND (ETIMEOUT)", async () => {
+    dns.set("silent.test", { drop: true });
+    const slowResolver = createResolver([dns.address], { timeoutMs: 60_000 });
+    const h = harness({ resolve: slowResolver, connectTimeoutMs: 200 });
+    const err = await rejection(get(`http://silent.test:${target.port}/`, h.dispatcher));
+    expect(err).toBeInstanceOf(HostNotFoundError);
+    expect(err).toMatchObject({ code: "ENOTFOUND", reason: "ETIMEOUT" });
+  });
+
+  it("without DNS servers the system resolver is used (hosts file, no network)", async () => {
+    const system = createResolver([], { timeoutMs: 3_000 });
+    const local = await system("localhost");
+    expect(local.length).toBeGreaterThan(0);
+    expect(local.every((a) => policy.isBlocked(a))).toBe(true);
+    expect(await system("8.8.8.8")).toEqual(["8.8.8.8"]);
+    const err = await rejection(system("no-such-host.invalid"));
+    expect(err).toBeInstanceOf(HostNotFoundError);
+  });
+
   it("a resolution the caller aborts rejects with the caller's reason", async () => {
     dns.set("slow.test", { drop: true });
     const resolve = createResolver([dns.address], { timeoutMs: 60_000 });
@@ -390,7 +411,8 @@ describe("pinned dialler over TLS", () => {
   });
 
   afterEach(() => {
-    expect(tlsCanary.connections).toEqual([]);
+    const landed = tlsCanary.connections.splice(0);
+    expect(landed).toEqual([]);
   });
 
   it("verifies the certificate against the host name while dialling the pinned IP", async () => {

@@ -2,6 +2,7 @@ import { isIP, isIPv4 } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
 import { Agent, buildConnector } from "undici";
 import type { Dispatcher } from "undici";
+import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
 
 /**
@@ -178,7 +179,17 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     if (!opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
 
     // Literals take the same path: the resolver returns them unchanged.
-    const addresses = await opts.resolve(host, AbortSignal.timeout(connectTimeoutMs));
+    const resolveSignal = AbortSignal.timeout(connectTimeoutMs);
+    let addresses: string[];
+    try {
+      addresses = await opts.resolve(host, resolveSignal);
+    } catch (err) {
+      // A name that does not resolve within the connect timeout does not resolve (SPEC §3).
+      if (resolveSignal.aborted && !(err instanceof HostNotFoundError)) {
+        throw new HostNotFoundError(host, "ETIMEOUT");
+      }
+      throw err;
+    }
     if (addresses.length === 0) throw new BlockedAddressError(host, "(no address)");
     const blocked = addresses.find((a) => isIP(a) === 0 || opts.isBlockedAddress(a));
     if (blocked !== undefined) throw new BlockedAddressError(host, blocked);
