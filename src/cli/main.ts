@@ -9,6 +9,7 @@ import { UsageError, type Command, type CliIo } from "./command.js";
 const COMMANDS: Record<string, () => Promise<Command>> = {
   scan: async () => (await import("./scan.js")).scanCommand,
   serve: async () => (await import("./serve.js")).serveCommand,
+  pay: async () => (await import("./pay.js")).payCommand,
 };
 
 async function help(): Promise<string> {
