@@ -1,10 +1,9 @@
 import { parseArgs } from "node:util";
 import type { MiddlewareHandler } from "hono";
 import { loadConfig, type Config } from "../config.js";
-import { createApp, type AppEnv, type UrlPolicy } from "../http/app.js";
+import { createApp, type AppEnv } from "../http/app.js";
 import { startServer } from "../http/server.js";
-import { createAddressPolicy } from "../snapshot/address-policy.js";
-import { createSnapshotEngine } from "../snapshot/index.js";
+import { createSnapshotEngine, createUrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type Command } from "./command.js";
 
@@ -21,15 +20,10 @@ export interface PaymentSetup {
   close(): Promise<void>;
 }
 
-/**
- * EXTENSION POINT for the x402 layer: replace this body with the real setup (X402_PAY_TO set →
- * remote facilitator; unset → start or reuse the devnet). Until then the live snapshot is unpaid.
- */
-async function setupPayment(_config: Config): Promise<PaymentSetup> {
-  return {
-    mode: "unpaid (no x402 payment layer yet; POST /v1/snapshot is free)",
-    close: async () => {},
-  };
+/** The x402 layer: X402_PAY_TO set → remote facilitator; unset → start or reuse the devnet. */
+async function setupPayment(config: Config): Promise<PaymentSetup> {
+  const { setupX402Payment } = await import("../payment/setup.js");
+  return setupX402Payment(config);
 }
 
 function nextShutdownSignal(): Promise<NodeJS.Signals> {
@@ -63,15 +57,14 @@ export const serveCommand: Command = {
     if (positionals.length > 0) throw new UsageError("serve takes no arguments");
     const config = loadConfig(env);
 
-    const addressPolicy = createAddressPolicy(config.snapshot.allowCidrs);
-    const urlPolicy: UrlPolicy = {
-      allowedPorts: config.snapshot.allowedPorts,
-      isBlockedAddress: (ip) => addressPolicy.isBlocked(ip),
-    };
     const signal = nextShutdownSignal();
     const payment = await setupPayment(config);
     const engine = createSnapshotEngine(config.snapshot);
-    const app = createApp({ engine, urlPolicy, paymentMiddleware: payment.middleware });
+    const app = createApp({
+      engine,
+      urlPolicy: createUrlPolicy(config.snapshot),
+      paymentMiddleware: payment.middleware,
+    });
 
     let server;
     try {

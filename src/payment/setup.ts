@@ -1,0 +1,57 @@
+import type { MiddlewareHandler } from "hono";
+import type { Config } from "../config.js";
+import { startDevnet } from "../devnet/devnet.js";
+import { createPaymentGate, paymentGateOptionsFromConfig } from "./gate.js";
+
+/** What the payment layer hands to `serve` (same shape as serve.ts's PaymentSetup). */
+export interface X402Setup {
+  /** Said on the service's first output line. */
+  mode: string;
+  middleware: MiddlewareHandler;
+  /** Stops what this setup started (the devnet, when it started one). */
+  close(): Promise<void>;
+}
+
+/**
+ * X402_PAY_TO set: the configured networks and facilitator. Unset: the embedded devnet
+ * (started, or reused when already running on its ports), offering only eip155:84532.
+ * The facilitator's /supported is fetched in the background; if it is down the service still
+ * starts and answers 503 on the paid route until it comes back.
+ */
+export async function setupX402Payment(
+  config: Config,
+  log: (line: string) => void = (line) => console.error(line),
+): Promise<X402Setup> {
+  const payment = config.payment;
+  if (payment.payTo) {
+    const gate = createPaymentGate({ ...paymentGateOptionsFromConfig(payment), log });
+    void gate.warmUp();
+    return {
+      mode: `x402 on ${payment.networks.join(", ")}, ${payment.priceUsdc} USDC per snapshot to ${payment.payTo}, facilitator ${payment.facilitatorUrl}`,
+      middleware: gate.middleware,
+      close: async () => {},
+    };
+  }
+
+  const devnet = await startDevnet({
+    rpcPort: payment.devnetRpcPort,
+    facilitatorPort: payment.devnetFacilitatorPort,
+  });
+  const gate = createPaymentGate({
+    ...paymentGateOptionsFromConfig(payment, {
+      payTo: devnet.payTo,
+      facilitatorUrl: devnet.facilitatorUrl,
+      network: devnet.network,
+    }),
+    log,
+  });
+  await gate.warmUp();
+  return {
+    mode:
+      `x402 DEVNET (local payment network, no real money): chain ${devnet.network} at ${devnet.rpcUrl}` +
+      `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +
+      `payTo ${devnet.payTo}; pay with: secsnap pay <url> --api <this URL> (uses funded test account 2)`,
+    middleware: gate.middleware,
+    close: () => devnet.close(),
+  };
+}
