@@ -21,7 +21,6 @@ import type {
   RequestFailure,
   TlsReason,
 } from "./types.js";
-import { findConnectPhase } from "./dialer.js";
 import { resolveRedirect } from "./url-rules.js";
 import type { UrlPolicy } from "./url-rules.js";
 
@@ -134,13 +133,10 @@ export function classifyError(err: unknown, ctx: FetchContext): RequestFailure {
     return { kind: "dns" };
   }
   if (has("ECONNREFUSED")) return { kind: "refused" };
-  // Reset, or closed without a byte of answer. During the TLS handshake that is a TLS failure
-  // (SPEC: only a reset *before* any TLS exchange makes the target unreachable).
-  if (has("ECONNRESET", "EPIPE", "UND_ERR_SOCKET")) {
-    return findConnectPhase(err) === "tls"
-      ? { kind: "tls", reason: "handshake", code: "ECONNRESET" }
-      : { kind: "reset" };
-  }
+  // Reset, or closed without a byte of answer — also when it happens while our ClientHello is
+  // unanswered: the server went away without any TLS or HTTP exchange. (A server that does
+  // speak TLS and rejects us sends an alert, which is an ERR_SSL_* code below.)
+  if (has("ECONNRESET", "EPIPE", "UND_ERR_SOCKET")) return { kind: "reset" };
   if (
     has("UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT")
   ) {

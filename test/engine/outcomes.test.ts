@@ -1,0 +1,282 @@
+/**
+ * Every row of SPEC §3's outcome table, plus redirect-chain handling, against real servers and
+ * a real DNS server.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { SnapshotEngine, SnapshotResult } from "../../src/snapshot/index.js";
+import { SnapshotError, SnapshotResultSchema } from "../../src/snapshot/index.js";
+import { startDnsServer } from "../fixtures/dns-server.js";
+import type { DnsFixture } from "../fixtures/dns-server.js";
+import {
+  BLOCKED_HOST,
+  PUBLIC_HOST,
+  closedPort,
+  createTestEngine,
+  respond,
+  startHttpTarget,
+  startHttpsTarget,
+  startResetServer,
+  startSilentServer,
+} from "../fixtures/targets.js";
+import type { TargetServer } from "../fixtures/targets.js";
+import { issueExpiredLeaf, issueLeaf, loadTestCa } from "../fixtures/tls.js";
+
+let dns: DnsFixture;
+let site: TargetServer;
+let secure: TargetServer;
+let expired: TargetServer;
+let reset: Awaited<ReturnType<typeof startResetServer>>;
+let silent: Awaited<ReturnType<typeof startSilentServer>>;
+let closed: number;
+let engine: SnapshotEngine;
+let fastEngine: SnapshotEngine;
+
+async function failure(p: Promise<unknown>): Promise<SnapshotError> {
+  const err = await p.then(
+    () => new Error("expected a SnapshotError"),
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(SnapshotError);
+  return err as SnapshotError;
+}
+
+function valid(r: SnapshotResult): SnapshotResult {
+  expect(SnapshotResultSchema.parse(r)).toEqual(r);
+  expect(r.final_status_code === null).toBe(!r.reachable);
+  return r;
+}
+
+beforeAll(async () => {
+  const ca = await loadTestCa();
+  const names = { dnsNames: ["site.test", "secure.test"], ips: [PUBLIC_HOST] };
+  dns = await startDnsServer({
+    "site.test": { A: [PUBLIC_HOST] },
+    "secure.test": { A: [PUBLIC_HOST] },
+    "evil.test": { A: [BLOCKED_HOST] },
+    "mixed.test": { A: [PUBLIC_HOST, BLOCKED_HOST] },
+  });
+  site = await startHttpTarget({
+    routes: {
+      "/": respond.text("home"),
+      "/error": respond.status(500, { "x-frame-options": "DENY" }, "boom"),
+      "/never": respond.neverAnswer(),
+    },
+  });
+  secure = await startHttpsTarget({
+    cert: await issueLeaf(ca, names),
+    routes: { "/": respond.text("secure") },
+  });
+  expired = await startHttpsTarget({ cert: await issueExpiredLeaf(ca, names) });
+  reset = await startResetServer();
+  silent = await startSilentServer();
+  closed = await closedPort();
+  const ports = [site.port, secure.port, expired.port, reset.port, silent.port, closed];
+  engine = createTestEngine({ dns, ports, httpsProbePort: secure.port });
+  fastEngine = createTestEngine({ dns, ports, httpsProbePort: secure.port, timeoutMs: 400 });
+});
+
+afterAll(async () => {
+  await Promise.all([engine.close(), fastEngine.close()]);
+  await Promise.all([site, secure, expired, reset, silent, dns].map((s) => s.close()));
+});
+
+describe("input (SPEC §2) → 400 before any network", () => {
+  it("a non-http scheme is invalid_url and keeps the input as requested_url", async () => {
+    const err = await failure(engine.snapshot("gopher://127.0.0.1/"));
+    expect(err.errorType).toBe("invalid_url");
+    expect(err.toBody().requested_url).toBe("gopher://127.0.0.1/");
+  });
+
+  it("a blocked literal is ssrf", async () => {
+    const err = await failure(engine.snapshot(`http://${BLOCKED_HOST}:${site.port}/`));
+    expect(err.errorType).toBe("ssrf");
+    expect(site.requests).toHaveLength(0);
+  });
+});
+
+describe("ssrf: the input host or a hop resolves to a blocked address / port / scheme", () => {
+  it("a name whose only answer is blocked", async () => {
+    const err = await failure(engine.snapshot(`http://evil.test:${site.port}/`));
+    expect(err.errorType).toBe("ssrf");
+    expect(err.requestedUrl).toBe(`http://evil.test:${site.port}/`);
+  });
+
+  it("a name with one blocked answer among public ones", async () => {
+    expect((await failure(engine.snapshot(`http://mixed.test:${site.port}/`))).errorType).toBe(
+      "ssrf",
+    );
+  });
+
+  it.each([
+    ["a blocked literal", () => `http://${BLOCKED_HOST}:${site.port}/`],
+    ["a name resolving to a blocked address", () => `http://evil.test:${site.port}/`],
+    ["a file: URL", () => "file:///etc/passwd"],
+    ["a port outside the allowed set", () => `http://site.test:1/`],
+    ["credentials", () => `http://user:pw@site.test:${site.port}/`],
+  ])("a redirect to %s", async (_what, location) => {
+    site.route("/hop", respond.redirect(location()));
+    const err = await failure(engine.snapshot(`http://site.test:${site.port}/hop`));
+    expect(err.errorType).toBe("ssrf");
+  });
+});
+
+describe("unreachable: the first request never got to an exchange", () => {
+  it("the name does not resolve", async () => {
+    const err = await failure(engine.snapshot(`http://nowhere.test:${site.port}/`));
+    expect(err.errorType).toBe("unreachable");
+    expect(err.message).toMatch(/does not resolve/);
+  });
+
+  it("the port refuses the connection", async () => {
+    const err = await failure(engine.snapshot(`http://site.test:${closed}/`));
+    expect(err.errorType).toBe("unreachable");
+    expect(err.message).toMatch(/refused/);
+  });
+
+  it("the connection is reset at once (http and https)", async () => {
+    expect((await failure(engine.snapshot(`http://site.test:${reset.port}/`))).errorType).toBe(
+      "unreachable",
+    );
+    expect((await failure(engine.snapshot(`https://site.test:${reset.port}/`))).errorType).toBe(
+      "unreachable",
+    );
+  });
+});
+
+describe("timeout: no response to the first request before the deadline", () => {
+  it("an HTTP server that reads the request and never answers", async () => {
+    const err = await failure(fastEngine.snapshot(`http://site.test:${site.port}/never`));
+    expect(err.errorType).toBe("timeout");
+  });
+
+  it("a TCP server that never speaks TLS", async () => {
+    const err = await failure(fastEngine.snapshot(`https://site.test:${silent.port}/`));
+    expect(err.errorType).toBe("timeout");
+  });
+});
+
+describe("200 with reachable false: something learned, no final response", () => {
+  it("the first hop's certificate is expired", async () => {
+    const r = valid(await engine.snapshot(`https://secure.test:${expired.port}/`));
+    expect(r).toMatchObject({
+      reachable: false,
+      final_status_code: null,
+      redirect_count: 0,
+      final_url: `https://secure.test:${expired.port}/`,
+      https_ok: false,
+      hsts_present: false,
+      x_frame_options_present: false,
+      security_txt_present: null,
+      robots_txt_present: null,
+      sitemap_xml_present: null,
+    });
+    expect(r.notes.join(" ")).toMatch(/certificate has expired/);
+  });
+
+  it("a later hop refuses the connection", async () => {
+    site.route("/to-closed", respond.redirect(`http://site.test:${closed}/next`));
+    const r = valid(await engine.snapshot(`http://site.test:${site.port}/to-closed`));
+    expect(r).toMatchObject({
+      reachable: false,
+      final_status_code: null,
+      redirect_count: 1,
+      final_url: `http://site.test:${closed}/next`,
+      robots_txt_present: null,
+    });
+    expect(r.notes).toContain(
+      `No final response: the request to http://site.test:${closed}/next failed because the connection was refused.`,
+    );
+  });
+
+  it("a later hop times out", async () => {
+    site.route("/to-never", respond.redirect("/never"));
+    const r = valid(await fastEngine.snapshot(`http://site.test:${site.port}/to-never`));
+    expect(r).toMatchObject({
+      reachable: false,
+      redirect_count: 1,
+      final_url: `http://site.test:${site.port}/never`,
+    });
+    expect(r.notes.join(" ")).toMatch(/deadline/);
+  });
+
+  it("the redirect cap: with cap 10, an 11th redirect stops at the 11th URL", async () => {
+    site.route("*", (req, res) => {
+      const m = /^\/r\/(\d+)$/.exec(req.url ?? "");
+      if (!m) return respond.status(404)(req, res);
+      respond.redirect(`/r/${Number(m[1]) + 1}`)(req, res);
+    });
+    try {
+      const r = valid(await engine.snapshot(`http://site.test:${site.port}/r/0`));
+      expect(r.reachable).toBe(false);
+      expect(r.redirect_count).toBe(10);
+      expect(r.final_url).toBe(`http://site.test:${site.port}/r/10`);
+      expect(site.requests.filter((q) => q.path.startsWith("/r/")).map((q) => q.path)).toEqual(
+        Array.from({ length: 11 }, (_, i) => `/r/${i}`),
+      );
+      expect(r.notes.join(" ")).toMatch(/redirects more than 10 times/);
+    } finally {
+      site.route("*", respond.status(404));
+    }
+  });
+
+  it("a redirect loop ends at the cap too", async () => {
+    site.route("/loop-a", respond.redirect("/loop-b"));
+    site.route("/loop-b", respond.redirect("/loop-a"));
+    const r = valid(await engine.snapshot(`http://site.test:${site.port}/loop-a`));
+    expect(r).toMatchObject({
+      reachable: false,
+      redirect_count: 10,
+      final_url: `http://site.test:${site.port}/loop-a`,
+    });
+  });
+});
+
+describe("200 with reachable true: any final response", () => {
+  it("a 500 is a final response; its headers count", async () => {
+    const r = valid(await engine.snapshot(`http://site.test:${site.port}/error`));
+    expect(r).toMatchObject({
+      reachable: true,
+      final_status_code: 500,
+      redirect_count: 0,
+      x_frame_options_present: true,
+    });
+  });
+
+  it("relative, absolute and cross-origin redirects are followed and counted", async () => {
+    site.route("/a", respond.redirect("b?x=1", 301));
+    site.route("/b?x=1", respond.redirect(`https://secure.test:${secure.port}/`, 308));
+    const r = valid(await engine.snapshot(`http://site.test:${site.port}/a#frag`));
+    expect(r).toMatchObject({
+      requested_url: `http://site.test:${site.port}/a#frag`,
+      normalized_url: `http://site.test:${site.port}/a`,
+      final_url: `https://secure.test:${secure.port}/`,
+      reachable: true,
+      final_status_code: 200,
+      redirect_count: 2,
+      https_ok: true,
+    });
+  });
+
+  it("a 3xx without Location is a final response", async () => {
+    site.route("/304", respond.status(304));
+    const r = valid(await engine.snapshot(`http://site.test:${site.port}/304`));
+    expect(r).toMatchObject({ reachable: true, final_status_code: 304, redirect_count: 0 });
+  });
+
+  it("requests carry the service's User-Agent and no cookie or credential", async () => {
+    site.route("/ua", respond.text("ok", { "set-cookie": "a=b" }));
+    site.route("/ua2", respond.redirect("/ua3"));
+    site.route("/ua3", respond.text("ok"));
+    await engine.snapshot(`http://site.test:${site.port}/ua`);
+    await engine.snapshot(`http://site.test:${site.port}/ua2`);
+    const seen = site.requests.filter((q) => q.path.startsWith("/ua"));
+    expect(seen.length).toBe(3);
+    for (const q of seen) {
+      expect(q.method).toBe("GET");
+      expect(q.headers["user-agent"]).toBe("secsnap/1.0.0");
+      expect(q.headers.cookie).toBeUndefined();
+      expect(q.headers.authorization).toBeUndefined();
+      expect(q.headers["accept-encoding"]).toBe("gzip, deflate, br");
+    }
+  });
+});
