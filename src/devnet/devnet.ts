@@ -210,10 +210,13 @@ function killOnProcessEnd(anvil: AnvilProcess): () => void {
   };
   const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
   const onSignal = (signal: NodeJS.Signals) => {
-    killNow();
     for (const s of signals) process.off(s, onSignal);
-    // If nobody else handles the signal, keep its default meaning: end the process.
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    // Someone else handles the signal (serve's graceful shutdown): they close the devnet after
+    // in-flight payments settled; the "exit" hook still kills anvil as a last resort.
+    if (process.listenerCount(signal) > 0) return;
+    // Nobody else does: keep the signal's default meaning, end the process.
+    killNow();
+    process.kill(process.pid, signal);
   };
   process.once("exit", killNow);
   for (const s of signals) process.on(s, onSignal);
