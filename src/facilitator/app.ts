@@ -5,6 +5,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
 import { createPublicClient, http } from "viem";
 import type { Address } from "viem";
 import { SERVICE_VERSION } from "../version.js";
@@ -19,7 +20,8 @@ import { parseFacilitatorRequest } from "./requests.js";
  * SDK's HTTPFacilitatorClient. Answers:
  *   200 VerifyResponse / SettleResponse for every payment that was evaluated (valid or not);
  *   400 with the same shape (isValid/success false, a reason) for malformed or unsupported
- *       requests; 401 missing/wrong bearer token; 413 body too large; 404 unknown path;
+ *       requests; 409 (SettleResponse, `duplicate_settlement`) while the same authorization is
+ *       already being settled; 401 missing/wrong bearer token; 413 body too large; 404 unknown;
  *   500 `{ error }` when evaluation itself failed (e.g. the RPC is unreachable).
  */
 
@@ -47,6 +49,8 @@ export function buildFacilitatorApp(opts: FacilitatorOptions): FacilitatorApp {
   const settling = new Set<string>();
 
   app.onError((error, c) => {
+    // Middleware refusals (bearer auth) arrive as HTTPException with their own response.
+    if (error instanceof HTTPException) return error.getResponse();
     log(`facilitator: unexpected error: ${errorMessage(error)}`);
     return c.json({ error: "internal error" }, 500);
   });
