@@ -276,14 +276,16 @@ describe("POST /v1/snapshot input (SPEC §2): always 400, never the engine", () 
     expect(JSON.parse(res.body)).toMatchObject({ requested_url: "https://example.com/" });
   });
 
-  it("a Content-Length shorter than the data only reads what it announced", async () => {
+  it("a Content-Length shorter than the data is a 400, never a report", async () => {
+    const before = engine.calls.length;
     const res = await rawRequest(served.port, [
       "POST /v1/snapshot HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n" +
         "Content-Length: 5\r\nConnection: close\r\n\r\n" +
         JSON.stringify({ url: "https://example.com/" }),
     ]);
+    // Either the app rejects the 5-byte body or Node's parser rejects the trailing bytes first.
     expect(res.status).toBe(400);
-    expect(JSON.parse(res.body)).toMatchObject({ error_type: "invalid_url", requested_url: "" });
+    expect(engine.calls.length).toBe(before);
   });
 });
 

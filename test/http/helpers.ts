@@ -2,8 +2,7 @@ import { connect } from "node:net";
 import type { MiddlewareHandler } from "hono";
 import { createApp, type AppEnv } from "../../src/http/app.js";
 import { startServer, type RunningServer } from "../../src/http/server.js";
-import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
-import type { SnapshotEngine } from "../../src/snapshot/index.js";
+import { createUrlPolicy, type SnapshotEngine } from "../../src/snapshot/index.js";
 import type { SnapshotResult } from "../../src/snapshot/result.js";
 
 export const DEFAULT_PORTS = new Set([80, 443, 8080, 8443]);
@@ -70,13 +69,12 @@ export async function serveApp(opts: {
   allowedPorts?: ReadonlySet<number>;
 }): Promise<Served> {
   const logged: Served["logged"] = [];
-  const policy = createAddressPolicy(opts.allowCidrs ?? []);
   const app = createApp({
     engine: opts.engine,
-    urlPolicy: {
+    urlPolicy: createUrlPolicy({
       allowedPorts: opts.allowedPorts ?? DEFAULT_PORTS,
-      isBlockedAddress: (ip) => policy.isBlocked(ip),
-    },
+      allowCidrs: opts.allowCidrs ?? [],
+    }),
     paymentMiddleware: opts.paymentMiddleware,
     log: (message, error) => logged.push({ message, error }),
   });

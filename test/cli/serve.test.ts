@@ -1,0 +1,67 @@
+import { createServer, type AddressInfo } from "node:net";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
+import { startTarget } from "./target.js";
+
+/** A free loopback port for the devnet (tests never bind fixed ports). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+let target: Awaited<ReturnType<typeof startTarget>>;
+beforeAll(async () => {
+  target = await startTarget();
+});
+afterAll(() => target.close());
+
+it(
+  "serve (devnet): SIGTERM lets a paid, running snapshot finish with 200, then exits 0",
+  {
+    timeout: 180_000,
+  },
+  async () => {
+    const child = spawnCli(
+      ["serve"],
+      cleanEnv({
+        PORT: "0",
+        HOST: "127.0.0.1",
+        SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
+        SNAPSHOT_ALLOWED_PORTS: String(target.port),
+        DEVNET_RPC_PORT: String(await freePort()),
+        DEVNET_FACILITATOR_PORT: String(await freePort()),
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const stopping = waitForLine(child.stderr, /^SIGTERM: shutting down/);
+    try {
+      const first = await waitForLine(child.stdout, /listening on/);
+      expect(first).toMatch(/^secsnap 1\.0\.0 listening on http:\/\/\S+ \(mode: .+\)$/);
+      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+
+      expect(await (await fetch(`${base}/health`)).json()).toEqual({
+        status: "ok",
+        version: "1.0.0",
+      });
+
+      // The real x402 client pays; its snapshot then waits on the held target.
+      const arrived = target.hold();
+      const paying = runCli(["pay", target.url, "--api", base], cleanEnv());
+      await arrived;
+      child.kill("SIGTERM");
+      await stopping; // the server has stopped accepting new connections
+      target.release();
+
+      const paid = await paying;
+      expect(paid, paid.stderr + paid.stdout).toMatchObject({ code: 0 });
+      expect(JSON.parse(paid.stdout)).toMatchObject({ requested_url: target.url, reachable: true });
+      expect(paid.stderr).toMatch(/settlement transaction: 0x[0-9a-f]{64}/);
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  },
+);
