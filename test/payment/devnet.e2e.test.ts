@@ -1,0 +1,432 @@
+/**
+ * The paid flow end to end over the real devnet: anvil + DevUSDC + the project's facilitator +
+ * the service (createApp + the payment gate + the real snapshot engine), paid by the official
+ * @x402/fetch client, against a local HTTP target. Ports are all ephemeral.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { authorizationTypes } from "@x402/evm";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import {
+  createPublicClient,
+  decodeEventLog,
+  http,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_USDC_ABI, DEVNET_ACCOUNTS } from "../../src/devnet/constants.js";
+import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
+import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/app.js";
+import { createApp } from "../../src/http/app.js";
+import { startServer, type RunningServer } from "../../src/http/server.js";
+import { createPaymentGate } from "../../src/payment/gate.js";
+import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
+import type { SnapshotEngine } from "../../src/snapshot/index.js";
+
+const PRICE_UNITS = 50_000n;
+
+let devnet: Devnet;
+let chain: PublicClient;
+let target: { server: Server; url: string; closedPortUrl: string };
+let engine: SnapshotEngine;
+let service: RunningServer;
+const opened: { close(): Promise<void> }[] = [];
+
+/** A tiny site: `/` answers 200, `/to-private` redirects to a private address (→ 400 ssrf). */
+async function startTarget(): Promise<typeof target> {
+  const server = createServer((req, res) => {
+    if (req.url === "/to-private") {
+      res.writeHead(302, { location: "http://10.1.2.3:8080/" }).end();
+      return;
+    }
+    res.writeHead(req.url === "/" ? 200 : 404, { "content-type": "text/plain" }).end("ok\n");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+  const closedPort = (closed.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  return {
+    server,
+    url: `http://127.0.0.1:${port}/`,
+    closedPortUrl: `http://127.0.0.1:${closedPort}/`,
+  };
+}
+
+function allowedPorts(): Set<number> {
+  return new Set([
+    80,
+    443,
+    Number(new URL(target.url).port),
+    Number(new URL(target.closedPortUrl).port),
+  ]);
+}
+
+async function startService(facilitatorUrl: string): Promise<RunningServer> {
+  const snapshotConfig = { allowedPorts: allowedPorts(), allowCidrs: ["127.0.0.0/8"] };
+  const gate = createPaymentGate({
+    payTo: devnet.payTo,
+    networks: [devnet.network],
+    priceUsdc: "0.05",
+    facilitatorUrl,
+    supportedRetryMs: 0,
+    log: () => {},
+  });
+  const app = createApp({
+    engine,
+    urlPolicy: createUrlPolicy(snapshotConfig),
+    paymentMiddleware: gate.middleware,
+    log: () => {},
+  });
+  return startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+}
+
+beforeAll(async () => {
+  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
+  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  target = await startTarget();
+  engine = createSnapshotEngine({
+    timeoutMs: 5_000,
+    maxRedirects: 10,
+    allowedPorts: allowedPorts(),
+    allowCidrs: ["127.0.0.0/8"],
+    dnsServers: [],
+    // The https probe of an http target goes to a closed port: refused at once.
+    httpsProbePort: Number(new URL(target.closedPortUrl).port),
+  });
+  service = await startService(devnet.facilitatorUrl);
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(opened.map((x) => x.close()));
+  await service?.close(1_000);
+  await engine?.close();
+  await new Promise<void>((resolve) => (target ? target.server.close(() => resolve()) : resolve()));
+  await devnet?.close();
+});
+
+function balanceOf(address: Address): Promise<bigint> {
+  return chain.readContract({
+    address: devnet.usdcAddress,
+    abi: DEV_USDC_ABI,
+    functionName: "balanceOf",
+    args: [address],
+  }) as Promise<bigint>;
+}
+
+function payer(i: number): PrivateKeyAccount {
+  const key = devnet.payerPrivateKeys[i];
+  if (!key) throw new Error(`no payer ${i}`);
+  return privateKeyToAccount(key);
+}
+
+function post(base: string, url: unknown, headers: Record<string, string> = {}) {
+  return fetch(`${base}/v1/snapshot`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ url }),
+  });
+}
+
+async function challenge(base = service.url): Promise<PaymentRequired> {
+  const response = await post(base, target.url);
+  expect(response.status).toBe(402);
+  return decodePaymentRequiredHeader(response.headers.get("PAYMENT-REQUIRED")!);
+}
+
+function sdkClient(account: PrivateKeyAccount): x402Client {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  return client;
+}
+
+/** A proof made by the official client, as the PAYMENT-SIGNATURE header. */
+async function proofHeaders(account: PrivateKeyAccount, required?: PaymentRequired) {
+  const client = sdkClient(account);
+  const payload = await client.createPaymentPayload(required ?? (await challenge()));
+  return { payload, headers: new x402HTTPClient(client).encodePaymentSignatureHeader(payload) };
+}
+
+/** An EIP-3009 proof signed here, so each field can be made wrong on purpose. */
+async function handSignedHeaders(
+  account: PrivateKeyAccount,
+  accepted: PaymentRequirements,
+  change: { value?: bigint; to?: Address; validBefore?: bigint; chainId?: number } = {},
+): Promise<Record<string, string>> {
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  const authorization = {
+    from: account.address,
+    to: change.to ?? (accepted.payTo as Address),
+    value: change.value ?? BigInt(accepted.amount),
+    validAfter: now - 600n,
+    validBefore: change.validBefore ?? now + 300n,
+    nonce: `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")}` as Hex,
+  };
+  const extra = accepted.extra as { name: string; version: string };
+  const signature = await account.signTypedData({
+    domain: {
+      name: extra.name,
+      version: extra.version,
+      chainId: change.chainId ?? devnet.chainId,
+      verifyingContract: accepted.asset as Address,
+    },
+    types: authorizationTypes,
+    primaryType: "TransferWithAuthorization",
+    message: authorization,
+  });
+  const payload: PaymentPayload = {
+    x402Version: 2,
+    accepted,
+    payload: {
+      signature,
+      authorization: Object.fromEntries(
+        Object.entries(authorization).map(([k, v]) => [
+          k,
+          typeof v === "bigint" ? v.toString() : v,
+        ]),
+      ),
+    },
+  };
+  return new x402HTTPClient(new x402Client()).encodePaymentSignatureHeader(payload);
+}
+
+describe("challenge", () => {
+  it("decodes to x402 v2 with exactly the SPEC §6 fields and the Bazaar extension", async () => {
+    const required = await challenge();
+    expect(required.x402Version).toBe(2);
+    expect(required.resource?.url).toBe(`${service.url}/v1/snapshot`);
+    expect(required.accepts).toEqual([
+      {
+        scheme: "exact",
+        network: "eip155:84532",
+        amount: "50000",
+        asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+        payTo: devnet.payTo,
+        maxTimeoutSeconds: 300,
+        extra: expect.objectContaining({ name: "USDC", version: "2" }),
+      },
+    ]);
+    const bazaar = required.extensions?.bazaar as { info: { input: Record<string, unknown> } };
+    expect(bazaar.info.input).toMatchObject({ type: "http", method: "POST", bodyType: "json" });
+  });
+
+  it("invalid input without payment is 400 without a challenge", async () => {
+    for (const bad of ["gopher://127.0.0.1/", 42, "http://user:pw@example.com/"]) {
+      const response = await post(service.url, bad);
+      expect(response.status).toBe(400);
+      expect(response.headers.get("PAYMENT-REQUIRED")).toBeNull();
+      expect(((await response.json()) as { error_type: string }).error_type).toBe("invalid_url");
+    }
+  });
+});
+
+describe("paid snapshot", () => {
+  it("moves exactly 50000 units payer → payTo and answers with PAYMENT-RESPONSE on chain", async () => {
+    const account = payer(0);
+    const [payerBefore, payToBefore] = await Promise.all([
+      balanceOf(account.address),
+      balanceOf(devnet.payTo),
+    ]);
+    const paidFetch = wrapFetchWithPayment(fetch, sdkClient(account));
+    const response = await paidFetch(`${service.url}/v1/snapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: target.url }),
+    });
+    expect(response.status).toBe(200);
+    const report = await response.json();
+    expect(report).toMatchObject({
+      requested_url: target.url,
+      reachable: true,
+      final_status_code: 200,
+    });
+
+    const settlement = decodePaymentResponseHeader(response.headers.get("PAYMENT-RESPONSE")!);
+    expect(settlement).toMatchObject({ success: true, network: "eip155:84532" });
+    expect(settlement.transaction).toMatch(/^0x[0-9a-f]{64}$/);
+    const receipt = await chain.getTransactionReceipt({ hash: settlement.transaction as Hex });
+    expect(receipt.status).toBe("success");
+    const transfers = receipt.logs
+      .filter((log) => log.address.toLowerCase() === devnet.usdcAddress.toLowerCase())
+      .map((log) => decodeEventLog({ abi: DEV_USDC_ABI, ...log }))
+      .filter((event) => event.eventName === "Transfer");
+    expect(transfers).toHaveLength(1);
+    expect(transfers[0]?.args).toMatchObject({
+      from: account.address,
+      to: devnet.payTo,
+      value: PRICE_UNITS,
+    });
+
+    expect(await balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
+    expect(await balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
+  });
+
+  it("a paid request for a blocked or unreachable target is 400, moves nothing, and the proof still works", async () => {
+    const account = payer(1);
+    const before = await balanceOf(account.address);
+    const { headers } = await proofHeaders(account);
+
+    const blocked = await post(service.url, `${target.url}to-private`, headers);
+    expect(blocked.status).toBe(400);
+    expect(((await blocked.json()) as { error_type: string }).error_type).toBe("ssrf");
+    expect(blocked.headers.get("PAYMENT-RESPONSE")).toBeNull();
+
+    const unreachable = await post(service.url, target.closedPortUrl, headers);
+    expect(unreachable.status).toBe(400);
+    expect(((await unreachable.json()) as { error_type: string }).error_type).toBe("unreachable");
+    expect(await balanceOf(account.address)).toBe(before);
+
+    // Released, not burnt: the same proof buys a snapshot afterwards.
+    expect((await post(service.url, target.url, headers)).status).toBe(200);
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+});
+
+describe("replay", () => {
+  it("the same proof twice: one 200, one transfer", async () => {
+    const account = payer(2);
+    const before = await balanceOf(account.address);
+    const { headers } = await proofHeaders(account);
+    expect((await post(service.url, target.url, headers)).status).toBe(200);
+    const again = await post(service.url, target.url, headers);
+    expect(again.status).toBe(402);
+    expect(again.headers.get("PAYMENT-RESPONSE")).toBeNull();
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+
+  it("the same proof ten times at once: exactly one 200 and one transfer", async () => {
+    const account = payer(3);
+    const before = await balanceOf(account.address);
+    const { headers } = await proofHeaders(account);
+    const responses = await Promise.all(
+      Array.from({ length: 10 }, () => post(service.url, target.url, headers)),
+    );
+    const statuses = responses.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s === 402)).toHaveLength(9);
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+});
+
+describe("bad proofs are 402 and move nothing", () => {
+  let accepted: PaymentRequirements;
+  let account: PrivateKeyAccount;
+  let before: bigint;
+  beforeAll(async () => {
+    accepted = (await challenge()).accepts[0]!;
+    account = payer(4);
+    before = await balanceOf(account.address);
+  });
+  afterAll(async () => {
+    expect(await balanceOf(account.address)).toBe(before);
+  });
+
+  /** 402, with the facilitator's (or the SDK's) reason in the fresh challenge. */
+  async function expect402(headers: Record<string, string>, reason: RegExp) {
+    const response = await post(service.url, target.url, headers);
+    expect(response.status).toBe(402);
+    const header = response.headers.get("PAYMENT-REQUIRED");
+    expect(header).toBeTruthy();
+    expect(decodePaymentRequiredHeader(header!).error).toMatch(reason);
+  }
+
+  it("a hand-signed valid proof is accepted (the control for the cases below)", async () => {
+    const control = payer(5);
+    const controlBefore = await balanceOf(control.address);
+    expect(
+      (await post(service.url, target.url, await handSignedHeaders(control, accepted))).status,
+    ).toBe(200);
+    expect(await balanceOf(control.address)).toBe(controlBefore - PRICE_UNITS);
+  });
+
+  it("tampered signature", async () => {
+    const { payload } = await proofHeaders(account);
+    const inner = payload.payload as { signature: string };
+    const last = inner.signature.slice(-4, -2);
+    inner.signature =
+      inner.signature.slice(0, -4) + (last === "00" ? "01" : "00") + inner.signature.slice(-2);
+    await expect402(
+      new x402HTTPClient(new x402Client()).encodePaymentSignatureHeader(payload),
+      /signature/,
+    );
+  });
+
+  it("lower amount", async () => {
+    await expect402(
+      await handSignedHeaders(account, accepted, { value: PRICE_UNITS - 1n }),
+      /value/,
+    );
+  });
+
+  it("wrong payTo", async () => {
+    await expect402(
+      await handSignedHeaders(account, accepted, { to: DEVNET_ACCOUNTS[9]!.address }),
+      /recipient/,
+    );
+  });
+
+  it("expired authorization", async () => {
+    const past = BigInt(Math.floor(Date.now() / 1000) - 60);
+    await expect402(
+      await handSignedHeaders(account, accepted, { validBefore: past }),
+      /valid_before/,
+    );
+  });
+
+  it("wrong network", async () => {
+    await expect402(
+      await handSignedHeaders(account, { ...accepted, network: "eip155:8453" }, { chainId: 8453 }),
+      /No matching payment requirements/,
+    );
+    // Signed for Base mainnet while claiming the devnet: the signature does not match.
+    await expect402(await handSignedHeaders(account, accepted, { chainId: 8453 }), /signature/);
+  });
+});
+
+describe("facilitator outage", () => {
+  it("503 with Retry-After while it is stopped, free endpoints still 200, payments work again after", async () => {
+    // A second facilitator on the same chain (its own gas wallet) that this test stops and restarts.
+    const options = {
+      rpcUrl: devnet.rpcUrl,
+      privateKey: DEVNET_ACCOUNTS[9]!.privateKey,
+      networks: [devnet.network],
+      host: "127.0.0.1",
+      pollingIntervalMs: 50,
+    };
+    let facilitator: RunningFacilitator = await startFacilitator({ ...options, port: 0 });
+    const port = facilitator.port;
+    const own = await startService(facilitator.url);
+    opened.push({ close: () => own.close(1_000) }, { close: () => facilitator.close() });
+
+    const required = await challenge(own.url);
+    await facilitator.close();
+
+    const account = payer(6);
+    const before = await balanceOf(account.address);
+    const down = await post(own.url, target.url, (await proofHeaders(account, required)).headers);
+    expect(down.status).toBe(503);
+    expect(down.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(await down.json()).toEqual({ error: expect.any(String) });
+    expect((await fetch(`${own.url}/health`)).status).toBe(200);
+    expect((await fetch(`${own.url}/demo/snapshot`)).status).toBe(200);
+    expect(await balanceOf(account.address)).toBe(before);
+
+    facilitator = await startFacilitator({ ...options, port });
+    const paidFetch = wrapFetchWithPayment(fetch, sdkClient(account));
+    const back = await paidFetch(`${own.url}/v1/snapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: target.url }),
+    });
+    expect(back.status).toBe(200);
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+});
