@@ -200,6 +200,12 @@ export async function fetchChain(
   }
 }
 
+/** Destroys a stream we are done with; undici bodies emit an AbortError nobody needs to hear. */
+function drop(stream: Readable | Transform): void {
+  stream.on("error", () => undefined);
+  stream.destroy();
+}
+
 /** One zlib decoder per Content-Encoding token; undefined for an encoding we cannot decode. */
 function decoderFor(encoding: string): Transform | null | undefined {
   // Lenient flushing: a body cut off at our byte limit is still decoded as far as it goes.
@@ -237,7 +243,8 @@ export async function readBounded(
   for (const enc of [...encodings].reverse()) {
     const d = decoderFor(enc);
     if (d === undefined) {
-      source.destroy();
+      drop(source);
+      for (const made of decoders) drop(made);
       return null;
     }
     if (d) decoders.push(d);
@@ -251,7 +258,7 @@ export async function readBounded(
       rawBytes += chunk.length;
       if (rawBytes > RAW_BODY_LIMIT) {
         rawCapped = true;
-        source.destroy();
+        drop(source);
       }
     });
   }
@@ -274,8 +281,8 @@ export async function readBounded(
     if (!rawCapped && decoders.length === 0) throw err;
     if (!rawCapped && !(err as { code?: string }).code?.startsWith("Z_")) throw err;
   } finally {
-    source.destroy();
-    for (const d of decoders) d.destroy();
+    drop(source);
+    for (const d of decoders) drop(d);
   }
   return Buffer.concat(chunks, total);
 }
