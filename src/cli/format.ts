@@ -1,7 +1,16 @@
-import { styleText } from "node:util";
 import type { SnapshotErrorBody, SnapshotResult } from "../snapshot/result.js";
 
-type Style = Parameters<typeof styleText>[0];
+/**
+ * Plain ANSI SGR codes rather than node:util styleText: across Node 20 releases styleText
+ * sometimes checks process.stdout itself and sometimes not, and we decide once (useColor).
+ */
+const SGR = {
+  bold: [1, 22],
+  red: [31, 39],
+  green: [32, 39],
+  yellow: [33, 39],
+} as const;
+type Style = keyof typeof SGR;
 
 /** Human labels of the report fields, in report order. */
 const CHECK_LABELS: ReadonlyArray<readonly [keyof SnapshotResult, string]> = [
@@ -19,14 +28,15 @@ const CHECK_LABELS: ReadonlyArray<readonly [keyof SnapshotResult, string]> = [
 
 /**
  * Colour only for a terminal, and never when NO_COLOR is set to a non-empty value
- * (https://no-color.org). Node 20's styleText does not check this itself.
+ * (https://no-color.org).
  */
 export function useColor(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): boolean {
   return Boolean(stream.isTTY) && !env.NO_COLOR;
 }
 
 function painter(color: boolean) {
-  return (style: Style, text: string) => (color ? styleText(style, text) : text);
+  return (style: Style, text: string) =>
+    color ? `\u001b[${SGR[style][0]}m${text}\u001b[${SGR[style][1]}m` : text;
 }
 
 /** The readable terminal summary of a report. */

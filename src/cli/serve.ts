@@ -43,7 +43,7 @@ function nextShutdownSignal(): Promise<NodeJS.Signals> {
 }
 
 export const serveCommand: Command = {
-  summary: "Start the HTTP API (configuration from the environment, see SPEC §5)",
+  summary: "Start the HTTP API (configured by environment variables)",
   usage: [
     "Usage: secsnap serve",
     "",
