@@ -1,0 +1,142 @@
+/**
+ * The pure parts on their own: the bounded decoder, the check functions, the notes table and
+ * the demo report.
+ */
+import { Readable } from "node:stream";
+import { gzipSync } from "node:zlib";
+import { describe, expect, it } from "vitest";
+import { checkHeaders } from "../../src/snapshot/checks/headers.js";
+import { checkHttps } from "../../src/snapshot/checks/https.js";
+import { checkSecurityTxt } from "../../src/snapshot/checks/security-txt.js";
+import { bodyText, isHtml } from "../../src/snapshot/checks/well-known.js";
+import { BODY_LIMIT, readBounded } from "../../src/snapshot/fetch.js";
+import { DemoSnapshotResultSchema, demoSnapshot } from "../../src/snapshot/index.js";
+import { renderNotes } from "../../src/snapshot/notes.js";
+import type { FileProbe } from "../../src/snapshot/types.js";
+import { gzipBomb } from "../fixtures/targets.js";
+
+/** A stream over `buf` in 1 KiB chunks that counts how much of it was pulled. */
+function counted(buf: Buffer): { stream: Readable; pulled: () => number } {
+  let offset = 0;
+  const stream = new Readable({
+    read() {
+      if (offset >= buf.length) return void this.push(null);
+      const chunk = buf.subarray(offset, offset + 1024);
+      offset += chunk.length;
+      this.push(chunk);
+    },
+  });
+  return { stream, pulled: () => offset };
+}
+
+describe("readBounded", () => {
+  it("stops a gzip bomb at the limit and pulls only a small part of it", async () => {
+    const bomb = gzipBomb("User-agent: *\n");
+    const { stream, pulled } = counted(bomb);
+    const out = await readBounded(stream, ["gzip"]);
+    expect(out?.length).toBe(BODY_LIMIT);
+    expect(out?.subarray(0, 14).toString()).toBe("User-agent: *\n");
+    expect(pulled()).toBeLessThan(bomb.length / 2);
+  });
+
+  it("returns a short body whole and an undecodable coding as null", async () => {
+    expect((await readBounded(Readable.from([Buffer.from("abc")]), []))?.toString()).toBe("abc");
+    const gz = gzipSync("hello");
+    expect((await readBounded(Readable.from([gz]), ["gzip"]))?.toString()).toBe("hello");
+    expect(await readBounded(Readable.from([Buffer.from("x")]), ["compress"])).toBeNull();
+  });
+
+  it("cuts a plain body at the limit", async () => {
+    const out = await readBounded(Readable.from([Buffer.alloc(BODY_LIMIT * 3, "a")]), []);
+    expect(out?.length).toBe(BODY_LIMIT);
+  });
+});
+
+describe("checks", () => {
+  it("isHtml: by Content-Type or by the start of the body after BOM/whitespace", () => {
+    expect(isHtml("User-agent: *", "TEXT/HTML; charset=utf-8")).toBe(true);
+    expect(isHtml(bodyText(Buffer.from("\uFEFF\n  <!DOCTYPE HTML>")), "text/plain")).toBe(true);
+    expect(isHtml("<html lang=en>", undefined)).toBe(true);
+    expect(isHtml("User-agent: *\n<html>", "text/plain")).toBe(false);
+  });
+
+  it("checkHeaders: all false without a final response", () => {
+    expect(Object.values(checkHeaders(null))).toEqual([false, false, false, false, false, false]);
+    expect(checkHeaders({ "referrer-policy": ["", " no-referrer "] }).referrer_policy).toBe(true);
+  });
+
+  it("checkHttps: an http final URL depends on the probe", () => {
+    const base = {
+      finalUrl: new URL("http://a.test/"),
+      finalAnswered: true,
+      finalFailure: null,
+      probeUrl: "https://a.test/",
+    };
+    expect(checkHttps({ ...base, probe: { ok: true } })).toEqual({ ok: true });
+    expect(
+      checkHttps({ ...base, probe: { ok: false, failure: { kind: "refused" } } }),
+    ).toMatchObject({ ok: false });
+    expect(checkHttps({ ...base, finalUrl: new URL("https://a.test/"), probe: null })).toEqual({
+      ok: true,
+    });
+  });
+
+  it("checkSecurityTxt: precedence true > null > false over the two locations", () => {
+    const resp = (status: number, body = ""): FileProbe => ({
+      kind: "response",
+      url: "u",
+      status,
+      contentType: "text/plain",
+      body: status === 200 ? Buffer.from(body) : null,
+    });
+    expect(checkSecurityTxt(resp(404), resp(200, "Contact: x")).value).toBe(true);
+    expect(checkSecurityTxt(resp(404), resp(500)).value).toBeNull();
+    expect(checkSecurityTxt(resp(404), resp(404)).value).toBe(false);
+    expect(checkSecurityTxt(resp(500), resp(200, "Contact: x")).value).toBeNull();
+    expect(
+      checkSecurityTxt({ kind: "failed", url: "u", reason: "blocked" }, null).value,
+    ).toBeNull();
+  });
+});
+
+describe("notes table", () => {
+  it("header sentences come first in the fixed order, whatever order they were found in", () => {
+    const notes = renderNotes([
+      { code: "hsts_over_http" },
+      { code: "header_missing", header: "permissions_policy" },
+      { code: "header_missing", header: "hsts" },
+      { code: "file", file: "robots_txt", verdict: { value: true, why: "ok", status: 200 } },
+      { code: "header_missing", header: "x_frame_options" },
+    ]);
+    expect(notes).toEqual([
+      "Strict-Transport-Security (HSTS) header is missing.",
+      "X-Frame-Options header is missing.",
+      "Permissions-Policy header is missing.",
+      "Strict-Transport-Security is sent over plain HTTP, where browsers ignore it.",
+    ]);
+  });
+});
+
+describe("demo report", () => {
+  it("validates against DemoSnapshotResultSchema and says what SERVICE.md §4.2 says", () => {
+    const demo = demoSnapshot();
+    expect(DemoSnapshotResultSchema.parse(demo)).toEqual(demo);
+    expect(demo).toMatchObject({ reachable: true, https_ok: true, redirect_count: 0, _demo: true });
+    expect(demo.notes).toEqual([
+      "Strict-Transport-Security (HSTS) header is missing.",
+      "Content-Security-Policy (CSP) header is missing.",
+      "X-Frame-Options header is missing.",
+      "X-Content-Type-Options header is missing.",
+    ]);
+    expect(demo._note).toMatch(/static/);
+    expect(demo._note).toMatch(/POST \/v1\/snapshot/);
+    expect(demo.checks.https).toBe(demo.https_ok);
+  });
+
+  it("is the same every time and cannot be changed by a caller", () => {
+    const a = demoSnapshot();
+    a.notes.push("tampered");
+    expect(demoSnapshot()).toEqual(JSON.parse(JSON.stringify(demoSnapshot())));
+    expect(demoSnapshot().notes).toHaveLength(4);
+  });
+});
