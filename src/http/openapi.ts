@@ -143,11 +143,7 @@ export function createOpenApiDocument(): Record<string, unknown> {
                   schema: { type: "string" },
                 },
               },
-              content: {
-                "application/json": {
-                  schema: { type: "object", description: "Defined by the x402 SDK." },
-                },
-              },
+              content: json("ServiceError"),
             },
             "405": notAllowed,
             "503": {

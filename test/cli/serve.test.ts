@@ -47,6 +47,23 @@ it(
         version: "1.0.0",
       });
 
+      // Unpaid: the x402 v2 challenge, as the OpenAPI document describes it.
+      const unpaid = await fetch(`${base}/v1/snapshot`, {
+        method: "POST",
+        headers: { "content-type": "application/json", origin: "https://app.example" },
+        body: JSON.stringify({ url: target.url }),
+      });
+      expect(unpaid.status).toBe(402);
+      const challenge = JSON.parse(
+        Buffer.from(unpaid.headers.get("payment-required") ?? "", "base64").toString(),
+      ) as { x402Version: number; accepts: Array<{ network: string; amount: string }> };
+      expect(challenge.x402Version).toBe(2);
+      expect(challenge.accepts).toEqual([
+        expect.objectContaining({ network: "eip155:84532", amount: "50000" }),
+      ]);
+      expect(unpaid.headers.get("access-control-expose-headers")).toContain("PAYMENT-REQUIRED");
+      expect(await unpaid.json()).toEqual({ error: expect.any(String) });
+
       // The real x402 client pays; its snapshot then waits on the held target.
       const arrived = target.hold();
       const paying = runCli(["pay", target.url, "--api", base], cleanEnv());
