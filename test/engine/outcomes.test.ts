@@ -54,6 +54,7 @@ beforeAll(async () => {
     "secure.test": { A: [PUBLIC_HOST] },
     "evil.test": { A: [BLOCKED_HOST] },
     "mixed.test": { A: [PUBLIC_HOST, BLOCKED_HOST] },
+    "silent-dns.test": { drop: true },
   });
   site = await startHttpTarget({
     routes: {
@@ -149,6 +150,11 @@ describe("timeout: no response to the first request before the deadline", () => 
     expect(err.errorType).toBe("timeout");
   });
 
+  it("a DNS server that never answers", async () => {
+    const err = await failure(fastEngine.snapshot(`http://silent-dns.test:${site.port}/`));
+    expect(err.errorType).toBe("timeout");
+  });
+
   it("a TCP server that never speaks TLS", async () => {
     const err = await failure(fastEngine.snapshot(`https://site.test:${silent.port}/`));
     expect(err.errorType).toBe("timeout");
@@ -228,6 +234,21 @@ describe("200 with reachable false: something learned, no final response", () =>
       redirect_count: 10,
       final_url: `http://site.test:${site.port}/loop-a`,
     });
+  });
+});
+
+describe("speculative work is reused, not repeated", () => {
+  it("same origin: each well-known file and the HTTPS probe are requested once", async () => {
+    site.route("/spec", respond.text("x"));
+    const siteBefore = site.requests.length;
+    const secureBefore = secure.requests.length;
+    const r = valid(await engine.snapshot(`http://secure.test:${site.port}/spec`));
+    expect(r.https_ok).toBe(true);
+    const paths = site.requests.slice(siteBefore).map((q) => q.path);
+    for (const p of ["/spec", "/robots.txt", "/sitemap.xml", "/.well-known/security.txt"]) {
+      expect(paths.filter((x) => x === p)).toHaveLength(1);
+    }
+    expect(secure.requests.slice(secureBefore).map((q) => q.path)).toEqual(["/"]);
   });
 });
 
