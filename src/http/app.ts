@@ -2,6 +2,7 @@ import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { cors } from "hono/cors";
 import { etag } from "hono/etag";
+import { HTTPException } from "hono/http-exception";
 import type { z } from "zod";
 import type { SnapshotEngine } from "../snapshot/index.js";
 import { demoSnapshot } from "../snapshot/demo.js";
@@ -204,6 +205,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   // Last resort only: every expected failure above has its own answer.
   app.onError((err, c) => {
+    // A middleware (the payment layer) may signal an HTTP status by exception: keep it, as JSON.
+    if (err instanceof HTTPException && err.status < 500) {
+      return jsonError(c, err.status, err.message || "request refused");
+    }
     log(`unhandled error on ${c.req.method} ${c.req.path}`, err);
     return jsonError(c, 500, "internal error");
   });

@@ -1,4 +1,5 @@
 import type { MiddlewareHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { AppEnv, SnapshotInput } from "../../src/http/app.js";
 import { SnapshotError } from "../../src/snapshot/result.js";
@@ -10,6 +11,9 @@ import { ScriptedEngine, sampleResult, serveApp, type Served } from "./helpers.j
  */
 const seen: Array<{ input: SnapshotInput; statusAfter: number }> = [];
 const payment: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (c.req.header("payment-signature") === "malformed") {
+    throw new HTTPException(422, { message: "malformed payment" });
+  }
   if (c.req.header("payment-signature") !== "paid") {
     return c.json({}, 402, { "PAYMENT-REQUIRED": "challenge" });
   }
@@ -66,4 +70,11 @@ it("paid but the snapshot fails: the middleware sees 400 and does not settle", a
   expect(res.status).toBe(400);
   expect(res.headers.get("payment-response")).toBeNull();
   expect(seen.at(-1)?.statusAfter).toBe(400);
+});
+
+it("an HTTPException from the payment middleware keeps its status and becomes JSON", async () => {
+  const res = await post("https://example.com/", { "payment-signature": "malformed" });
+  expect(res.status).toBe(422);
+  expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+  expect(await res.json()).toEqual({ error: "malformed payment" });
 });
