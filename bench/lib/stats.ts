@@ -1,0 +1,119 @@
+/**
+ * Side-by-side timing: alternate the two contenders, summarise each as min/median/max, judge
+ * the MEDIAN RATIO against a target. Absolute times are printed for reading, never judged: the
+ * machine is shared, and what both sides pay alike (CPU steal, GC, a busy neighbour) cancels out
+ * in a ratio taken from the same rounds.
+ */
+import { readFileSync, writeFileSync } from "node:fs";
+
+export interface Summary {
+  min: number;
+  median: number;
+  max: number;
+}
+
+export function summarise(samples: readonly number[]): Summary {
+  if (samples.length === 0) throw new Error("no samples");
+  const sorted = [...samples].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  const median =
+    sorted.length % 2 === 1
+      ? (sorted[mid] as number)
+      : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  return { min: sorted[0] as number, median, max: sorted[sorted.length - 1] as number };
+}
+
+/** Resident-set high-water mark of this process, in KiB (Linux VmHWM, else maxRSS). */
+export function peakRssKib(): number {
+  try {
+    const m = /VmHWM:\s+(\d+)\s+kB/.exec(readFileSync("/proc/self/status", "utf8"));
+    if (m?.[1]) return Number(m[1]);
+  } catch {
+    // not Linux: fall through
+  }
+  return process.resourceUsage().maxRSS;
+}
+
+/**
+ * Lowers the high-water mark to the current RSS (Linux ≥ 4.0, "5" > clear_refs), so the next
+ * peakRssKib() is the peak of what ran in between. Returns false where that is not possible;
+ * the peak then covers the process's whole life so far.
+ */
+export function resetPeakRss(): boolean {
+  try {
+    writeFileSync("/proc/self/clear_refs", "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export interface Contender {
+  name: string;
+  /** Runs once and returns the measured milliseconds (set-up and tear-down left out). */
+  run(): Promise<number>;
+}
+
+export interface Duel {
+  a: Summary;
+  b: Summary;
+  /** median(A) / median(B) */
+  ratio: number;
+  /** Median of the per-round ratios A/B (a second view, robust to drift between rounds). */
+  pairedRatio: number;
+  /** Peak RSS in KiB while each side ran (whole-process peak if it cannot be reset). */
+  peakRssA: number;
+  peakRssB: number;
+  rounds: number;
+}
+
+/**
+ * `warmup` unmeasured rounds, then `rounds` measured rounds; each round runs both contenders,
+ * A first in even rounds and B first in odd ones, so neither always runs on a warmer machine.
+ */
+export async function duel(
+  a: Contender,
+  b: Contender,
+  opts: { warmup: number; rounds: number; onRound?: (i: number, ta: number, tb: number) => void },
+): Promise<Duel> {
+  for (let i = 0; i < opts.warmup; i++) {
+    await a.run();
+    await b.run();
+  }
+  const ta: number[] = [];
+  const tb: number[] = [];
+  let peakRssA = 0;
+  let peakRssB = 0;
+  const measure = async (c: Contender): Promise<[number, number]> => {
+    global.gc?.(); // a collection owed by the other side should not land in this one
+    resetPeakRss();
+    const ms = await c.run();
+    return [ms, peakRssKib()];
+  };
+  for (let i = 0; i < opts.rounds; i++) {
+    let msA: number, msB: number, rssA: number, rssB: number;
+    if (i % 2 === 0) {
+      [msA, rssA] = await measure(a);
+      [msB, rssB] = await measure(b);
+    } else {
+      [msB, rssB] = await measure(b);
+      [msA, rssA] = await measure(a);
+    }
+    ta.push(msA);
+    tb.push(msB);
+    peakRssA = Math.max(peakRssA, rssA);
+    peakRssB = Math.max(peakRssB, rssB);
+    opts.onRound?.(i, msA, msB);
+  }
+  const sa = summarise(ta);
+  const sb = summarise(tb);
+  return {
+    a: sa,
+    b: sb,
+    ratio: sa.median / sb.median,
+    pairedRatio: summarise(ta.map((x, i) => x / (tb[i] as number))).median,
+    peakRssA,
+    peakRssB,
+    rounds: opts.rounds,
+  };
+}
