@@ -20,6 +20,7 @@ import type { FetchContext } from "./fetch.js";
 import { missingHeaderNotes, renderNotes } from "./notes.js";
 import type { Note } from "./notes.js";
 import { createResolver } from "./resolver.js";
+import type { ResolveHost } from "./resolver.js";
 import { SnapshotError } from "./result.js";
 import type { SnapshotResult } from "./result.js";
 import type { Chain, FileProbe, HttpsProbe, RequestFailure } from "./types.js";
@@ -122,10 +123,43 @@ function httpsProvenByChain(chain: Chain, hostname: string, port: number): boole
   });
 }
 
+/** How long one name's answer is shared between the connections of a snapshot. */
+const ANSWER_SHARE_MS = 2000;
+const MAX_SHARED_ANSWERS = 1000;
+
+/**
+ * A snapshot opens up to six connections to the same host at once; they share one lookup
+ * instead of asking the DNS server six times. Safe for SSRF: the dialer still checks every
+ * address it gets and dials only a checked one; sharing only means the same checked answer.
+ */
+function shareAnswers(resolve: ResolveHost): ResolveHost {
+  const shared = new Map<string, { at: number; answer: Promise<string[]> }>();
+  return (hostname, signal) => {
+    const now = Date.now();
+    const hit = shared.get(hostname);
+    if (hit && now - hit.at < ANSWER_SHARE_MS) return hit.answer;
+    // The lookup is shared, so it must not die with the first caller's signal.
+    const answer = resolve(hostname);
+    if (shared.size >= MAX_SHARED_ANSWERS) shared.clear();
+    shared.set(hostname, { at: now, answer });
+    answer.catch(() => shared.delete(hostname));
+    return signal ? raceAbort(answer, signal) : answer;
+  };
+}
+
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
 export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
   const policy = createUrlPolicy(options);
   const dispatcher = createTargetDispatcher({
-    resolve: createResolver(options.dnsServers),
+    resolve: shareAnswers(createResolver(options.dnsServers, { timeoutMs: options.timeoutMs })),
     isBlockedAddress: policy.isBlockedAddress,
     allowedPorts: options.allowedPorts,
     connectTimeoutMs: options.timeoutMs,
