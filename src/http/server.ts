@@ -3,8 +3,9 @@ import type { AddressInfo } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import type { Config } from "../config.js";
 
+/** Anything with a fetch handler, such as the Hono app of createApp. */
 export interface FetchApp {
-  fetch(request: Request, ...rest: never[]): Response | Promise<Response>;
+  fetch(request: Request): Response | Promise<Response>;
 }
 
 export interface RunningServer {
@@ -29,9 +30,7 @@ export async function startServer(opts: {
   config: Pick<Config, "host" | "port">;
   app: FetchApp;
 }): Promise<RunningServer> {
-  const server = createAdaptorServer({
-    fetch: opts.app.fetch as (request: Request) => Response | Promise<Response>,
-  }) as Server;
+  const server = createAdaptorServer({ fetch: (request) => opts.app.fetch(request) }) as Server;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.config.port, opts.config.host, () => {
