@@ -141,9 +141,13 @@ export async function compileDevnetContracts(
   }
 
   const artifacts = await runSolc(sources);
-  await mkdir(cacheDir, { recursive: true });
-  const tmp = `${cacheFile}.${process.pid}.${Date.now()}.tmp`;
-  await writeFile(tmp, JSON.stringify(artifacts));
-  await rename(tmp, cacheFile);
+  try {
+    await mkdir(cacheDir, { recursive: true });
+    const tmp = `${cacheFile}.${process.pid}.${Date.now()}.tmp`;
+    await writeFile(tmp, JSON.stringify(artifacts));
+    await rename(tmp, cacheFile);
+  } catch {
+    // A read-only checkout still works; it just compiles on every start.
+  }
   return { artifacts, fromCache: false, cacheFile };
 }

@@ -334,6 +334,40 @@ describe("anvil lifecycle", () => {
   });
 });
 
+describe("anvil and an owner that handles signals itself", () => {
+  const fixture = join(fileURLToPath(new URL(".", import.meta.url)), "fixtures", "devnet-child.ts");
+
+  it("keeps the chain up while the owner shuts down after SIGTERM, then dies with the process", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", fixture, "owned"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    const lines: string[] = [];
+    let buffer = "";
+    const gotLines = (n: number) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => (lines.length >= n ? resolve() : undefined);
+        child.stdout.on("data", (c: Buffer) => {
+          buffer += c.toString();
+          const parts = buffer.split("\n");
+          buffer = parts.pop()!;
+          lines.push(...parts);
+          check();
+        });
+        child.once("exit", () =>
+          lines.length >= n ? resolve() : reject(new Error("child exited")),
+        );
+        check();
+      });
+    await gotLines(1);
+    const { anvilPid } = JSON.parse(lines[0]!) as { anvilPid: number };
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(JSON.parse(lines[1]!)).toEqual({ chainAnswered: true });
+    expect(await waitUntilDead(anvilPid)).toBe(true);
+  });
+});
+
 describe("contract compilation cache", () => {
   it("compiles once, then serves the same artifact from the cache", async () => {
     const cacheDir = await mkdtemp(join(tmpdir(), "secsnap-solc-"));

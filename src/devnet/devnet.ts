@@ -202,28 +202,32 @@ async function seedChain(rpcUrl: string, log: (line: string) => void): Promise<v
   }
 }
 
-/** Kills a spawned anvil when the process ends, whichever way it ends. */
+/**
+ * Kills a spawned anvil when the process ends, whichever way it ends. On a signal that the
+ * owner handles itself (e.g. `serve` draining running requests, which may still settle
+ * payments on this chain), anvil is left alone: the owner's close() or exit stops it.
+ */
 function killOnProcessEnd(anvil: AnvilProcess): () => void {
   const killNow = () => {
-    if (anvil.child.exitCode === null && anvil.child.signalCode === null)
+    if (anvil.child.exitCode === null && anvil.child.signalCode === null) {
       anvil.child.kill("SIGTERM");
+    }
   };
   const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
-  const onSignal = (signal: NodeJS.Signals) => {
-    for (const s of signals) process.off(s, onSignal);
-    // Someone else handles the signal (serve's graceful shutdown): they close the devnet after
-    // in-flight payments settled; the "exit" hook still kills anvil as a last resort.
-    if (process.listenerCount(signal) > 0) return;
-    // Nobody else does: keep the signal's default meaning, end the process.
-    killNow();
-    process.kill(process.pid, signal);
-  };
-  process.once("exit", killNow);
-  for (const s of signals) process.on(s, onSignal);
-  return () => {
+  const detach = () => {
     process.off("exit", killNow);
     for (const s of signals) process.off(s, onSignal);
   };
+  function onSignal(signal: NodeJS.Signals) {
+    if (process.listenerCount(signal) > 1) return; // someone else owns shutdown
+    // Nobody else handles it: keep the signal's default meaning (end the process), minus anvil.
+    killNow();
+    detach();
+    process.kill(process.pid, signal);
+  }
+  process.once("exit", killNow);
+  for (const s of signals) process.on(s, onSignal);
+  return detach;
 }
 
 /**
