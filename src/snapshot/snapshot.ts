@@ -10,7 +10,11 @@ import type { SnapshotConfig } from "../config.js";
 import { checkHeaders } from "./checks/headers.js";
 import { checkHttps } from "./checks/https.js";
 import { ROBOTS_TXT_PATH, checkRobotsTxt } from "./checks/robots-txt.js";
-import { SECURITY_TXT_PATHS, checkSecurityTxt } from "./checks/security-txt.js";
+import {
+  SECURITY_TXT_PATHS,
+  checkSecurityTxt,
+  needsSecondLocation,
+} from "./checks/security-txt.js";
 import { SITEMAP_XML_PATH, checkSitemapXml } from "./checks/sitemap-xml.js";
 import type { FileVerdict } from "./checks/well-known.js";
 import { createAddressPolicy } from "./address-policy.js";
@@ -58,11 +62,18 @@ interface FileVerdicts {
 async function probeWellKnown(origin: URL, ctx: FetchContext): Promise<FileVerdicts> {
   const failed = (path: string): FileProbe => ({ kind: "failed", url: path, reason: "protocol" });
   const safe = (p: Promise<FileProbe>, path: string) => p.catch(() => failed(path));
-  // The second security.txt location counts only when the first answers 4xx (the usual case),
-  // so it is asked at the same time rather than after.
-  const [sec1, sec2, robots, sitemap] = await Promise.all([
-    safe(probeFile(origin, SECURITY_TXT_PATHS[0], ctx), SECURITY_TXT_PATHS[0]),
-    safe(probeFile(origin, SECURITY_TXT_PATHS[1], ctx), SECURITY_TXT_PATHS[1]),
+  // SPEC: the second security.txt location is asked only when the first answers 4xx; it then
+  // goes over the keep-alive connection the first one freed.
+  const security = safe(probeFile(origin, SECURITY_TXT_PATHS[0], ctx), SECURITY_TXT_PATHS[0]).then(
+    async (first) => ({
+      first,
+      second: needsSecondLocation(first)
+        ? await safe(probeFile(origin, SECURITY_TXT_PATHS[1], ctx), SECURITY_TXT_PATHS[1])
+        : null,
+    }),
+  );
+  const [{ first: sec1, second: sec2 }, robots, sitemap] = await Promise.all([
+    security,
     safe(probeFile(origin, ROBOTS_TXT_PATH, ctx), ROBOTS_TXT_PATH),
     safe(probeFile(origin, SITEMAP_XML_PATH, ctx, { gunzipByMagic: true }), SITEMAP_XML_PATH),
   ]);

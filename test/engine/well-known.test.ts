@@ -181,6 +181,13 @@ describe("security.txt", () => {
     expect(r.checks.security_txt).toBe(expected);
   });
 
+  it("the second location is asked only after a 4xx at the first", async () => {
+    const soft = await snap(secTxt(SOFT_404, respond.text(VALID)));
+    expect(soft.server.requests.map((q) => q.path)).not.toContain("/security.txt");
+    const missing = await snap(secTxt(respond.status(404), respond.text(VALID)));
+    expect(missing.server.requests.map((q) => q.path)).toContain("/security.txt");
+  });
+
   it("a soft 404 is named as such in the notes", async () => {
     const { r } = await snap(secTxt(SOFT_404, respond.status(404)));
     expect(r.notes).toContain(
