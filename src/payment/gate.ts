@@ -31,6 +31,8 @@ export const USDC_ADDRESSES: Readonly<Record<string, `0x${string}`>> = {
 };
 const USDC_DECIMALS = 6;
 
+const CHALLENGE_CACHE_SIZE = 64;
+
 /** The one priced route (SPEC §1). */
 export const PAID_ROUTE = "POST /v1/snapshot";
 
@@ -183,6 +185,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
   });
 
+  const challengeCache = new Map<string, HTTPResponseInstructions>();
   const httpServer = new x402HTTPResourceServer(resourceServer, {
     [PAID_ROUTE]: routeConfig(options),
   });
@@ -236,6 +239,12 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       paymentHeader: adapter.getHeader("payment-signature"),
     };
 
+    // The unpaid challenge depends only on the request URL (the resource) once /supported is
+    // cached, so the SDK builds and encodes it once per URL; later unpaid requests reuse it.
+    const cacheable = !context.paymentHeader && !adapter.getAcceptHeader().includes("text/html");
+    const cached = cacheable ? challengeCache.get(c.req.url) : undefined;
+    if (cached) return send(c, cached);
+
     const started = performance.now();
     let result;
     try {
@@ -248,7 +257,14 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       log(`payment gate mounted on unpriced route ${c.req.method} ${c.req.path}`);
       return c.json({ error: "Payment processing failed." }, 500);
     }
-    if (result.type === "payment-error") return send(c, result.response);
+    if (result.type === "payment-error") {
+      if (cacheable && result.response.status === 402) {
+        // Bounded: the URL carries the client's Host header, so its variety is the client's choice.
+        if (challengeCache.size >= CHALLENGE_CACHE_SIZE) challengeCache.clear();
+        challengeCache.set(c.req.url, result.response);
+      }
+      return send(c, result.response);
+    }
 
     const { paymentPayload, paymentRequirements, declaredExtensions } = result;
     const key = claimed.get(paymentPayload);

@@ -1,0 +1,302 @@
+/**
+ * The payment benchmark (issue 3, "Performance"), two parts, one run, loopback only:
+ *
+ * 1. Challenge cost: requests/s of the 402 challenge (POST /v1/snapshot without payment) beside
+ *    GET /health on the SAME server, measured in alternating rounds with the same bounded load;
+ *    the ratio of the medians must be ≥ 0.70. The server runs in a child process so the load
+ *    generator does not share its event loop.
+ * 2. Paid-snapshot overhead over the real devnet: a paid snapshot (verify → snapshot → settle,
+ *    timed inside the payment gate) beside the same snapshot run unpaid through the engine.
+ *
+ *   tsx bench/payment.ts            exits 1 if the challenge ratio misses its target
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
+import { fileURLToPath } from "node:url";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import { Pool } from "undici";
+import { privateKeyToAccount } from "viem/accounts";
+import { startDevnet } from "../src/devnet/devnet.js";
+import { createApp } from "../src/http/app.js";
+import { startServer } from "../src/http/server.js";
+import { createPaymentGate, type PaidRequestTimings } from "../src/payment/gate.js";
+import { createSnapshotEngine, createUrlPolicy } from "../src/snapshot/index.js";
+import type { EngineOptions } from "../src/snapshot/index.js";
+import { summarise, type Summary } from "./lib/stats.js";
+
+const CHALLENGE_TARGET_RATIO = 0.7;
+const CONNECTIONS = 16;
+const ROUND_MS = 1_000;
+const ROUNDS = 7;
+/** Hard cap per round, so a broken server cannot make the loop spin for ever. */
+const MAX_REQUESTS_PER_ROUND = 200_000;
+const PAID_RUNS = 8;
+const CHILD_ROLE = "SECSNAP_BENCH_PAYMENT_SERVER";
+const TIME_LIMIT_MS = 180_000;
+
+const body = JSON.stringify({ url: "https://example.com/" });
+
+// ---------------------------------------------------------------- child: the service under load
+
+async function runServerChild(): Promise<void> {
+  const facilitatorUrl = process.env.FACILITATOR_URL!;
+  const payTo = process.env.PAY_TO as `0x${string}`;
+  const engineOptions: EngineOptions = {
+    timeoutMs: 10_000,
+    maxRedirects: 10,
+    allowedPorts: new Set([80, 443]),
+    allowCidrs: [],
+    dnsServers: [],
+  };
+  const gate = createPaymentGate({
+    payTo,
+    networks: ["eip155:84532"],
+    priceUsdc: "0.05",
+    facilitatorUrl,
+    log: () => {},
+  });
+  if (!(await gate.warmUp())) throw new Error("facilitator /supported failed");
+  const app = createApp({
+    engine: createSnapshotEngine(engineOptions),
+    urlPolicy: createUrlPolicy(engineOptions),
+    paymentMiddleware: gate.middleware,
+    log: () => {},
+  });
+  const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+  process.send?.({ url: server.url });
+  process.on("disconnect", () => process.exit(0));
+}
+
+// ---------------------------------------------------------------- parent
+
+interface LoadResult {
+  rps: number;
+  statuses: Map<number, number>;
+}
+
+/** CONNECTIONS workers, each sending back-to-back for ROUND_MS on a keep-alive pool. */
+async function load(
+  pool: Pool,
+  request: () => Parameters<Pool["request"]>[0],
+): Promise<LoadResult> {
+  const statuses = new Map<number, number>();
+  let done = 0;
+  const started = performance.now();
+  const deadline = started + ROUND_MS;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (performance.now() < deadline && done < MAX_REQUESTS_PER_ROUND) {
+        const res = await pool.request(request());
+        await res.body.dump();
+        statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1);
+        done++;
+      }
+    }),
+  );
+  return { rps: done / ((performance.now() - started) / 1000), statuses };
+}
+
+async function startServiceChild(facilitatorUrl: string, payTo: string) {
+  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
+    env: { ...process.env, [CHILD_ROLE]: "1", FACILITATOR_URL: facilitatorUrl, PAY_TO: payTo },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once("message", (m) => resolve((m as { url: string }).url));
+    child.once("exit", (code) => reject(new Error(`service child exited (${code})`)));
+  });
+  return { url, stop: () => child.kill("SIGTERM") };
+}
+
+function fmt(n: number, digits = 1): string {
+  return n.toFixed(digits).padStart(9);
+}
+
+function row(name: string, s: Summary, unit: string): string {
+  return `  ${name.padEnd(34)} ${fmt(s.median)} ${unit}  (min ${s.min.toFixed(1)}, max ${s.max.toFixed(1)})`;
+}
+
+async function challengeBench(facilitatorUrl: string, payTo: string): Promise<number> {
+  const service = await startServiceChild(facilitatorUrl, payTo);
+  const pool = new Pool(service.url, { connections: CONNECTIONS });
+  try {
+    const health = () => ({ path: "/health", method: "GET" as const });
+    const challenge = () => ({
+      path: "/v1/snapshot",
+      method: "POST" as const,
+      headers: { "content-type": "application/json" },
+      body,
+    });
+    // Reference: the same route stopped by the input check (400, before payment), i.e. the
+    // cost of a POST with a JSON body through the route without any x402 work.
+    const invalid = () => ({
+      path: "/v1/snapshot",
+      method: "POST" as const,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: "gopher://example.com/" }),
+    });
+    // Warm-up (JIT, connections), not counted.
+    await load(pool, health);
+    await load(pool, challenge);
+    const healthRps: number[] = [];
+    const challengeRps: number[] = [];
+    const invalidRps: number[] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      const h = await load(pool, health);
+      const c = await load(pool, challenge);
+      const i = await load(pool, invalid);
+      if (i.statuses.size !== 1 || !i.statuses.has(400)) throw new Error("invalid not all 400");
+      invalidRps.push(i.rps);
+      if (h.statuses.size !== 1 || !h.statuses.has(200)) throw new Error("health not all 200");
+      if (c.statuses.size !== 1 || !c.statuses.has(402)) {
+        throw new Error(`challenge not all 402: ${JSON.stringify([...c.statuses])}`);
+      }
+      healthRps.push(h.rps);
+      challengeRps.push(c.rps);
+    }
+    const h = summarise(healthRps);
+    const c = summarise(challengeRps);
+    const ratio = c.median / h.median;
+    console.log(
+      `\n402 challenge vs GET /health (same server, ${CONNECTIONS} keep-alive connections, ${ROUNDS} alternating rounds of ${ROUND_MS} ms)`,
+    );
+    console.log(row("GET /health", h, "req/s"));
+    console.log(row("POST /v1/snapshot unpaid (402)", c, "req/s"));
+    const floor = summarise(invalidRps);
+    console.log(row("POST /v1/snapshot bad input (400)", floor, "req/s"));
+    console.log(
+      `  ratio challenge/health (median)    ${fmt(ratio, 2)}        target ≥ ${CHALLENGE_TARGET_RATIO}  ${ratio >= CHALLENGE_TARGET_RATIO ? "OK" : "MISSED"}`,
+    );
+    console.log(
+      `  ratio challenge/bad input (median) ${fmt(c.median / floor.median, 2)}        (x402's own cost on top of the route's POST + input check)`,
+    );
+    return ratio;
+  } finally {
+    await pool.close();
+    service.stop();
+  }
+}
+
+async function startTinySite(): Promise<{ server: Server; url: string; probePort: number }> {
+  const server = createServer((req, res) => {
+    res
+      .writeHead(req.url === "/" ? 200 : 404, {
+        "content-type": "text/plain",
+        "x-frame-options": "DENY",
+      })
+      .end("ok\n");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+  const probePort = (closed.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, probePort };
+}
+
+async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promise<void> {
+  const site = await startTinySite();
+  const engineOptions: EngineOptions = {
+    timeoutMs: 10_000,
+    maxRedirects: 10,
+    allowedPorts: new Set([Number(new URL(site.url).port), site.probePort]),
+    allowCidrs: ["127.0.0.0/8"],
+    dnsServers: [],
+    httpsProbePort: site.probePort,
+  };
+  const engine = createSnapshotEngine(engineOptions);
+  const timings: PaidRequestTimings[] = [];
+  const gate = createPaymentGate({
+    payTo: devnet.payTo,
+    networks: [devnet.network],
+    priceUsdc: "0.05",
+    facilitatorUrl: devnet.facilitatorUrl,
+    onPaidRequest: (t) => timings.push(t),
+    log: () => {},
+  });
+  const app = createApp({
+    engine,
+    urlPolicy: createUrlPolicy(engineOptions),
+    paymentMiddleware: gate.middleware,
+    log: () => {},
+  });
+  const service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+  const key = devnet.payerPrivateKeys[7];
+  if (!key) throw new Error("no devnet payer");
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: privateKeyToAccount(key) });
+  const paidFetch = wrapFetchWithPayment(fetch, client);
+
+  const unpaidMs: number[] = [];
+  const paidClientMs: number[] = [];
+  try {
+    for (let i = 0; i < PAID_RUNS + 1; i++) {
+      const t0 = performance.now();
+      await engine.snapshot(site.url);
+      const t1 = performance.now();
+      const res = await paidFetch(`${service.url}/v1/snapshot`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ url: site.url }),
+      });
+      await res.arrayBuffer();
+      const t2 = performance.now();
+      if (res.status !== 200) throw new Error(`paid snapshot answered ${res.status}`);
+      if (i === 0) continue; // warm-up
+      unpaidMs.push(t1 - t0);
+      paidClientMs.push(t2 - t1);
+    }
+  } finally {
+    await service.close(1_000);
+    await engine.close();
+    await new Promise<void>((resolve) => site.server.close(() => resolve()));
+  }
+  const counted = timings.filter((t) => t.status === 200).slice(1);
+  const total = summarise(counted.map((t) => t.totalMs));
+  const verify = summarise(counted.map((t) => t.verifyMs));
+  const handler = summarise(counted.map((t) => t.handlerMs));
+  const settle = summarise(counted.map((t) => t.settleMs));
+  const unpaid = summarise(unpaidMs);
+  const asClient = summarise(paidClientMs);
+  const share = (s: Summary) => `${((100 * s.median) / total.median).toFixed(0).padStart(3)}%`;
+  console.log(
+    `\nPaid snapshot over the devnet vs the same snapshot unpaid through the engine (${counted.length} runs, medians, ms)`,
+  );
+  console.log(row("engine.snapshot() unpaid", unpaid, "ms"));
+  console.log(row("paid, inside the service", total, "ms"));
+  console.log(`${row("  verify (facilitator /verify)", verify, "ms")}  ${share(verify)}`);
+  console.log(`${row("  snapshot (handler)", handler, "ms")}  ${share(handler)}`);
+  console.log(`${row("  settle (facilitator /settle)", settle, "ms")}  ${share(settle)}`);
+  console.log(row("paid, as the client sees it", asClient, "ms"));
+  console.log(
+    `  payment overhead (paid in service − unpaid)  ${fmt(total.median - unpaid.median)} ms; the client's extra 402 round trip and signing: ${(asClient.median - total.median).toFixed(1)} ms`,
+  );
+}
+
+async function main(): Promise<number> {
+  const limit = setTimeout(() => {
+    console.error(`payment benchmark exceeded ${TIME_LIMIT_MS} ms; stopping`);
+    process.exit(1);
+  }, TIME_LIMIT_MS);
+  limit.unref();
+  const devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
+  try {
+    console.log(
+      `payment benchmark — devnet ${devnet.rpcUrl}, facilitator ${devnet.facilitatorUrl}`,
+    );
+    const ratio = await challengeBench(devnet.facilitatorUrl, devnet.payTo);
+    await paidBench(devnet);
+    return ratio >= CHALLENGE_TARGET_RATIO ? 0 : 1;
+  } finally {
+    await devnet.close();
+  }
+}
+
+if (process.env[CHILD_ROLE]) {
+  await runServerChild();
+} else {
+  process.exitCode = await main();
+}
