@@ -66,7 +66,7 @@ const LINES = {
     baselineSide: `${CONCURRENCY * 4} × GET`,
     target: 1.5,
     warmup: 1,
-    rounds: 5,
+    rounds: 7,
   },
 } satisfies Record<string, LineSpec>;
 type LineName = keyof typeof LINES;
@@ -199,6 +199,7 @@ async function measureLine(setup: ChildSetup): Promise<LineResult> {
   }
 
   const result = await duel(engine, baseline, {
+    otherCpuMs: targetCpuMs,
     warmup: spec.warmup,
     rounds: spec.rounds,
     onRound: (i, ta, tb) =>
@@ -207,6 +208,14 @@ async function measureLine(setup: ChildSetup): Promise<LineResult> {
       ),
   });
   return { line: setup.line, duel: result, processPeakRss: peakRssKib() };
+}
+
+/** Asks the parent (the target side) for its cumulative CPU time, over the IPC channel. */
+function targetCpuMs(): Promise<number> {
+  return new Promise((resolve) => {
+    process.once("message", (m: { cpuMs: number }) => resolve(m.cpuMs));
+    process.send?.({ cpu: true });
+  });
 }
 
 // ---------------------------------------------------------------- target side (parent)
@@ -226,7 +235,12 @@ function runChild(setup: ChildSetup, caPath: string): Promise<LineResult> {
       child.kill("SIGKILL");
       reject(new Error(`line "${setup.line}" took longer than ${LINE_TIME_LIMIT_MS / 1000} s`));
     }, LINE_TIME_LIMIT_MS);
-    child.on("message", (m) => (result = m as LineResult));
+    child.on("message", (m: LineResult | { cpu: true }) => {
+      if ("cpu" in m) {
+        const used = process.cpuUsage();
+        child.send({ cpuMs: (used.user + used.system) / 1000 });
+      } else result = m;
+    });
     child.on("error", reject);
     child.on("exit", (code, signal) => {
       clearTimeout(limit);
@@ -237,20 +251,22 @@ function runChild(setup: ChildSetup, caPath: string): Promise<LineResult> {
 }
 
 const ms = (x: number) => x.toFixed(1).padStart(8);
+const cpuCell = (own: number, other: number | undefined) =>
+  `${own.toFixed(0)} + ${other === undefined ? "?" : other.toFixed(0)}`;
 const mib = (kib: number) => (kib / 1024).toFixed(0).padStart(5);
 
 function table(results: LineResult[]): string {
   const rows: string[] = [
-    "| line | side | min ms | median ms | max ms | peak RSS MiB | median ratio | target | verdict |",
-    "|---|---|--:|--:|--:|--:|--:|--:|---|",
+    "| line | side | min ms | median ms | max ms | CPU ms client+target | peak RSS MiB | median ratio | target | verdict |",
+    "|---|---|--:|--:|--:|--:|--:|--:|--:|---|",
   ];
   results.forEach((r, i) => {
     const spec = LINES[r.line];
     const d = r.duel;
     const pass = d.ratio <= spec.target;
     rows.push(
-      `| ${i + 1}. ${spec.title} | ${spec.engineSide} | ${ms(d.a.min)} | ${ms(d.a.median)} | ${ms(d.a.max)} | ${mib(d.peakRssA)} | **${d.ratio.toFixed(2)}×** | ≤ ${spec.target.toFixed(1)}× | **${pass ? "PASS" : "FAIL"}** |`,
-      `| | ${spec.baselineSide} | ${ms(d.b.min)} | ${ms(d.b.median)} | ${ms(d.b.max)} | ${mib(d.peakRssB)} | (paired ${d.pairedRatio.toFixed(2)}×) | | |`,
+      `| ${i + 1}. ${spec.title} | ${spec.engineSide} | ${ms(d.a.min)} | ${ms(d.a.median)} | ${ms(d.a.max)} | ${cpuCell(d.cpuA, d.otherCpuA)} | ${mib(d.peakRssA)} | **${d.ratio.toFixed(2)}×** | ≤ ${spec.target.toFixed(1)}× | **${pass ? "PASS" : "FAIL"}** |`,
+      `| | ${spec.baselineSide} | ${ms(d.b.min)} | ${ms(d.b.median)} | ${ms(d.b.max)} | ${cpuCell(d.cpuB, d.otherCpuB)} | ${mib(d.peakRssB)} | (paired ${d.pairedRatio.toFixed(2)}×) | | |`,
     );
   });
   return rows.join("\n");

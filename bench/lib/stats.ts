@@ -61,6 +61,12 @@ export interface Duel {
   ratio: number;
   /** Median of the per-round ratios A/B (a second view, robust to drift between rounds). */
   pairedRatio: number;
+  /** CPU time (user + system) of this process while each side ran, medians in ms. */
+  cpuA: number;
+  cpuB: number;
+  /** Same for the other process of the test (the target server), if `otherCpuMs` was given. */
+  otherCpuA?: number;
+  otherCpuB?: number;
   /** Peak RSS in KiB while each side ran (whole-process peak if it cannot be reset). */
   peakRssA: number;
   peakRssB: number;
@@ -74,7 +80,13 @@ export interface Duel {
 export async function duel(
   a: Contender,
   b: Contender,
-  opts: { warmup: number; rounds: number; onRound?: (i: number, ta: number, tb: number) => void },
+  opts: {
+    warmup: number;
+    rounds: number;
+    onRound?: (i: number, ta: number, tb: number) => void;
+    /** Cumulative CPU ms of the process on the other end (the target), read around each run. */
+    otherCpuMs?: () => Promise<number>;
+  },
 ): Promise<Duel> {
   for (let i = 0; i < opts.warmup; i++) {
     await a.run();
@@ -84,11 +96,24 @@ export async function duel(
   const tb: number[] = [];
   let peakRssA = 0;
   let peakRssB = 0;
+  const cpu = new Map<Contender, { own: number[]; other: number[] }>([
+    [a, { own: [], other: [] }],
+    [b, { own: [], other: [] }],
+  ]);
   const measure = async (c: Contender): Promise<[number, number]> => {
     global.gc?.(); // a collection owed by the other side should not land in this one
+    const otherBefore = await opts.otherCpuMs?.();
     resetPeakRss();
+    const before = process.cpuUsage();
     const ms = await c.run();
-    return [ms, peakRssKib()];
+    const used = process.cpuUsage(before);
+    const rss = peakRssKib();
+    const otherAfter = await opts.otherCpuMs?.();
+    const seen = cpu.get(c) as { own: number[]; other: number[] };
+    seen.own.push((used.user + used.system) / 1000);
+    if (otherBefore !== undefined && otherAfter !== undefined)
+      seen.other.push(otherAfter - otherBefore);
+    return [ms, rss];
   };
   for (let i = 0; i < opts.rounds; i++) {
     let msA: number, msB: number, rssA: number, rssB: number;
@@ -112,6 +137,12 @@ export async function duel(
     b: sb,
     ratio: sa.median / sb.median,
     pairedRatio: summarise(ta.map((x, i) => x / (tb[i] as number))).median,
+    cpuA: summarise(cpu.get(a)?.own ?? []).median,
+    cpuB: summarise(cpu.get(b)?.own ?? []).median,
+    ...(opts.otherCpuMs && {
+      otherCpuA: summarise(cpu.get(a)?.other ?? []).median,
+      otherCpuB: summarise(cpu.get(b)?.other ?? []).median,
+    }),
     peakRssA,
     peakRssB,
     rounds: opts.rounds,
