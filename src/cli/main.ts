@@ -10,6 +10,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   scan: async () => (await import("./scan.js")).scanCommand,
   serve: async () => (await import("./serve.js")).serveCommand,
   pay: async () => (await import("./pay.js")).payCommand,
+  facilitator: async () => (await import("./facilitator.js")).facilitatorCommand,
 };
 
 async function help(): Promise<string> {

@@ -7,6 +7,7 @@ describe("secsnap CLI basics", () => {
     expect(code).toBe(0);
     expect(stdout).toMatch(/^\s+scan\s+\S/m);
     expect(stdout).toMatch(/^\s+serve\s+\S/m);
+    expect(stdout).toMatch(/^\s+facilitator\s+\S/m);
   });
 
   it("--version prints 1.0.0", async () => {
@@ -39,6 +40,13 @@ describe("secsnap CLI basics", () => {
     [["serve"], { PORT: "eighty" }, /^secsnap: PORT /],
     [["serve"], { X402_PAY_TO: "0x123" }, /^secsnap: X402_PAY_TO /],
     [["scan", "example.com"], { SNAPSHOT_TIMEOUT_MS: "soon" }, /^secsnap: SNAPSHOT_TIMEOUT_MS /],
+    [["facilitator"], {}, /^secsnap: FACILITATOR_RPC_URL /],
+    [
+      ["facilitator"],
+      // Nothing listens on port 1: an unreachable RPC is one line, not a stack trace.
+      { FACILITATOR_RPC_URL: "http://127.0.0.1:1", FACILITATOR_PRIVATE_KEY: `0x${"a".repeat(64)}` },
+      /^secsnap facilitator: FACILITATOR_RPC_URL did not answer/,
+    ],
   ])(
     "bad configuration for %j exits 1 with one line naming the variable",
     async (args, env, line) => {

@@ -8,7 +8,7 @@ const BIN = fileURLToPath(new URL("../../bin/secsnap.js", import.meta.url));
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(SNAPSHOT_|X402_|DEVNET_|PORT$|HOST$|NO_COLOR$)/.test(k)) env[k] = v;
+    if (!/^(SNAPSHOT_|X402_|DEVNET_|FACILITATOR_|PORT$|HOST$|NO_COLOR$)/.test(k)) env[k] = v;
   }
   return { ...env, ...extra };
 }
