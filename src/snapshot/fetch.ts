@@ -102,6 +102,15 @@ export function errorCodes(err: unknown): string[] {
   return codes;
 }
 
+function errorNames(err: unknown): string[] {
+  const names: string[] = [];
+  for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
+    names.push(String((e as { name?: unknown }).name));
+    e = (e as { cause?: unknown }).cause;
+  }
+  return names;
+}
+
 const TLS_REASONS: Record<string, TlsReason> = {
   CERT_HAS_EXPIRED: "expired",
   CERT_NOT_YET_VALID: "not_yet_valid",
@@ -124,7 +133,8 @@ export function classifyError(err: unknown, ctx: FetchContext): RequestFailure {
   if (has("SECSNAP_BLOCKED", "SECSNAP_BLOCKED_PORT")) {
     return { kind: "blocked", message: err instanceof Error ? err.message : String(err) };
   }
-  if (ctx.deadlinePassed()) return { kind: "timeout" };
+  // The dialer bounds each connect with AbortSignal.timeout, whose reason is a TimeoutError.
+  if (ctx.deadlinePassed() || errorNames(err).includes("TimeoutError")) return { kind: "timeout" };
   for (const code of codes) {
     const reason = TLS_REASONS[code];
     if (reason) return { kind: "tls", reason, code };

@@ -89,7 +89,7 @@ describe("well-known bodies are read up to 64 KiB (decoded)", () => {
   });
 
   it("a trickling robots.txt never finishes: null at the deadline", async () => {
-    const r = await snap({ "/robots.txt": respond.trickle(20) }, 800);
+    const r = await snap({ "/robots.txt": respond.trickle(20) }, 1500);
     expect(r.reachable).toBe(true);
     expect(r.robots_txt_present).toBeNull();
   });

@@ -73,7 +73,7 @@ beforeAll(async () => {
   closed = await closedPort();
   const ports = [site.port, secure.port, expired.port, reset.port, silent.port, closed];
   engine = createTestEngine({ dns, ports, httpsProbePort: secure.port });
-  fastEngine = createTestEngine({ dns, ports, httpsProbePort: secure.port, timeoutMs: 400 });
+  fastEngine = createTestEngine({ dns, ports, httpsProbePort: secure.port, timeoutMs: 1500 });
 });
 
 afterAll(async () => {

@@ -140,7 +140,7 @@ describe("robots.txt", () => {
   });
 
   it("a probe that never answers is null at the deadline", async () => {
-    const { r } = await snap(robots(respond.neverAnswer()), { timeoutMs: 600 });
+    const { r } = await snap(robots(respond.neverAnswer()), { timeoutMs: 1500 });
     expect(r.reachable).toBe(true);
     expect(r.robots_txt_present).toBeNull();
     expect(r.notes).toContain("robots.txt could not be checked: no answer before the deadline.");
