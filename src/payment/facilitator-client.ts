@@ -1,5 +1,5 @@
 import { HTTPFacilitatorClient, FacilitatorResponseError } from "@x402/core/server";
-import type { FacilitatorClient } from "@x402/core/server";
+import type { FacilitatorClient, FacilitatorConfig } from "@x402/core/server";
 import type {
   PaymentPayload,
   PaymentRequirements,
@@ -29,6 +29,12 @@ export interface FacilitatorClientOptions {
   timeoutMs?: number;
   /** Extra headers sent on every call, e.g. `Authorization` for a hosted facilitator. */
   headers?: Record<string, string>;
+  /**
+   * Per-call auth headers, keyed by facilitator path, as the SDK's FacilitatorConfig takes them:
+   * for facilitators that want a fresh token per request (e.g. Coinbase CDP's JWTs, from
+   * `@coinbase/x402`'s `createAuthHeaders`). Used instead of `headers` when given.
+   */
+  createAuthHeaders?: FacilitatorConfig["createAuthHeaders"];
 }
 
 export const DEFAULT_FACILITATOR_TIMEOUT_MS = 10_000;
@@ -48,11 +54,13 @@ export class ResilientFacilitatorClient implements FacilitatorClient {
     this.inner = new HTTPFacilitatorClient({
       url: options.url,
       timeoutMs: options.timeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
-      ...(hasHeaders && {
-        // The SDK wants headers per facilitator path.
-        createAuthHeaders: () =>
-          Promise.resolve({ verify: headers, settle: headers, supported: headers }),
-      }),
+      ...(options.createAuthHeaders && { createAuthHeaders: options.createAuthHeaders }),
+      ...(hasHeaders &&
+        !options.createAuthHeaders && {
+          // The SDK wants headers per facilitator path.
+          createAuthHeaders: () =>
+            Promise.resolve({ verify: headers, settle: headers, supported: headers }),
+        }),
     });
     this.url = this.inner.url;
   }

@@ -21,6 +21,7 @@ import {
   DEFAULT_FACILITATOR_TIMEOUT_MS,
   ResilientFacilitatorClient,
 } from "./facilitator-client.js";
+import type { FacilitatorClientOptions } from "./facilitator-client.js";
 import { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
 import type { ReplayStore } from "./replay-guard.js";
 
@@ -57,6 +58,8 @@ export interface PaymentGateOptions {
   facilitatorUrl: string;
   /** Sent on every facilitator call (hosted facilitators that need auth). */
   facilitatorHeaders?: Record<string, string>;
+  /** Per-request auth headers (e.g. CDP JWTs); see FacilitatorClientOptions.createAuthHeaders. */
+  facilitatorAuth?: FacilitatorClientOptions["createAuthHeaders"];
   /** Bound on each facilitator call; default 10 s. */
   facilitatorTimeoutMs?: number;
   /** After a failed /supported fetch, unpaid requests answer 503 without retrying for this long. */
@@ -157,6 +160,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     url: options.facilitatorUrl,
     timeoutMs: options.facilitatorTimeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
     ...(options.facilitatorHeaders && { headers: options.facilitatorHeaders }),
+    ...(options.facilitatorAuth && { createAuthHeaders: options.facilitatorAuth }),
   });
 
   const resourceServer = new x402ResourceServer(facilitator);

@@ -70,7 +70,10 @@ function allowedPorts(): Set<number> {
   ]);
 }
 
-async function startService(facilitatorUrl: string): Promise<RunningServer> {
+async function startService(
+  facilitatorUrl: string,
+  facilitatorHeaders?: Record<string, string>,
+): Promise<RunningServer> {
   const snapshotConfig = { allowedPorts: allowedPorts(), allowCidrs: ["127.0.0.0/8"] };
   const gate = createPaymentGate({
     payTo: devnet.payTo,
@@ -78,6 +81,7 @@ async function startService(facilitatorUrl: string): Promise<RunningServer> {
     priceUsdc: "0.05",
     facilitatorUrl,
     supportedRetryMs: 0,
+    ...(facilitatorHeaders && { facilitatorHeaders }),
     log: () => {},
   });
   const app = createApp({
@@ -427,6 +431,45 @@ describe("facilitator outage", () => {
       body: JSON.stringify({ url: target.url }),
     });
     expect(back.status).toBe(200);
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+});
+
+describe("facilitator that requires auth", () => {
+  it("the configured header is sent on verify and settle; without it the answer is 503", async () => {
+    const facilitator = await startFacilitator({
+      rpcUrl: devnet.rpcUrl,
+      privateKey: DEVNET_ACCOUNTS[8]!.privateKey,
+      networks: [devnet.network],
+      host: "127.0.0.1",
+      port: 0,
+      pollingIntervalMs: 50,
+      authToken: "s3cret-token",
+    });
+    const withAuth = await startService(facilitator.url, { Authorization: "Bearer s3cret-token" });
+    const withoutAuth = await startService(facilitator.url);
+    opened.push(
+      { close: () => withAuth.close(1_000) },
+      { close: () => withoutAuth.close(1_000) },
+      { close: () => facilitator.close() },
+    );
+    const account = payer(7);
+    const before = await balanceOf(account.address);
+
+    const refused = await post(
+      withoutAuth.url,
+      target.url,
+      (await proofHeaders(account, await challenge(withoutAuth.url))).headers,
+    );
+    expect(refused.status).toBe(503);
+    expect(await balanceOf(account.address)).toBe(before);
+
+    const paid = await post(
+      withAuth.url,
+      target.url,
+      (await proofHeaders(account, await challenge(withAuth.url))).headers,
+    );
+    expect(paid.status).toBe(200);
     expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 });

@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadPaymentConfig } from "../../src/config.js";
+import { paymentGateOptionsFromConfig } from "../../src/payment/gate.js";
+
+const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const production = {
+  X402_PAY_TO: PAY_TO,
+  X402_FACILITATOR_URL: "https://facilitator.example/x402",
+};
+
+describe("payment configuration", () => {
+  it("turns the environment into one accepts network per configured name", () => {
+    const options = paymentGateOptionsFromConfig(loadPaymentConfig(production));
+    expect(options).toEqual({
+      payTo: PAY_TO,
+      networks: ["eip155:8453", "eip155:84532"],
+      priceUsdc: "0.05",
+      facilitatorUrl: "https://facilitator.example/x402",
+    });
+    const one = loadPaymentConfig({ ...production, X402_NETWORKS: "base" });
+    expect(paymentGateOptionsFromConfig(one).networks).toEqual(["eip155:8453"]);
+  });
+
+  it("devnet mode offers only eip155:84532 with the devnet's payTo and facilitator", () => {
+    const options = paymentGateOptionsFromConfig(loadPaymentConfig({}), {
+      payTo: PAY_TO,
+      facilitatorUrl: "http://127.0.0.1:4022",
+      network: "eip155:84532",
+    });
+    expect(options.networks).toEqual(["eip155:84532"]);
+    expect(options.facilitatorUrl).toBe("http://127.0.0.1:4022");
+  });
+
+  it("reads X402_FACILITATOR_AUTH_HEADER as one header, and names it when malformed", () => {
+    const config = loadPaymentConfig({
+      ...production,
+      X402_FACILITATOR_AUTH_HEADER: "Authorization: Bearer abc def",
+    });
+    expect(paymentGateOptionsFromConfig(config).facilitatorHeaders).toEqual({
+      Authorization: "Bearer abc def",
+    });
+    for (const bad of ["no colon here", ": value", "Bad Name: x", "Authorization:"]) {
+      expect(() => loadPaymentConfig({ ...production, X402_FACILITATOR_AUTH_HEADER: bad })).toThrow(
+        ConfigError,
+      );
+      try {
+        loadPaymentConfig({ ...production, X402_FACILITATOR_AUTH_HEADER: bad });
+      } catch (err) {
+        expect((err as ConfigError).variable).toBe("X402_FACILITATOR_AUTH_HEADER");
+      }
+    }
+  });
+});
