@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI, DEVNET_ACCOUNTS } from "../../src/devnet/constants.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/app.js";
+import { payCommand } from "../../src/cli/pay.js";
 import { createApp } from "../../src/http/app.js";
 import { startServer, type RunningServer } from "../../src/http/server.js";
 import { createPaymentGate } from "../../src/payment/gate.js";
@@ -471,5 +472,57 @@ describe("facilitator that requires auth", () => {
     );
     expect(paid.status).toBe(200);
     expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+});
+
+describe("secsnap pay", () => {
+  async function pay(args: string[], env: NodeJS.ProcessEnv = {}) {
+    let out = "";
+    let err = "";
+    const sink = (append: (s: string) => void) =>
+      ({
+        write: (chunk: string) => (append(String(chunk)), true),
+      }) as unknown as NodeJS.WriteStream;
+    const code = await payCommand.run({
+      args,
+      env,
+      stdout: sink((s) => (out += s)),
+      stderr: sink((s) => (err += s)),
+    });
+    return { code, out, err };
+  }
+
+  it("pays from devnet account 2 by default and prints report, amount and an on-chain transaction", async () => {
+    const account = payer(0); // anvil account 2
+    const before = await balanceOf(account.address);
+    const { code, out, err } = await pay([target.url, "--api", service.url]);
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ requested_url: target.url, reachable: true });
+    expect(err).toContain(account.address);
+    expect(err).toContain("paid 0.05 USDC (50000 units");
+    const hash = /settlement transaction: (0x[0-9a-f]{64})/.exec(err)?.[1];
+    expect(hash).toBeDefined();
+    expect((await chain.getTransactionReceipt({ hash: hash as Hex })).status).toBe("success");
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+
+  it("pays with SECSNAP_PRIVATE_KEY when set", async () => {
+    const account = payer(6);
+    const before = await balanceOf(account.address);
+    const { code } = await pay([target.url, "--api", service.url], {
+      SECSNAP_PRIVATE_KEY: devnet.payerPrivateKeys[6],
+    });
+    expect(code).toBe(0);
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+
+  it("a refused snapshot exits 2 with the API's answer and charges nothing", async () => {
+    const account = payer(0);
+    const before = await balanceOf(account.address);
+    const { code, out, err } = await pay([`${target.url}to-private`, "--api", service.url]);
+    expect(code).toBe(2);
+    expect(out).toBe("");
+    expect(err).toMatch(/answered 400.*ssrf/);
+    expect(await balanceOf(account.address)).toBe(before);
   });
 });
