@@ -54,23 +54,46 @@ export interface Contender {
   run(): Promise<number>;
 }
 
+/** Counters of the process on the other end (the target), read before and after each run. */
+export type PeerCounters = Record<string, number>;
+
+export interface SideStats {
+  /** Wall time of the measured runs, ms. */
+  time: Summary;
+  /** Median CPU time (user + system) of this process per run, ms. */
+  cpuMs: number;
+  /** Median per-run increase of each peer counter (e.g. the target's CPU ms, requests). */
+  peer: PeerCounters;
+  /** Peak RSS in KiB while this side ran (whole-process peak if it cannot be reset). */
+  peakRssKib: number;
+}
+
 export interface Duel {
-  a: Summary;
-  b: Summary;
-  /** median(A) / median(B) */
+  a: SideStats;
+  b: SideStats;
+  /** median(A) / median(B): the judged figure. */
   ratio: number;
   /** Median of the per-round ratios A/B (a second view, robust to drift between rounds). */
   pairedRatio: number;
-  /** CPU time (user + system) of this process while each side ran, medians in ms. */
-  cpuA: number;
-  cpuB: number;
-  /** Same for the other process of the test (the target server), if `otherCpuMs` was given. */
-  otherCpuA?: number;
-  otherCpuB?: number;
-  /** Peak RSS in KiB while each side ran (whole-process peak if it cannot be reset). */
-  peakRssA: number;
-  peakRssB: number;
   rounds: number;
+}
+
+interface Samples {
+  ms: number[];
+  cpuMs: number[];
+  peer: Map<string, number[]>;
+  peakRssKib: number;
+}
+
+function sideStats(s: Samples): SideStats {
+  const peer: PeerCounters = {};
+  for (const [name, values] of s.peer) peer[name] = summarise(values).median;
+  return {
+    time: summarise(s.ms),
+    cpuMs: summarise(s.cpuMs).median,
+    peer,
+    peakRssKib: s.peakRssKib,
+  };
 }
 
 /**
@@ -84,67 +107,55 @@ export async function duel(
     warmup: number;
     rounds: number;
     onRound?: (i: number, ta: number, tb: number) => void;
-    /** Cumulative CPU ms of the process on the other end (the target), read around each run. */
-    otherCpuMs?: () => Promise<number>;
+    peerCounters?: () => Promise<PeerCounters>;
   },
 ): Promise<Duel> {
   for (let i = 0; i < opts.warmup; i++) {
     await a.run();
     await b.run();
   }
-  const ta: number[] = [];
-  const tb: number[] = [];
-  let peakRssA = 0;
-  let peakRssB = 0;
-  const cpu = new Map<Contender, { own: number[]; other: number[] }>([
-    [a, { own: [], other: [] }],
-    [b, { own: [], other: [] }],
-  ]);
-  const measure = async (c: Contender): Promise<[number, number]> => {
+  const samples = new Map<Contender, Samples>();
+  for (const c of [a, b]) samples.set(c, { ms: [], cpuMs: [], peer: new Map(), peakRssKib: 0 });
+
+  const measure = async (c: Contender): Promise<number> => {
+    const s = samples.get(c) as Samples;
     global.gc?.(); // a collection owed by the other side should not land in this one
-    const otherBefore = await opts.otherCpuMs?.();
+    const peerBefore = await opts.peerCounters?.();
     resetPeakRss();
-    const before = process.cpuUsage();
+    const cpuBefore = process.cpuUsage();
     const ms = await c.run();
-    const used = process.cpuUsage(before);
-    const rss = peakRssKib();
-    const otherAfter = await opts.otherCpuMs?.();
-    const seen = cpu.get(c) as { own: number[]; other: number[] };
-    seen.own.push((used.user + used.system) / 1000);
-    if (otherBefore !== undefined && otherAfter !== undefined)
-      seen.other.push(otherAfter - otherBefore);
-    return [ms, rss];
-  };
-  for (let i = 0; i < opts.rounds; i++) {
-    let msA: number, msB: number, rssA: number, rssB: number;
-    if (i % 2 === 0) {
-      [msA, rssA] = await measure(a);
-      [msB, rssB] = await measure(b);
-    } else {
-      [msB, rssB] = await measure(b);
-      [msA, rssA] = await measure(a);
+    const cpu = process.cpuUsage(cpuBefore);
+    s.peakRssKib = Math.max(s.peakRssKib, peakRssKib());
+    const peerAfter = await opts.peerCounters?.();
+    s.ms.push(ms);
+    s.cpuMs.push((cpu.user + cpu.system) / 1000);
+    for (const [name, after] of Object.entries(peerAfter ?? {})) {
+      const list = s.peer.get(name) ?? [];
+      list.push(after - (peerBefore?.[name] ?? 0));
+      s.peer.set(name, list);
     }
-    ta.push(msA);
-    tb.push(msB);
-    peakRssA = Math.max(peakRssA, rssA);
-    peakRssB = Math.max(peakRssB, rssB);
+    return ms;
+  };
+  const ratios: number[] = [];
+  for (let i = 0; i < opts.rounds; i++) {
+    let msA: number, msB: number;
+    if (i % 2 === 0) {
+      msA = await measure(a);
+      msB = await measure(b);
+    } else {
+      msB = await measure(b);
+      msA = await measure(a);
+    }
+    ratios.push(msA / msB);
     opts.onRound?.(i, msA, msB);
   }
-  const sa = summarise(ta);
-  const sb = summarise(tb);
+  const sa = sideStats(samples.get(a) as Samples);
+  const sb = sideStats(samples.get(b) as Samples);
   return {
     a: sa,
     b: sb,
-    ratio: sa.median / sb.median,
-    pairedRatio: summarise(ta.map((x, i) => x / (tb[i] as number))).median,
-    cpuA: summarise(cpu.get(a)?.own ?? []).median,
-    cpuB: summarise(cpu.get(b)?.own ?? []).median,
-    ...(opts.otherCpuMs && {
-      otherCpuA: summarise(cpu.get(a)?.other ?? []).median,
-      otherCpuB: summarise(cpu.get(b)?.other ?? []).median,
-    }),
-    peakRssA,
-    peakRssB,
+    ratio: sa.time.median / sb.time.median,
+    pairedRatio: summarise(ratios).median,
     rounds: opts.rounds,
   };
 }

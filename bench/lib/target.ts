@@ -50,8 +50,10 @@ export interface BenchTarget {
   address: string;
   httpPort: number;
   httpsPort: number;
-  /** Responses sent so far, by "scheme host path" (for a sanity check of what was asked). */
+  /** Requests answered so far, by "scheme host path". */
   served: Map<string, number>;
+  /** Totals so far: requests answered, TCP connections accepted. */
+  counts: { requests: number; connections: number };
   close(): Promise<void>;
 }
 
@@ -67,6 +69,7 @@ function hostOf(req: IncomingMessage): string {
 
 export async function startBenchTarget(opts: BenchTargetOptions): Promise<BenchTarget> {
   const served = new Map<string, number>();
+  const counts = { requests: 0, connections: 0 };
   let httpsPort = 0;
 
   const answer = (scheme: "http" | "https", req: IncomingMessage, res: ServerResponse) => {
@@ -74,6 +77,7 @@ export async function startBenchTarget(opts: BenchTargetOptions): Promise<BenchT
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const key = `${scheme} ${host} ${path}`;
     served.set(key, (served.get(key) ?? 0) + 1);
+    counts.requests++;
     if (scheme === "http") {
       res.writeHead(301, { location: `https://${host}:${httpsPort}${path}` });
       return res.end();
@@ -108,6 +112,7 @@ export async function startBenchTarget(opts: BenchTargetOptions): Promise<BenchT
   const ports: number[] = [];
   for (const server of servers) {
     server.on("connection", (s: Socket) => {
+      counts.connections++;
       sockets.add(s);
       s.on("close", () => sockets.delete(s));
     });
@@ -128,6 +133,7 @@ export async function startBenchTarget(opts: BenchTargetOptions): Promise<BenchT
     httpPort,
     httpsPort,
     served,
+    counts,
     close: async () => {
       for (const s of sockets) s.destroy();
       await Promise.all(
