@@ -351,6 +351,7 @@ async function main(): Promise<number> {
   }
   console.log("");
   console.log(table(results));
+  console.log("");
   for (const r of results) {
     console.log(`peak RSS of the measuring process, line ${r.line}: ${mib(r.processPeakRss)} MiB`);
   }
