@@ -107,6 +107,8 @@ export async function duel(
     warmup: number;
     rounds: number;
     onRound?: (i: number, ta: number, tb: number) => void;
+    /** Stop after this many ms of rounds (once 3 are done): a loaded machine ends sooner. */
+    budgetMs?: number;
     peerCounters?: () => Promise<PeerCounters>;
   },
 ): Promise<Duel> {
@@ -137,7 +139,9 @@ export async function duel(
     return ms;
   };
   const ratios: number[] = [];
+  const started = performance.now();
   for (let i = 0; i < opts.rounds; i++) {
+    if (i >= 3 && opts.budgetMs !== undefined && performance.now() - started > opts.budgetMs) break;
     let msA: number, msB: number;
     if (i % 2 === 0) {
       msA = await measure(a);
@@ -156,6 +160,6 @@ export async function duel(
     b: sb,
     ratio: sa.time.median / sb.time.median,
     pairedRatio: summarise(ratios).median,
-    rounds: opts.rounds,
+    rounds: ratios.length,
   };
 }
