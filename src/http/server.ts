@@ -5,7 +5,7 @@ import type { Config } from "../config.js";
 
 /** Anything with a fetch handler, such as the Hono app of createApp. */
 export interface FetchApp {
-  fetch(request: Request): Response | Promise<Response>;
+  fetch(request: Request, env?: unknown): Response | Promise<Response>;
 }
 
 export interface RunningServer {
@@ -30,7 +30,10 @@ export async function startServer(opts: {
   config: Pick<Config, "host" | "port">;
   app: FetchApp;
 }): Promise<RunningServer> {
-  const server = createAdaptorServer({ fetch: (request) => opts.app.fetch(request) }) as Server;
+  const server = createAdaptorServer({
+    // The env carries the Node request (`incoming`), which the POST route reads directly.
+    fetch: (request, env) => opts.app.fetch(request, env),
+  }) as Server;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.config.port, opts.config.host, () => {

@@ -1,0 +1,67 @@
+import { Hono } from "hono";
+import { describe, expect, it } from "vitest";
+import { readBodyText } from "../../src/http/body.js";
+import { startServer } from "../../src/http/server.js";
+
+/** An app that reports what readBodyText made of the body (limit 16 bytes). */
+function echoApp(): Hono {
+  const app = new Hono();
+  app.post("/", async (c) => c.json(await readBodyText(c, 16)));
+  return app;
+}
+
+const cases: [string, string, unknown][] = [
+  ["a body within the limit", "0123456789", { ok: true, text: "0123456789" }],
+  ["a body exactly at the limit", "0123456789abcdef", { ok: true, text: "0123456789abcdef" }],
+  ["a body one byte over", "0123456789abcdefX", { ok: false, reason: "too_large" }],
+  ["multi-byte UTF-8", "é€😀", { ok: true, text: "é€😀" }],
+  ["an empty body", "", { ok: true, text: "" }],
+];
+
+// The same rules on both paths: the Node request (the service) and the WHATWG body (elsewhere).
+describe("readBodyText on the WHATWG body (app.request)", () => {
+  it.each(cases)("%s", async (_name, body, expected) => {
+    const res = await echoApp().request("/", { method: "POST", body });
+    expect(await res.json()).toEqual(expected);
+  });
+
+  it("a streamed body that passes the limit is cut off", async () => {
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(new TextEncoder().encode("0123456789")); // never ends by itself
+      },
+    });
+    const res = await echoApp().request("/", {
+      method: "POST",
+      body: stream,
+      duplex: "half",
+    } as RequestInit);
+    expect(await res.json()).toEqual({ ok: false, reason: "too_large" });
+  });
+});
+
+describe("readBodyText on the Node request (@hono/node-server)", () => {
+  it.each(cases)("%s", async (_name, body, expected) => {
+    const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app: echoApp() });
+    try {
+      const res = await fetch(server.url, { method: "POST", body });
+      expect(await res.json()).toEqual(expected);
+    } finally {
+      await server.close(1000);
+    }
+  });
+
+  it("a declared Content-Length over the limit is refused without reading", async () => {
+    const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app: echoApp() });
+    try {
+      const res = await fetch(server.url, {
+        method: "POST",
+        headers: { "content-length": "1000000" },
+        body: "x".repeat(1_000_000),
+      });
+      expect(await res.json()).toEqual({ ok: false, reason: "too_large" });
+    } finally {
+      await server.close(1000);
+    }
+  });
+});
