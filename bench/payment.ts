@@ -66,8 +66,35 @@ async function runServerChild(): Promise<void> {
     log: () => {},
   });
   const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
-  process.send?.({ url: server.url });
+  const bare = await startBareReplay(`${server.url}/v1/snapshot`);
+  process.send?.({ url: server.url, bareUrl: bare });
   process.on("disconnect", () => process.exit(0));
+}
+
+/**
+ * The floor: a bare node:http server (no Hono, no x402, no input check) that answers every
+ * request with the exact bytes of the service's 402 — same status, headers (the ~4.7 KB
+ * PAYMENT-REQUIRED among them) and body. What the challenge path cannot beat on this machine.
+ */
+async function startBareReplay(challengeUrl: string): Promise<string> {
+  const res = await fetch(challengeUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
+  const replayBody = Buffer.from(await res.arrayBuffer());
+  const headers: Record<string, string> = {};
+  res.headers.forEach((value, name) => {
+    if (!["date", "connection", "keep-alive", "content-length"].includes(name))
+      headers[name] = value;
+  });
+  headers["content-length"] = String(replayBody.length);
+  const server = createServer((req, out) => {
+    req.resume();
+    req.on("end", () => out.writeHead(res.status, headers).end(replayBody));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
 // ---------------------------------------------------------------- parent
@@ -104,11 +131,13 @@ async function startServiceChild(facilitatorUrl: string, payTo: string) {
     env: { ...process.env, [CHILD_ROLE]: "1", FACILITATOR_URL: facilitatorUrl, PAY_TO: payTo },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    child.once("message", (m) => resolve((m as { url: string }).url));
-    child.once("exit", (code) => reject(new Error(`service child exited (${code})`)));
-  });
-  return { url, stop: () => child.kill("SIGTERM") };
+  const { url, bareUrl } = await new Promise<{ url: string; bareUrl: string }>(
+    (resolve, reject) => {
+      child.once("message", (m) => resolve(m as { url: string; bareUrl: string }));
+      child.once("exit", (code) => reject(new Error(`service child exited (${code})`)));
+    },
+  );
+  return { url, bareUrl, stop: () => child.kill("SIGTERM") };
 }
 
 function fmt(n: number, digits = 1): string {
@@ -122,6 +151,7 @@ function row(name: string, s: Summary, unit: string): string {
 async function challengeBench(facilitatorUrl: string, payTo: string): Promise<number> {
   const service = await startServiceChild(facilitatorUrl, payTo);
   const pool = new Pool(service.url, { connections: CONNECTIONS });
+  const barePool = new Pool(service.bareUrl, { connections: CONNECTIONS });
   try {
     const health = () => ({ path: "/health", method: "GET" as const });
     const challenge = () => ({
@@ -144,10 +174,15 @@ async function challengeBench(facilitatorUrl: string, payTo: string): Promise<nu
     const healthRps: number[] = [];
     const challengeRps: number[] = [];
     const invalidRps: number[] = [];
+    const bareRps: number[] = [];
+    await load(barePool, challenge);
     for (let round = 0; round < ROUNDS; round++) {
       const h = await load(pool, health);
       const c = await load(pool, challenge);
       const i = await load(pool, invalid);
+      const b = await load(barePool, challenge);
+      if (b.statuses.size !== 1 || !b.statuses.has(402)) throw new Error("bare replay not all 402");
+      bareRps.push(b.rps);
       if (i.statuses.size !== 1 || !i.statuses.has(400)) throw new Error("invalid not all 400");
       invalidRps.push(i.rps);
       if (h.statuses.size !== 1 || !h.statuses.has(200)) throw new Error("health not all 200");
@@ -173,8 +208,17 @@ async function challengeBench(facilitatorUrl: string, payTo: string): Promise<nu
     console.log(
       `  ratio challenge/bad input (median) ${fmt(c.median / floor.median, 2)}        (x402's own cost on top of the route's POST + input check)`,
     );
+    const bare = summarise(bareRps);
+    console.log(row("same 402 bytes, bare node:http", bare, "req/s"));
+    console.log(
+      `  ratio challenge/bare replay        ${fmt(c.median / bare.median, 2)}        (everything the service does, against just sending the bytes)`,
+    );
+    console.log(
+      `  ratio bare replay/health           ${fmt(bare.median / h.median, 2)}        (the floor the challenge's size sets on this machine)`,
+    );
     return ratio;
   } finally {
+    await barePool.close();
     await pool.close();
     service.stop();
   }
