@@ -14,6 +14,8 @@ export const SHUTDOWN_MARGIN_MS = 5_000;
 export interface PaymentSetup {
   /** Said on the first output line, e.g. "unpaid" or "x402 devnet (eip155:84532)". */
   mode: string;
+  /** Appended to the first line: how to pay this service at its URL. */
+  howToPay?: (serviceUrl: string) => string;
   /** Inserted between the input check and the snapshot (see createApp). */
   middleware?: MiddlewareHandler<AppEnv>;
   /** Stops whatever the payment layer started (devnet, facilitator), after the server closed. */
@@ -75,7 +77,10 @@ export const serveCommand: Command = {
       stderr.write(`cannot listen on ${config.host}:${config.port}: ${code}\n`);
       return 1;
     }
-    stdout.write(`secsnap ${SERVICE_VERSION} listening on ${server.url} (mode: ${payment.mode})\n`);
+    const howToPay = payment.howToPay ? `; ${payment.howToPay(server.url)}` : "";
+    stdout.write(
+      `secsnap ${SERVICE_VERSION} listening on ${server.url} (mode: ${payment.mode})${howToPay}\n`,
+    );
 
     stderr.write(`${await signal}: shutting down, waiting for running requests\n`);
     await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);

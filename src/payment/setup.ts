@@ -7,6 +7,8 @@ import { createPaymentGate, paymentGateOptionsFromConfig } from "./gate.js";
 export interface X402Setup {
   /** Said on the service's first output line. */
   mode: string;
+  /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
+  howToPay?: (serviceUrl: string) => string;
   middleware: MiddlewareHandler;
   /** Stops what this setup started (the devnet, when it started one). */
   close(): Promise<void>;
@@ -48,9 +50,11 @@ export async function setupX402Payment(
   await gate.warmUp();
   return {
     mode:
-      `x402 DEVNET (local payment network, no real money): chain ${devnet.network} at ${devnet.rpcUrl}` +
+      `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
       `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +
-      `payTo ${devnet.payTo}; pay with: secsnap pay <url> --api <this URL> (uses funded test account 2)`,
+      `payTo ${devnet.payTo}`,
+    howToPay: (serviceUrl) =>
+      `pay with: ./bin/secsnap.js pay https://example.com --api ${serviceUrl} (funded test account 2)`,
     middleware: gate.middleware,
     close: () => devnet.close(),
   };

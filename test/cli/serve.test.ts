@@ -39,7 +39,9 @@ it(
     const stopping = waitForLine(child.stderr, /^SIGTERM: shutting down/);
     try {
       const first = await waitForLine(child.stdout, /listening on/);
-      expect(first).toMatch(/^secsnap 1\.0\.0 listening on http:\/\/\S+ \(mode: .+\)$/);
+      expect(first).toMatch(
+        /^secsnap 1\.0\.0 listening on (http:\/\/\S+) \(mode: DEVNET: .+\); pay with: \.\/bin\/secsnap\.js pay https:\/\/example\.com --api \1 /,
+      );
       const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
 
       expect(await (await fetch(`${base}/health`)).json()).toEqual({
