@@ -6,6 +6,7 @@
  * unused is cancelled when the snapshot ends. One engine-wide dispatcher keeps connections alive
  * between requests; one deadline covers everything.
  */
+import { setMaxListeners } from "node:events";
 import type { SnapshotConfig } from "../config.js";
 import { checkHeaders } from "./checks/headers.js";
 import { checkHttps } from "./checks/https.js";
@@ -184,10 +185,14 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     const deadline = new AbortController();
     const done = new AbortController();
     const timer = setTimeout(() => deadline.abort(), options.timeoutMs);
+    const signal = AbortSignal.any([deadline.signal, done.signal]);
+    // Every request of the snapshot listens on this one signal; a redirect chain with its
+    // speculative probes can have more than Node's default 10 in flight (not a leak).
+    setMaxListeners(64, signal);
     const ctx: FetchContext = {
       dispatcher,
       policy,
-      signal: AbortSignal.any([deadline.signal, done.signal]),
+      signal,
       deadlinePassed: () => deadline.signal.aborted,
       requestedUrl: rawUrl,
       timeoutMs: options.timeoutMs,
