@@ -7,8 +7,6 @@ export interface CliIo {
 }
 
 export interface Command {
-  /** One line for `secsnap --help`. */
-  summary: string;
   /** Full usage text for `secsnap <command> --help`. */
   usage: string;
   /** Resolves to the process exit code. Throw UsageError for bad arguments (exit 1). */

@@ -3,7 +3,6 @@ import { runFacilitatorCommand } from "../facilitator/command.js";
 import type { Command } from "./command.js";
 
 export const facilitatorCommand: Command = {
-  summary: "Run the x402 facilitator (verify and settle payments) from FACILITATOR_* variables",
   usage: [
     "Usage: secsnap facilitator",
     "",

@@ -3,19 +3,30 @@ import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type Command, type CliIo } from "./command.js";
 
 /**
- * The subcommands of `secsnap`; adding one is one line here. Each is loaded on use, so a command
- * only pays for the modules it needs (the engine, hono, viem…).
+ * The subcommands of `secsnap`; adding one is one entry here. Each is loaded on use, so a command
+ * only pays for the modules it needs (the engine, hono, viem…), and `--help` for none of them.
  */
-const COMMANDS: Record<string, () => Promise<Command>> = {
-  scan: async () => (await import("./scan.js")).scanCommand,
-  serve: async () => (await import("./serve.js")).serveCommand,
-  pay: async () => (await import("./pay.js")).payCommand,
-  facilitator: async () => (await import("./facilitator.js")).facilitatorCommand,
+const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }> = {
+  scan: {
+    summary: "Run one snapshot locally (no payment) and print the report",
+    load: async () => (await import("./scan.js")).scanCommand,
+  },
+  serve: {
+    summary: "Start the HTTP API (configured by environment variables)",
+    load: async () => (await import("./serve.js")).serveCommand,
+  },
+  pay: {
+    summary: "Pay for one live snapshot with x402 and print the report",
+    load: async () => (await import("./pay.js")).payCommand,
+  },
+  facilitator: {
+    summary: "Run the x402 facilitator (verify and settle payments) from FACILITATOR_* variables",
+    load: async () => (await import("./facilitator.js")).facilitatorCommand,
+  },
 };
 
-async function help(): Promise<string> {
+function help(): string {
   const names = Object.keys(COMMANDS);
-  const commands = await Promise.all(Object.values(COMMANDS).map((load) => load()));
   const width = Math.max(...names.map((name) => name.length));
   return [
     `secsnap ${SERVICE_VERSION}: a JSON snapshot of a website's basic security hygiene`,
@@ -23,7 +34,7 @@ async function help(): Promise<string> {
     "Usage: secsnap <command> [options]",
     "",
     "Commands:",
-    ...names.map((name, i) => `  ${name.padEnd(width)}  ${commands[i]?.summary}`),
+    ...names.map((name) => `  ${name.padEnd(width)}  ${COMMANDS[name]?.summary}`),
     "",
     "Options:",
     "  -h, --help     show this help (or `secsnap <command> --help`)",
@@ -38,20 +49,20 @@ const isHelp = (arg: string | undefined) => arg === "--help" || arg === "-h";
 export async function runCli(argv: string[], io: Omit<CliIo, "args">): Promise<number> {
   const [name, ...args] = argv;
   if (name === undefined) {
-    io.stderr.write(await help());
+    io.stderr.write(help());
     return 1;
   }
   if (isHelp(name)) {
-    io.stdout.write(await help());
+    io.stdout.write(help());
     return 0;
   }
   if (name === "--version" || name === "-v") {
     io.stdout.write(`${SERVICE_VERSION}\n`);
     return 0;
   }
-  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name]?.load : undefined;
   if (!load) {
-    io.stderr.write(`secsnap: unknown command ${JSON.stringify(name)}\n\n${await help()}`);
+    io.stderr.write(`secsnap: unknown command ${JSON.stringify(name)}\n\n${help()}`);
     return 1;
   }
   const command = await load();

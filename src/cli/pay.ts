@@ -60,7 +60,6 @@ async function readBody(response: Response): Promise<unknown> {
 }
 
 export const payCommand: Command = {
-  summary: "Pay for one live snapshot with x402 and print the report",
   usage: [
     "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1]",
     "",

@@ -9,7 +9,6 @@ import { formatReport, formatSnapshotError, useColor } from "./format.js";
 export const EXIT_SNAPSHOT_ERROR = 2;
 
 export const scanCommand: Command = {
-  summary: "Run one snapshot locally (no payment) and print the report",
   usage: [
     "Usage: secsnap scan <url> [--json]",
     "",

@@ -45,7 +45,6 @@ function nextShutdownSignal(): Promise<NodeJS.Signals> {
 }
 
 export const serveCommand: Command = {
-  summary: "Start the HTTP API (configured by environment variables)",
   usage: [
     "Usage: secsnap serve",
     "",
