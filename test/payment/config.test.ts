@@ -50,4 +50,37 @@ describe("payment configuration", () => {
       }
     }
   });
+
+  it.each([
+    ["X402_PAY_TO", { X402_PAY_TO: "0x123" }],
+    ["X402_PAY_TO", { X402_PAY_TO: "70997970C51812dc3A010C7d01b50e0d17dc79C8" }],
+    ["X402_NETWORKS", { X402_NETWORKS: "ethereum" }],
+    ["X402_NETWORKS", { X402_NETWORKS: "base,BASE-SEPOLIA" }],
+    ["X402_NETWORKS", { X402_NETWORKS: " , " }],
+    ["X402_FACILITATOR_URL", { X402_FACILITATOR_URL: "ftp://facilitator.example/" }],
+    ["X402_FACILITATOR_URL", { X402_FACILITATOR_URL: "not a url" }],
+    ["X402_FACILITATOR_URL", { X402_FACILITATOR_URL: "" }],
+    ["X402_PRICE_USDC", { X402_PRICE_USDC: "0" }],
+    ["X402_PRICE_USDC", { X402_PRICE_USDC: "-1" }],
+    ["X402_PRICE_USDC", { X402_PRICE_USDC: "1e3" }],
+    ["X402_PRICE_USDC", { X402_PRICE_USDC: "0.0000001" }],
+    ["X402_PRICE_USDC", { X402_PRICE_USDC: "five cents" }],
+  ])("refuses a bad %s at start with one line naming it (%j)", (variable, bad) => {
+    let error: unknown;
+    try {
+      loadPaymentConfig({ ...production, ...bad });
+    } catch (err) {
+      error = err;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).variable).toBe(variable);
+    expect((error as ConfigError).message).toMatch(new RegExp(`^${variable} `));
+    expect((error as ConfigError).message).not.toContain("\n");
+  });
+
+  it("accepts the smallest USDC unit (6 decimals) as a price; 0.05 by default", () => {
+    const config = loadPaymentConfig({ ...production, X402_PRICE_USDC: "0.000001" });
+    expect(config.priceUsdc).toBe("0.000001");
+    expect(loadPaymentConfig(production).priceUsdc).toBe("0.05");
+  });
 });
