@@ -291,6 +291,26 @@ describe("reuse", () => {
   });
 });
 
+describe("a facilitator without its chain", () => {
+  it("is not reused beside a freshly started chain: clear error, and the new anvil is stopped", async () => {
+    // A fixed RPC port with nothing on it, next to the running devnet's facilitator port: the
+    // facilitator there settles on the other chain, so it must not be taken for this devnet's.
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const rpcPort = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+
+    await expect(
+      startDevnet({ rpcPort, facilitatorPort: portOf(devnet.facilitatorUrl) }),
+    ).rejects.toThrow(/\(facilitator\) is in use .*another chain.*DEVNET_FACILITATOR_PORT/);
+    await expect(
+      fetch(`http://127.0.0.1:${rpcPort}/`, { method: "POST", body: "{}" }),
+    ).rejects.toThrow();
+    // The devnet whose facilitator it is keeps working.
+    expect((await fetch(`${devnet.facilitatorUrl}/supported`)).status).toBe(200);
+  });
+});
+
 describe("anvil lifecycle", () => {
   const fixture = join(fileURLToPath(new URL(".", import.meta.url)), "fixtures", "devnet-child.ts");
 

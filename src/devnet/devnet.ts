@@ -268,18 +268,21 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
       log(`devnet: USDC at ${DEVNET_USDC_ADDRESS}; accounts 2-9 hold 1000 USDC each`);
     }
 
-    // --- facilitator. Reused only at a fixed port next to a fixed-port chain: a facilitator
-    // found beside a freshly started chain would be settling on some other chain.
+    // --- facilitator. Reused only next to a reused chain: a facilitator found beside a chain
+    // this call just started is settling on some other chain (a stale devnet's, or a
+    // stand-alone facilitator for the real Base Sepolia, which has the same network id).
     let facilitatorUrl = `http://${HOST}:${opts.facilitatorPort}`;
     let facilitatorReused = false;
     const facProbe: Probe =
       opts.facilitatorPort === 0 ? { state: "free" } : await probeFacilitator(facilitatorUrl);
-    if (facProbe.state === "foreign" || (facProbe.state === "devnet" && opts.rpcPort === 0)) {
+    if (facProbe.state === "foreign" || (facProbe.state === "devnet" && !reused)) {
       throw portInUse(
         "facilitator",
         opts.facilitatorPort,
         "DEVNET_FACILITATOR_PORT",
-        facProbe.state === "foreign" ? facProbe.detail : "a facilitator for another devnet",
+        facProbe.state === "foreign"
+          ? facProbe.detail
+          : `an x402 facilitator for another chain: the devnet chain at ${rpcUrl} was not running`,
       );
     }
     if (facProbe.state === "devnet") {
