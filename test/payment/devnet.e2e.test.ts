@@ -254,6 +254,11 @@ describe("paid snapshot", () => {
       final_status_code: 200,
     });
 
+    // A browser x402 client can read the settlement: CORS survives the gate's header changes.
+    expect(response.headers.get("access-control-allow-origin")).toBe("*");
+    expect(response.headers.get("access-control-expose-headers")?.split(",")).toContain(
+      "PAYMENT-RESPONSE",
+    );
     const settlement = decodePaymentResponseHeader(response.headers.get("PAYMENT-RESPONSE")!);
     expect(settlement).toMatchObject({ success: true, network: "eip155:84532" });
     expect(settlement.transaction).toMatch(/^0x[0-9a-f]{64}$/);
@@ -419,6 +424,7 @@ describe("facilitator outage", () => {
     const down = await post(own.url, target.url, (await proofHeaders(account, required)).headers);
     expect(down.status).toBe(503);
     expect(down.headers.get("retry-after")).toMatch(/^\d+$/);
+    expect(down.headers.get("access-control-allow-origin")).toBe("*");
     expect(await down.json()).toEqual({ error: expect.any(String) });
     expect((await fetch(`${own.url}/health`)).status).toBe(200);
     expect((await fetch(`${own.url}/demo/snapshot`)).status).toBe(200);

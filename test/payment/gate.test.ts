@@ -303,6 +303,38 @@ describe("facilitator trouble", () => {
   });
 });
 
+describe("facilitator failing at settlement", () => {
+  it("settle answering 500 or garbage is 503 without the report, and the proof is freed", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url));
+    opened.push(facilitator, service);
+    const challenge = await challengeOf(await post(service, "https://example.com"));
+    const proof = await signedHeaders(challenge);
+
+    for (const answer of [
+      { status: 500, json: { error: "boom" } },
+      { status: 200, json: "not a settle response" },
+    ]) {
+      facilitator.settle = () => answer;
+      const response = await post(service, "https://example.com", proof);
+      expect(response.status).toBe(503);
+      expect(response.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
+      expect(await response.json()).toEqual({ error: expect.any(String) });
+    }
+
+    facilitator.settle = () => ({
+      status: 200,
+      json: { success: true, transaction: "0x" + "ef".repeat(32), network: BASE_SEPOLIA },
+    });
+    const paid = await post(service, "https://example.com", proof);
+    expect(paid.status).toBe(200);
+    expect(decodePaymentResponseHeader(paid.headers.get("PAYMENT-RESPONSE")!).transaction).toBe(
+      "0x" + "ef".repeat(32),
+    );
+  });
+});
+
 describe("order of work", () => {
   let facilitator: ScriptedFacilitator;
   let service: Service;
