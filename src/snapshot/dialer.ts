@@ -107,6 +107,25 @@ function tagPhase(err: Error, phase: ConnectPhase): Error {
   return err;
 }
 
+const BYTES_READ = Symbol.for("secsnap.bytesRead");
+
+/**
+ * Bytes the peer had sent on the connection when it failed after the connect (reset, closed):
+ * tells "reset before any HTTP exchange" from "cut off mid-answer". From our own tag on socket
+ * errors (a read ECONNRESET carries nothing else) or from undici's SocketError socket info.
+ * Undefined when unknown.
+ */
+export function findBytesRead(err: unknown): number | undefined {
+  for (let e = err, depth = 0; e && depth < 10; depth++) {
+    const tagged = (e as { [BYTES_READ]?: number })[BYTES_READ];
+    if (typeof tagged === "number") return tagged;
+    const info = (e as { socket?: { bytesRead?: unknown } }).socket;
+    if (typeof info?.bytesRead === "number") return info.bytesRead;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 /** Errors after which another checked address of the same host is worth trying. */
 const TRY_NEXT_ADDRESS = new Set([
   "ECONNREFUSED",
@@ -163,8 +182,12 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
         // hostname is what gets dialled; host (name:port) stays for undici's bookkeeping.
         { ...params, hostname: address, ...(servername ? { servername } : {}) },
         (err, sock) => {
-          if (err) reject(tagPhase(err, tcpConnected ? "tls" : "tcp"));
-          else resolve(sock);
+          if (err) return reject(tagPhase(err, tcpConnected ? "tls" : "tcp"));
+          // Only records a number on the error object; undici still handles the error itself.
+          sock.on("error", (e: Error) => {
+            Object.defineProperty(e, BYTES_READ, { value: sock.bytesRead, configurable: true });
+          });
+          resolve(sock);
         },
       ) as unknown as Socket | undefined;
       // For TLS sockets 'connect' is the TCP connection, before the handshake.

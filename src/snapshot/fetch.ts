@@ -21,6 +21,7 @@ import type {
   RequestFailure,
   TlsReason,
 } from "./types.js";
+import { findBytesRead, findConnectPhase } from "./dialer.js";
 import { resolveRedirect } from "./url-rules.js";
 import type { UrlPolicy } from "./url-rules.js";
 
@@ -126,8 +127,20 @@ const TLS_REASONS: Record<string, TlsReason> = {
   INVALID_CA: "untrusted",
 };
 
-/** Turns whatever undici or the dialer threw into what the snapshot needs to know. */
-export function classifyError(err: unknown, ctx: FetchContext): RequestFailure {
+/**
+ * SPEC §3: only a connection "refused or reset before any TLS or HTTP exchange" makes the first
+ * request unreachable. A connection that failed while connecting (the dialer tags the phase) had
+ * no exchange; one that failed later on https had a completed TLS handshake; on http, it had an
+ * exchange when the server had sent any byte of an answer.
+ */
+function exchangeBegan(err: unknown, url: URL): boolean {
+  if (findConnectPhase(err) !== undefined) return false;
+  if (url.protocol === "https:") return true;
+  return (findBytesRead(err) ?? 0) > 0;
+}
+
+/** Turns whatever undici or the dialer threw for a request to `url` into what the snapshot needs to know. */
+export function classifyError(err: unknown, ctx: FetchContext, url: URL): RequestFailure {
   const codes = errorCodes(err);
   const has = (...wanted: string[]) => codes.some((c) => wanted.includes(c));
   if (has("SECSNAP_BLOCKED", "SECSNAP_BLOCKED_PORT")) {
@@ -145,8 +158,11 @@ export function classifyError(err: unknown, ctx: FetchContext): RequestFailure {
   if (has("ECONNREFUSED")) return { kind: "refused" };
   // Reset, or closed without a byte of answer — also when it happens while our ClientHello is
   // unanswered: the server went away without any TLS or HTTP exchange. (A server that does
-  // speak TLS and rejects us sends an alert, which is an ERR_SSL_* code below.)
-  if (has("ECONNRESET", "EPIPE", "UND_ERR_SOCKET")) return { kind: "reset" };
+  // speak TLS and rejects us sends an alert, which is an ERR_SSL_* code below.) Closed after
+  // the TLS handshake or in the middle of an answer: an exchange happened.
+  if (has("ECONNRESET", "EPIPE", "UND_ERR_SOCKET")) {
+    return exchangeBegan(err, url) ? { kind: "closed" } : { kind: "reset" };
+  }
   if (
     has("UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT")
   ) {
@@ -184,7 +200,7 @@ export async function fetchChain(
     try {
       res = await get(url, ctx);
     } catch (err) {
-      const failure = classifyError(err, ctx);
+      const failure = classifyError(err, ctx, url);
       if (failure.kind === "blocked")
         throw new SnapshotError("ssrf", failure.message, ctx.requestedUrl);
       return { hops, finalUrl: url, redirectCount: index, final: null, failure };
@@ -321,7 +337,7 @@ export async function probeFile(
     try {
       res = await get(url, ctx);
     } catch (err) {
-      const failure = classifyError(err, ctx);
+      const failure = classifyError(err, ctx, url);
       return { kind: "failed", url: url.href, reason: failure.kind };
     }
     const headers = toHeaderMap(res.headers);
@@ -381,6 +397,6 @@ export async function probeHttps(
     discard(res, ctx);
     return { ok: true };
   } catch (err) {
-    return { ok: false, failure: classifyError(err, ctx) };
+    return { ok: false, failure: classifyError(err, ctx, url) };
   }
 }

@@ -65,6 +65,8 @@ function cause(f: FailureCause): string {
       return "the connection was refused";
     case "reset":
       return "the connection was closed before any response";
+    case "closed":
+      return "the connection was closed before a complete response";
     case "network":
       return `the network could not reach the host${f.code ? ` (${f.code})` : ""}`;
     case "timeout":

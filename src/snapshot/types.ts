@@ -23,6 +23,8 @@ export type RequestFailure =
   | { kind: "dns" }
   | { kind: "refused" }
   | { kind: "reset" }
+  /** Closed or reset after an exchange began (TLS handshake done, or part of an answer read). */
+  | { kind: "closed" }
   | { kind: "network"; code: string | undefined }
   | { kind: "timeout" }
   | { kind: "tls"; reason: TlsReason; code: string | undefined }

@@ -61,11 +61,16 @@ beforeAll(async () => {
       "/": respond.text("home"),
       "/error": respond.status(500, { "x-frame-options": "DENY" }, "boom"),
       "/never": respond.neverAnswer(),
+      "/hang-up": respond.hangUp(),
+      // Part of a status line and headers, then the server closes: an HTTP exchange began.
+      "/cut-off": (req) => {
+        req.socket.write("HTTP/1.1 200 OK\r\nX-Frame-Options: DENY\r\n", () => req.socket.end());
+      },
     },
   });
   secure = await startHttpsTarget({
     cert: await issueLeaf(ca, names),
-    routes: { "/": respond.text("secure") },
+    routes: { "/": respond.text("secure"), "/hang-up": respond.hangUp() },
   });
   expired = await startHttpsTarget({ cert: await issueExpiredLeaf(ca, names) });
   reset = await startResetServer();
@@ -142,6 +147,11 @@ describe("unreachable: the first request never got to an exchange", () => {
       "unreachable",
     );
   });
+
+  it("an HTTP server that reads the request and closes without sending a byte", async () => {
+    const err = await failure(engine.snapshot(`http://site.test:${site.port}/hang-up`));
+    expect(err.errorType).toBe("unreachable");
+  });
 });
 
 describe("timeout: no response to the first request before the deadline", () => {
@@ -177,6 +187,33 @@ describe("200 with reachable false: something learned, no final response", () =>
       sitemap_xml_present: null,
     });
     expect(r.notes.join(" ")).toMatch(/certificate has expired/);
+  });
+
+  it("the first https request is closed after a completed TLS handshake (a TLS exchange happened)", async () => {
+    const r = valid(await engine.snapshot(`https://secure.test:${secure.port}/hang-up`));
+    expect(r).toMatchObject({
+      reachable: false,
+      final_status_code: null,
+      redirect_count: 0,
+      https_ok: false,
+      robots_txt_present: null,
+    });
+    expect(r.notes).toContain(
+      `HTTPS does not work (https://secure.test:${secure.port}/hang-up): the connection was closed before a complete response.`,
+    );
+  });
+
+  it("the first http answer is cut off after part of its headers (an HTTP exchange happened)", async () => {
+    const r = valid(await engine.snapshot(`http://site.test:${site.port}/cut-off`));
+    expect(r).toMatchObject({
+      reachable: false,
+      final_status_code: null,
+      x_frame_options_present: false,
+      security_txt_present: null,
+    });
+    expect(r.notes).toContain(
+      `No final response: the request to http://site.test:${site.port}/cut-off failed because the connection was closed before a complete response.`,
+    );
   });
 
   it("a later hop refuses the connection", async () => {
