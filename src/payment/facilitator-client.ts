@@ -27,6 +27,12 @@ export interface FacilitatorClientOptions {
   url: string;
   /** Bound on each verify/settle/supported call; the SDK default (90 s) is too long to hold a client. */
   timeoutMs?: number;
+  /**
+   * Bound on settle alone; default `timeoutMs`. A settle that times out is an unknown outcome
+   * (the transfer may still land, leaving the client charged without a report), so this should
+   * exceed the facilitator's own wait for the receipt (this project's: 120 s on a real chain).
+   */
+  settleTimeoutMs?: number;
   /** Extra headers sent on every call, e.g. `Authorization` for a hosted facilitator. */
   headers?: Record<string, string>;
   /**
@@ -47,21 +53,28 @@ export const DEFAULT_FACILITATOR_TIMEOUT_MS = 10_000;
 export class ResilientFacilitatorClient implements FacilitatorClient {
   readonly url: string;
   private readonly inner: HTTPFacilitatorClient;
+  /** The same facilitator with the settle bound (the SDK client has one timeout for all calls). */
+  private readonly settler: HTTPFacilitatorClient;
 
   constructor(options: FacilitatorClientOptions) {
     const headers = options.headers ?? {};
     const hasHeaders = Object.keys(headers).length > 0;
-    this.inner = new HTTPFacilitatorClient({
-      url: options.url,
-      timeoutMs: options.timeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
-      ...(options.createAuthHeaders && { createAuthHeaders: options.createAuthHeaders }),
-      ...(hasHeaders &&
-        !options.createAuthHeaders && {
-          // The SDK wants headers per facilitator path.
-          createAuthHeaders: () =>
-            Promise.resolve({ verify: headers, settle: headers, supported: headers }),
-        }),
-    });
+    const timeoutMs = options.timeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS;
+    const client = (bound: number) =>
+      new HTTPFacilitatorClient({
+        url: options.url,
+        timeoutMs: bound,
+        ...(options.createAuthHeaders && { createAuthHeaders: options.createAuthHeaders }),
+        ...(hasHeaders &&
+          !options.createAuthHeaders && {
+            // The SDK wants headers per facilitator path.
+            createAuthHeaders: () =>
+              Promise.resolve({ verify: headers, settle: headers, supported: headers }),
+          }),
+      });
+    this.inner = client(timeoutMs);
+    const settleTimeoutMs = options.settleTimeoutMs ?? timeoutMs;
+    this.settler = settleTimeoutMs === timeoutMs ? this.inner : client(settleTimeoutMs);
     this.url = this.inner.url;
   }
 
@@ -70,7 +83,7 @@ export class ResilientFacilitatorClient implements FacilitatorClient {
   }
 
   settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
-    return this.guard("settle", () => this.inner.settle(payload, requirements));
+    return this.guard("settle", () => this.settler.settle(payload, requirements));
   }
 
   getSupported(): Promise<SupportedResponse> {
