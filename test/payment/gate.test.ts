@@ -10,10 +10,15 @@ import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import {
+  validateDiscoveryExtension,
+  validateDiscoveryExtensionSpec,
+} from "@x402/extensions/bazaar";
 import { Hono } from "hono";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createPaymentGate, type PaymentGateOptions } from "../../src/payment/gate.js";
+import { SnapshotResultSchema } from "../../src/snapshot/result.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const BASE_SEPOLIA = "eip155:84532";
@@ -189,6 +194,24 @@ describe("challenge", () => {
     expect(Object.keys(bazaar.schema.properties.output.properties.example.properties)).toContain(
       "security_txt_present",
     );
+  });
+
+  it("its Bazaar extension is valid by the SDK's own checks and its example is a SnapshotResult", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url));
+    opened.push(facilitator, service);
+    const challenge = await challengeOf(await post(service, "https://example.com"));
+    const bazaar = challenge.extensions?.bazaar as Parameters<typeof validateDiscoveryExtension>[0];
+    // What a facilitator's catalog runs on the extension before listing the resource.
+    expect(validateDiscoveryExtension(bazaar)).toEqual({ valid: true });
+    expect(validateDiscoveryExtensionSpec(bazaar)).toMatchObject({ valid: true });
+    const info = bazaar.info as {
+      input: { body: unknown };
+      output: { type: string; example: unknown };
+    };
+    expect(info.output.type).toBe("json");
+    expect(SnapshotResultSchema.safeParse(info.output.example).success).toBe(true);
+    expect(info.input.body).toEqual({ url: expect.any(String) });
   });
 
   it("prices from the configured decimal amount", async () => {
