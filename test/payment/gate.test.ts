@@ -204,7 +204,7 @@ describe("challenge", () => {
     const bazaar = challenge.extensions?.bazaar as Parameters<typeof validateDiscoveryExtension>[0];
     // What a facilitator's catalog runs on the extension before listing the resource.
     expect(validateDiscoveryExtension(bazaar)).toEqual({ valid: true });
-    expect(validateDiscoveryExtensionSpec(bazaar)).toMatchObject({ valid: true });
+    expect(validateDiscoveryExtensionSpec({ ...bazaar })).toMatchObject({ valid: true });
     const info = bazaar.info as {
       input: { body: unknown };
       output: { type: string; example: unknown };
