@@ -1,13 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SnapshotErrorBodySchema, SnapshotResultSchema } from "../../src/snapshot/result.js";
+import { startDnsServer } from "../fixtures/dns-server.js";
+import type { DnsFixture } from "../fixtures/dns-server.js";
 import { cleanEnv, runCli } from "./run.js";
 import { startTarget } from "./target.js";
 
 let target: Awaited<ReturnType<typeof startTarget>>;
+let dns: DnsFixture;
 beforeAll(async () => {
   target = await startTarget();
+  dns = await startDnsServer({ "cli-site.test": { A: ["127.0.0.1"] } });
 });
-afterAll(() => target.close());
+afterAll(async () => {
+  await target.close();
+  await dns.close();
+});
 
 describe("secsnap scan", () => {
   it.each([
@@ -43,6 +50,37 @@ describe("secsnap scan", () => {
       csp_present: false,
     });
     expect(report.notes).toContain("Strict-Transport-Security (HSTS) header is missing.");
+  });
+
+  it("SNAPSHOT_DNS_SERVERS from the environment is where target names are resolved", async () => {
+    const env = cleanEnv({
+      SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
+      SNAPSHOT_ALLOWED_PORTS: String(target.port),
+      SNAPSHOT_DNS_SERVERS: dns.address,
+    });
+    const url = `http://cli-site.test:${target.port}/`;
+    const { code, stdout } = await runCli(["scan", url, "--json"], env);
+    expect(code).toBe(0);
+    expect(SnapshotResultSchema.parse(JSON.parse(stdout))).toMatchObject({
+      final_url: url,
+      reachable: true,
+      final_status_code: 200,
+    });
+    expect(dns.queriesFor("cli-site.test").length).toBeGreaterThan(0);
+  });
+
+  it("a SnapshotError found by the engine (a name that does not resolve) also exits 2", async () => {
+    const env = cleanEnv({
+      SNAPSHOT_ALLOWED_PORTS: String(target.port),
+      SNAPSHOT_DNS_SERVERS: dns.address,
+    });
+    const url = `http://nowhere.test:${target.port}/`;
+    const { code, stdout } = await runCli(["scan", url, "--json"], env);
+    expect(code).toBe(2);
+    expect(SnapshotErrorBodySchema.parse(JSON.parse(stdout))).toMatchObject({
+      requested_url: url,
+      error_type: "unreachable",
+    });
   });
 
   it("without a terminal, scan prints JSON even without --json", async () => {
