@@ -102,6 +102,11 @@ const invalid: string[] = [
   "https://[::1/",
   "https://%2e%2e/",
   `https://example.com/${"a".repeat(2048)}`,
+  // SPEC §2 order: length and host syntax (invalid_url) are checked before the ssrf rules.
+  `http://127.0.0.1/${"a".repeat(2048)}`,
+  `http://localhost/${"a".repeat(2048)}`,
+  `http://${"a".repeat(64)}.localhost/`,
+  "http://exa*mple.localhost/",
 ];
 
 const ssrf: string[] = [

@@ -10,7 +10,12 @@ import { checkHttps } from "../../src/snapshot/checks/https.js";
 import { checkSecurityTxt } from "../../src/snapshot/checks/security-txt.js";
 import { bodyText, isHtml } from "../../src/snapshot/checks/well-known.js";
 import { BODY_LIMIT, readBounded } from "../../src/snapshot/fetch.js";
-import { DemoSnapshotResultSchema, demoSnapshot } from "../../src/snapshot/index.js";
+import {
+  CHECK_NAMES,
+  DemoSnapshotResultSchema,
+  SnapshotResultSchema,
+  demoSnapshot,
+} from "../../src/snapshot/index.js";
 import { renderNotes } from "../../src/snapshot/notes.js";
 import type { FileProbe } from "../../src/snapshot/types.js";
 import { gzipBomb } from "../fixtures/targets.js";
@@ -130,7 +135,26 @@ describe("demo report", () => {
     ]);
     expect(demo._note).toMatch(/static/);
     expect(demo._note).toMatch(/POST \/v1\/snapshot/);
-    expect(demo.checks.https).toBe(demo.https_ok);
+    expect(demo.checks).toEqual({
+      https: demo.https_ok,
+      hsts: demo.hsts_present,
+      csp: demo.csp_present,
+      x_frame_options: demo.x_frame_options_present,
+      x_content_type_options: demo.x_content_type_options_present,
+      referrer_policy: demo.referrer_policy_present,
+      permissions_policy: demo.permissions_policy_present,
+      security_txt: demo.security_txt_present,
+      robots_txt: demo.robots_txt_present,
+      sitemap_xml: demo.sitemap_xml_present,
+    });
+    // Field order of SERVICE.md §2.1, then the two demo fields; checks in the SPEC §3 order.
+    expect(Object.keys(demo)).toEqual([
+      ...Object.keys(SnapshotResultSchema.shape),
+      "_demo",
+      "_note",
+    ]);
+    expect(Object.keys(demo.checks)).toEqual([...CHECK_NAMES]);
+    expect(demo.final_status_code).toBe(200);
   });
 
   it("is the same every time and cannot be changed by a caller", () => {
