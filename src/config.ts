@@ -134,6 +134,12 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
       `must be a 0x-prefixed 20-byte EVM address (got ${JSON.stringify(payTo)})`,
     );
   }
+  if (payTo && /^0x0{40}$/.test(payTo)) {
+    throw new ConfigError(
+      "X402_PAY_TO",
+      "must not be the zero address (nothing can be paid to it)",
+    );
+  }
   const networks = read(
     env,
     "X402_NETWORKS",
@@ -142,6 +148,12 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
   ) as NetworkName[];
   if (networks.length === 0)
     throw new ConfigError("X402_NETWORKS", "must name at least one network");
+  if (new Set(networks).size !== networks.length) {
+    throw new ConfigError(
+      "X402_NETWORKS",
+      `names a network twice (got ${JSON.stringify(networks.join(","))})`,
+    );
+  }
   const facilitatorUrl = env.X402_FACILITATOR_URL?.trim() || undefined;
   if (facilitatorUrl !== undefined) {
     read(

@@ -57,6 +57,8 @@ describe("payment configuration", () => {
     ["X402_NETWORKS", { X402_NETWORKS: "ethereum" }],
     ["X402_NETWORKS", { X402_NETWORKS: "base,BASE-SEPOLIA" }],
     ["X402_NETWORKS", { X402_NETWORKS: " , " }],
+    ["X402_NETWORKS", { X402_NETWORKS: "base,base" }],
+    ["X402_PAY_TO", { X402_PAY_TO: `0x${"0".repeat(40)}` }],
     ["X402_FACILITATOR_URL", { X402_FACILITATOR_URL: "ftp://facilitator.example/" }],
     ["X402_FACILITATOR_URL", { X402_FACILITATOR_URL: "not a url" }],
     ["X402_FACILITATOR_URL", { X402_FACILITATOR_URL: "" }],
