@@ -176,6 +176,14 @@ export function classifyError(err: unknown, ctx: FetchContext, url: URL): Reques
   return { kind: "protocol", code: codes[0] };
 }
 
+/** A fragment is never sent, so it is no part of a URL requested (final_url, hop URLs). */
+function withoutFragment(url: URL): URL {
+  if (!url.href.includes("#")) return url; // (an empty fragment, "…/#", has hash "")
+  const copy = new URL(url.href);
+  copy.hash = "";
+  return copy;
+}
+
 function isBlockedRedirect(err: unknown): err is SnapshotError {
   return err instanceof SnapshotError && err.errorType === "ssrf";
 }
@@ -193,7 +201,7 @@ export async function fetchChain(
   onUrl: (url: URL, index: number) => void = () => undefined,
 ): Promise<Chain> {
   const hops: Hop[] = [];
-  let url = input;
+  let url = withoutFragment(input);
   for (let index = 0; ; index++) {
     onUrl(url, index);
     let res: Dispatcher.ResponseData;
@@ -222,7 +230,7 @@ export async function fetchChain(
       };
     }
     // Throws SnapshotError("ssrf") for a Location we must not follow (file:, blocked, …).
-    url = resolveRedirect(location, url, ctx.policy, ctx.requestedUrl);
+    url = withoutFragment(resolveRedirect(location, url, ctx.policy, ctx.requestedUrl));
   }
 }
 

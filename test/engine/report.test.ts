@@ -281,4 +281,15 @@ describe("report shape", () => {
     expect(r.requested_url).toBe(input);
     expect(r.normalized_url).toBe(`http://site.test:${site.port}/`);
   });
+
+  it("final_url is the URL requested: a fragment (of the input or of a Location) is never part of it", async () => {
+    const direct = await engine.snapshot(`http://site.test:${site.port}/#top`);
+    const empty = await engine.snapshot(`http://site.test:${site.port}/#`);
+    expect(empty.final_url).toBe(`http://site.test:${site.port}/`);
+    expect(direct.final_url).toBe(`http://site.test:${site.port}/`);
+    site.route("/to-frag", respond.redirect("/#section"));
+    const redirected = await engine.snapshot(`http://site.test:${site.port}/to-frag#x`);
+    expect(redirected.redirect_count).toBe(1);
+    expect(redirected.final_url).toBe(`http://site.test:${site.port}/`);
+  });
 });
