@@ -1,0 +1,64 @@
+/**
+ * SPEC §5 for the snapshot settings: the defaults, and one clear error naming the variable for
+ * every bad value (the CLI prints that error as its one line).
+ */
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, loadSnapshotConfig } from "../../src/config.js";
+
+function configError(env: Record<string, string>): ConfigError {
+  try {
+    loadSnapshotConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("snapshot configuration (SPEC §5)", () => {
+  it("has the SPEC defaults", () => {
+    const config = loadSnapshotConfig({});
+    expect(config.timeoutMs).toBe(10_000);
+    expect(config.maxRedirects).toBe(10);
+    expect([...config.allowedPorts].sort((a, b) => a - b)).toEqual([80, 443, 8080, 8443]);
+    expect(config.allowCidrs).toEqual([]);
+    expect(config.dnsServers).toEqual([]);
+    const all = loadConfig({});
+    expect([all.port, all.host]).toEqual([8080, "0.0.0.0"]);
+  });
+
+  it("reads every variable", () => {
+    const config = loadSnapshotConfig({
+      SNAPSHOT_TIMEOUT_MS: "2500",
+      SNAPSHOT_MAX_REDIRECTS: "3",
+      SNAPSHOT_ALLOWED_PORTS: "443, 8443",
+      SNAPSHOT_ALLOW_CIDRS: "127.0.0.2/31,fd00::/8",
+      SNAPSHOT_DNS_SERVERS: "127.0.0.1:5353,[::1]:53,9.9.9.9",
+    });
+    expect(config).toEqual({
+      timeoutMs: 2500,
+      maxRedirects: 3,
+      allowedPorts: new Set([443, 8443]),
+      allowCidrs: ["127.0.0.2/31", "fd00::/8"],
+      dnsServers: ["127.0.0.1:5353", "[::1]:53", "9.9.9.9"],
+    });
+  });
+
+  it.each([
+    ["SNAPSHOT_TIMEOUT_MS", "soon"],
+    ["SNAPSHOT_TIMEOUT_MS", "-1"],
+    ["SNAPSHOT_MAX_REDIRECTS", "1.5"],
+    ["SNAPSHOT_MAX_REDIRECTS", "-1"],
+    ["SNAPSHOT_ALLOWED_PORTS", "80,http"],
+    ["SNAPSHOT_ALLOWED_PORTS", "70000"],
+    ["SNAPSHOT_ALLOW_CIDRS", "127.0.0.0"],
+    ["SNAPSHOT_ALLOW_CIDRS", "10.0.0.0/33"],
+    ["SNAPSHOT_DNS_SERVERS", "dns.example"],
+    ["SNAPSHOT_DNS_SERVERS", "127.0.0.1:0"],
+  ])("%s=%j is refused with an error naming the variable", (variable, value) => {
+    const err = configError({ [variable]: value });
+    expect(err.variable).toBe(variable);
+    expect(err.message.startsWith(`${variable} `)).toBe(true);
+    expect(err.message).not.toContain("\n");
+  });
+});
