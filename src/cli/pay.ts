@@ -140,7 +140,9 @@ export const payCommand: Command = {
       }
     } catch (err) {
       if (err instanceof UsageError) throw err;
-      stderr.write(`secsnap pay: ${(err as Error).message}${causeOf(err)}\n`);
+      const refused = /ECONNREFUSED/.test(causeOf(err));
+      const hint = refused ? `; is the service running at ${values.api}? (--api URL)` : "";
+      stderr.write(`secsnap pay: ${(err as Error).message}${causeOf(err)}${hint}\n`);
       return 2;
     }
 

@@ -56,4 +56,14 @@ describe("secsnap CLI basics", () => {
       expect(stderr).toMatch(line);
     },
   );
+
+  it("pay against an API that is not running exits 2 and says where it looked", async () => {
+    // Nothing listens on port 9 (discard) on loopback.
+    const { code, stderr } = await runCli(
+      ["pay", "https://example.com", "--api", "http://127.0.0.1:9"],
+      cleanEnv(),
+    );
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/ECONNREFUSED.*is the service running at http:\/\/127\.0\.0\.1:9\?/);
+  });
 });
