@@ -336,5 +336,15 @@ describe("200 with reachable true: any final response", () => {
       expect(q.headers.authorization).toBeUndefined();
       expect(q.headers["accept-encoding"]).toBe("gzip, deflate, br");
     }
+    // The well-known probes and the HTTPS probe are requests of the snapshot too.
+    const probes = [...site.requests, ...secure.requests].filter((q) =>
+      ["/robots.txt", "/sitemap.xml", "/.well-known/security.txt", "/"].includes(q.path),
+    );
+    expect(probes.length).toBeGreaterThanOrEqual(4);
+    for (const q of probes) {
+      expect(q.headers["user-agent"]).toBe("secsnap/1.0.0");
+      expect(q.headers.cookie).toBeUndefined();
+      expect(q.headers.authorization).toBeUndefined();
+    }
   });
 });
