@@ -1,4 +1,4 @@
-import { isIP, isIPv4 } from "node:net";
+import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
 import { Agent, buildConnector } from "undici";
 import type { Dispatcher } from "undici";
@@ -109,11 +109,15 @@ function tagPhase(err: Error, phase: ConnectPhase): Error {
 
 const BYTES_READ = Symbol.for("secsnap.bytesRead");
 
+function tagBytesRead(err: Error, bytes: number): void {
+  Object.defineProperty(err, BYTES_READ, { value: bytes, configurable: true });
+}
+
 /**
- * Bytes the peer had sent on the connection when it failed after the connect (reset, closed):
- * tells "reset before any HTTP exchange" from "cut off mid-answer". From our own tag on socket
- * errors (a read ECONNRESET carries nothing else) or from undici's SocketError socket info.
- * Undefined when unknown.
+ * Bytes the peer had sent on the connection when it failed (reset, closed): tells "reset before
+ * any TLS or HTTP exchange" from a handshake or an answer cut off midway. From our own tag on
+ * socket errors (a read ECONNRESET carries nothing else; for a failed TLS connect it counts the
+ * raw TCP bytes) or from undici's SocketError socket info. Undefined when unknown.
  */
 export function findBytesRead(err: unknown): number | undefined {
   for (let e = err, depth = 0; e && depth < 10; depth++) {
@@ -174,24 +178,40 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
   const dialOne = (
     params: buildConnector.Options,
     address: string,
+    port: number,
     servername: string | undefined,
   ): Promise<Socket> =>
     new Promise((resolve, reject) => {
       let tcpConnected = false;
+      // For https the TCP socket is ours (undici's `httpSocket`), so a failed handshake can tell
+      // whether the server had sent anything: SPEC §3 separates a reset before any TLS exchange
+      // (unreachable) from a TLS handshake that failed.
+      const tcp =
+        params.protocol === "https:"
+          ? netConnect({ host: address, port, lookup: refuseLookup })
+          : undefined;
+      // The TLS socket reports the same errors; this listener only keeps them from being unhandled.
+      tcp?.on("error", () => undefined);
       const socket = socketConnector(
         // hostname is what gets dialled; host (name:port) stays for undici's bookkeeping.
-        { ...params, hostname: address, ...(servername ? { servername } : {}) },
+        {
+          ...params,
+          hostname: address,
+          ...(servername ? { servername } : {}),
+          ...(tcp ? { httpSocket: tcp } : {}),
+        },
         (err, sock) => {
-          if (err) return reject(tagPhase(err, tcpConnected ? "tls" : "tcp"));
+          if (err) {
+            tagBytesRead(err, tcp?.bytesRead ?? 0);
+            return reject(tagPhase(err, tcpConnected ? "tls" : "tcp"));
+          }
           // Only records a number on the error object; undici still handles the error itself.
-          sock.on("error", (e: Error) => {
-            Object.defineProperty(e, BYTES_READ, { value: sock.bytesRead, configurable: true });
-          });
+          sock.on("error", (e: Error) => tagBytesRead(e, sock.bytesRead));
           resolve(sock);
         },
       ) as unknown as Socket | undefined;
-      // For TLS sockets 'connect' is the TCP connection, before the handshake.
-      socket?.once?.("connect", () => {
+      // 'connect' is the TCP connection, before any TLS handshake.
+      (tcp ?? socket)?.once?.("connect", () => {
         tcpConnected = true;
       });
     });
@@ -224,7 +244,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     for (const address of ordered.slice(0, MAX_DIAL_ATTEMPTS)) {
       try {
         opts.onDial?.({ host, address, port });
-        return await dialOne(params, address, servername);
+        return await dialOne(params, address, port, servername);
       } catch (err) {
         lastError = err;
         if (!TRY_NEXT_ADDRESS.has(findErrorCode(err) ?? "")) break;

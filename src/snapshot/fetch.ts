@@ -129,12 +129,16 @@ const TLS_REASONS: Record<string, TlsReason> = {
 
 /**
  * SPEC §3: only a connection "refused or reset before any TLS or HTTP exchange" makes the first
- * request unreachable. A connection that failed while connecting (the dialer tags the phase) had
- * no exchange; one that failed later on https had a completed TLS handshake; on http, it had an
- * exchange when the server had sent any byte of an answer.
+ * request unreachable. A connection that failed before TCP was up had no exchange; one that
+ * failed during the TLS handshake had one if the server had sent any handshake byte; one that
+ * failed later had a completed handshake (https) or, on http, an exchange if the server had sent
+ * any byte of an answer.
  */
 function exchangeBegan(err: unknown, url: URL): boolean {
-  if (findConnectPhase(err) !== undefined) return false;
+  const phase = findConnectPhase(err);
+  if (phase === "tcp") return false;
+  // Reset during the handshake: an exchange only if the server had answered our ClientHello.
+  if (phase === "tls") return (findBytesRead(err) ?? 0) > 0;
   if (url.protocol === "https:") return true;
   return (findBytesRead(err) ?? 0) > 0;
 }
@@ -161,7 +165,11 @@ export function classifyError(err: unknown, ctx: FetchContext, url: URL): Reques
   // speak TLS and rejects us sends an alert, which is an ERR_SSL_* code below.) Closed after
   // the TLS handshake or in the middle of an answer: an exchange happened.
   if (has("ECONNRESET", "EPIPE", "UND_ERR_SOCKET")) {
-    return exchangeBegan(err, url) ? { kind: "closed" } : { kind: "reset" };
+    if (!exchangeBegan(err, url)) return { kind: "reset" };
+    // Cut off during a handshake the server had started answering: a failed TLS handshake.
+    if (findConnectPhase(err) === "tls")
+      return { kind: "tls", reason: "handshake", code: codes[0] };
+    return { kind: "closed" };
   }
   if (
     has("UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT", "ETIMEDOUT")

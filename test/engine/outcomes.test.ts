@@ -2,6 +2,9 @@
  * Every row of SPEC §3's outcome table, plus redirect-chain handling, against real servers and
  * a real DNS server.
  */
+import { once } from "node:events";
+import { createServer as createTcpServer } from "node:net";
+import type { AddressInfo, Server as TcpServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotEngine, SnapshotResult } from "../../src/snapshot/index.js";
 import { SnapshotError, SnapshotResultSchema } from "../../src/snapshot/index.js";
@@ -28,6 +31,9 @@ let expired: TargetServer;
 let reset: Awaited<ReturnType<typeof startResetServer>>;
 let silent: Awaited<ReturnType<typeof startSilentServer>>;
 let closed: number;
+/** Reads the ClientHello, answers with the start of a TLS record (or nothing), then closes. */
+let tlsCutOff: TcpServer;
+let tlsSilentClose: TcpServer;
 let engine: SnapshotEngine;
 let fastEngine: SnapshotEngine;
 
@@ -76,7 +82,29 @@ beforeAll(async () => {
   reset = await startResetServer();
   silent = await startSilentServer();
   closed = await closedPort();
-  const ports = [site.port, secure.port, expired.port, reset.port, silent.port, closed];
+  const closeAfterHello = (answer: Buffer) =>
+    createTcpServer((socket) => {
+      socket.on("error", () => undefined);
+      socket.once("data", () => socket.end(answer));
+    });
+  // A ServerHello record header: the server has started the handshake.
+  tlsCutOff = closeAfterHello(Buffer.from([0x16, 0x03, 0x03, 0x00, 0x40, 0x02, 0x00]));
+  tlsSilentClose = closeAfterHello(Buffer.alloc(0));
+  for (const server of [tlsCutOff, tlsSilentClose]) {
+    server.listen(0, PUBLIC_HOST);
+    await once(server, "listening");
+  }
+  const port = (server: TcpServer) => (server.address() as AddressInfo).port;
+  const ports = [
+    site.port,
+    secure.port,
+    expired.port,
+    reset.port,
+    silent.port,
+    closed,
+    port(tlsCutOff),
+    port(tlsSilentClose),
+  ];
   engine = createTestEngine({ dns, ports, httpsProbePort: secure.port });
   fastEngine = createTestEngine({ dns, ports, httpsProbePort: secure.port, timeoutMs: 1500 });
 });
@@ -84,6 +112,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([engine.close(), fastEngine.close()]);
   await Promise.all([site, secure, expired, reset, silent, dns].map((s) => s.close()));
+  for (const server of [tlsCutOff, tlsSilentClose]) server.close();
 });
 
 describe("input (SPEC §2) → 400 before any network", () => {
@@ -148,6 +177,12 @@ describe("unreachable: the first request never got to an exchange", () => {
     );
   });
 
+  it("a server that reads the ClientHello and closes without sending a byte", async () => {
+    const port = (tlsSilentClose.address() as AddressInfo).port;
+    const err = await failure(engine.snapshot(`https://site.test:${port}/`));
+    expect(err.errorType).toBe("unreachable");
+  });
+
   it("an HTTP server that reads the request and closes without sending a byte", async () => {
     const err = await failure(engine.snapshot(`http://site.test:${site.port}/hang-up`));
     expect(err.errorType).toBe("unreachable");
@@ -187,6 +222,15 @@ describe("200 with reachable false: something learned, no final response", () =>
       sitemap_xml_present: null,
     });
     expect(r.notes.join(" ")).toMatch(/certificate has expired/);
+  });
+
+  it("the first TLS handshake is cut off after the server began it (a TLS exchange happened)", async () => {
+    const port = (tlsCutOff.address() as AddressInfo).port;
+    const r = valid(await engine.snapshot(`https://site.test:${port}/`));
+    expect(r).toMatchObject({ reachable: false, final_status_code: null, https_ok: false });
+    expect(r.notes.find((n) => n.startsWith("HTTPS does not work"))).toMatch(
+      /the TLS handshake failed/,
+    );
   });
 
   it("the first https request is closed after a completed TLS handshake (a TLS exchange happened)", async () => {
