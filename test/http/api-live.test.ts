@@ -62,6 +62,7 @@ function matches(component: string, value: unknown): boolean {
 it("a live snapshot through the API is a 200 matching the published SnapshotResult", async () => {
   const res = await post(target.url);
   expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^application\/json(;\s*charset=utf-8)?$/i);
   expect(res.headers.get("cache-control")).toBe("no-store");
   const body = (await res.json()) as Record<string, unknown>;
   expect(body).toMatchObject({
@@ -78,6 +79,7 @@ it("an engine-side failure (connection refused) is a 400 unreachable matching Sn
   const url = `http://127.0.0.1:${deadPort}/`;
   const res = await post(url);
   expect(res.status).toBe(400);
+  expect(res.headers.get("content-type")).toMatch(/^application\/json(;\s*charset=utf-8)?$/i);
   const body: unknown = await res.json();
   expect(body).toEqual({
     requested_url: url,
