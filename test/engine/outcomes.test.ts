@@ -306,6 +306,34 @@ describe("200 with reachable false: something learned, no final response", () =>
     }
   });
 
+  it("SNAPSHOT_MAX_REDIRECTS sets the cap: with 2, the 3rd redirect stops at the 3rd URL", async () => {
+    const capped = createTestEngine({
+      dns,
+      ports: [site.port],
+      httpsProbePort: secure.port,
+      maxRedirects: 2,
+    });
+    site.route("/c0", respond.redirect("/c1"));
+    site.route("/c1", respond.redirect("/c2"));
+    site.route("/c2", respond.redirect("/c3"));
+    site.route("/c3", respond.text("never asked"));
+    try {
+      const r = valid(await capped.snapshot(`http://site.test:${site.port}/c0`));
+      expect(r).toMatchObject({
+        reachable: false,
+        redirect_count: 2,
+        final_url: `http://site.test:${site.port}/c2`,
+      });
+      expect(site.requests.some((q) => q.path === "/c3")).toBe(false);
+      expect(r.notes.join(" ")).toMatch(/redirects more than 2 times/);
+      // Two redirects are within the cap.
+      const ok = valid(await capped.snapshot(`http://site.test:${site.port}/c1`));
+      expect(ok).toMatchObject({ reachable: true, redirect_count: 2, final_status_code: 200 });
+    } finally {
+      await capped.close();
+    }
+  });
+
   it("a redirect loop ends at the cap too", async () => {
     site.route("/loop-a", respond.redirect("/loop-b"));
     site.route("/loop-b", respond.redirect("/loop-a"));
