@@ -17,6 +17,67 @@ function declaredTooLarge(c: Context, max: number): boolean {
   return Number.isFinite(declared) && declared > max;
 }
 
+type ReadOutcome = "ok" | "too_large" | "unreadable";
+
+/**
+ * Collects one Node request body up to `max` bytes. A class rather than closures: tsx (esbuild
+ * keepNames) wraps every named closure in an `Object.defineProperty` call, and the five listeners
+ * made per request cost 4% of the 402 path (perf); bound methods cost nothing of the kind.
+ */
+class NodeBodyReader {
+  readonly chunks: Buffer[] = [];
+  size = 0;
+  private settle: ((outcome: ReadOutcome) => void) | undefined;
+  private readonly onData = this.data.bind(this);
+  private readonly onEnd = this.finish.bind(this, "ok");
+  private readonly onError = this.finish.bind(this, "unreadable");
+
+  constructor(
+    private readonly incoming: IncomingMessage,
+    private readonly max: number,
+  ) {}
+
+  read(): Promise<ReadOutcome> {
+    return new Promise<ReadOutcome>((resolve) => {
+      this.settle = resolve;
+      this.incoming.on("data", this.onData).once("end", this.onEnd).once("error", this.onError);
+      if (this.incoming.readableEnded) this.finish("ok");
+    });
+  }
+
+  private data(chunk: Buffer): void {
+    this.size += chunk.byteLength;
+    if (this.size > this.max) this.finish("too_large");
+    else this.chunks.push(chunk);
+  }
+
+  private finish(outcome: ReadOutcome): void {
+    this.incoming.off("data", this.onData).off("end", this.onEnd).off("error", this.onError);
+    if (outcome === "too_large") this.incoming.pause();
+    this.settle?.(outcome);
+  }
+}
+
+/** The body of a web Request (no Node request underneath), with the same limit. */
+async function readWebBody(body: ReadableStream<Uint8Array>, max: number): Promise<BodyText> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = body.getReader();
+  try {
+    for (let r = await reader.read(); !r.done; r = await reader.read()) {
+      size += r.value.byteLength;
+      if (size > max) {
+        void reader.cancel().catch(() => {});
+        return { ok: false, reason: "too_large" };
+      }
+      chunks.push(r.value);
+    }
+  } catch {
+    return { ok: false, reason: "unreadable" };
+  }
+  return { ok: true, text: Buffer.concat(chunks, size).toString("utf8") };
+}
+
 /**
  * Reads a request body as UTF-8, refusing it as soon as it passes `max` bytes (a larger
  * Content-Length is refused without reading). Hand-written rather than hono/body-limit plus
@@ -27,47 +88,13 @@ function declaredTooLarge(c: Context, max: number): boolean {
  */
 export async function readBodyText(c: Context, max: number): Promise<BodyText> {
   if (declaredTooLarge(c, max)) return { ok: false, reason: "too_large" };
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  const add = (chunk: Uint8Array): boolean => {
-    size += chunk.byteLength;
-    if (size > max) return false;
-    chunks.push(chunk);
-    return true;
-  };
-
   const incoming = nodeRequest(c);
-  if (incoming) {
-    const outcome = await new Promise<"ok" | "too_large" | "unreadable">((resolve) => {
-      const finish = (result: "ok" | "too_large" | "unreadable") => {
-        incoming.off("data", onData).off("end", onEnd).off("error", onError);
-        if (result === "too_large") incoming.pause();
-        resolve(result);
-      };
-      const onData = (chunk: Buffer) => {
-        if (!add(chunk)) finish("too_large");
-      };
-      const onEnd = () => finish("ok");
-      const onError = () => finish("unreadable");
-      incoming.on("data", onData).once("end", onEnd).once("error", onError);
-      if (incoming.readableEnded) finish("ok");
-    });
-    if (outcome !== "ok") return { ok: false, reason: outcome };
-  } else {
+  if (!incoming) {
     const body = c.req.raw.body;
-    if (body) {
-      const reader = body.getReader();
-      try {
-        for (let r = await reader.read(); !r.done; r = await reader.read()) {
-          if (!add(r.value)) {
-            void reader.cancel().catch(() => {});
-            return { ok: false, reason: "too_large" };
-          }
-        }
-      } catch {
-        return { ok: false, reason: "unreadable" };
-      }
-    }
+    return body ? readWebBody(body, max) : { ok: true, text: "" };
   }
-  return { ok: true, text: Buffer.concat(chunks, size).toString("utf8") };
+  const reader = new NodeBodyReader(incoming, max);
+  const outcome = await reader.read();
+  if (outcome !== "ok") return { ok: false, reason: outcome };
+  return { ok: true, text: Buffer.concat(reader.chunks, reader.size).toString("utf8") };
 }

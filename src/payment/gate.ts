@@ -189,7 +189,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
   });
 
-  const challengeCache = new Map<string, HTTPResponseInstructions>();
+  const challengeCache = new Map<string, JsonAnswer>();
   const httpServer = new x402HTTPResourceServer(resourceServer, {
     [PAID_ROUTE]: routeConfig(options),
   });
@@ -224,10 +224,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   }
 
   function send(c: Context, response: HTTPResponseInstructions): Response {
-    for (const [key, value] of Object.entries(response.headers)) c.header(key, value);
-    const status = response.status as 402;
-    if (response.isHtml) return c.html(String(response.body ?? ""), status);
-    return c.json(withErrorMessage(response), status);
+    if (response.isHtml) {
+      for (const [key, value] of Object.entries(response.headers)) c.header(key, value);
+      return c.html(String(response.body ?? ""), response.status as 402);
+    }
+    return sendJson(toJsonAnswer(response));
   }
 
   const middleware: MiddlewareHandler = async (c, next) => {
@@ -247,7 +248,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     // cached, so the SDK builds and encodes it once per URL; later unpaid requests reuse it.
     const cacheable = !context.paymentHeader && !adapter.getAcceptHeader().includes("text/html");
     const cached = cacheable ? challengeCache.get(c.req.url) : undefined;
-    if (cached) return send(c, cached);
+    if (cached) return sendJson(cached);
 
     const started = performance.now();
     let result;
@@ -262,10 +263,12 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return c.json({ error: "Payment processing failed." }, 500);
     }
     if (result.type === "payment-error") {
-      if (cacheable && result.response.status === 402) {
+      if (cacheable && result.response.status === 402 && !result.response.isHtml) {
         // Bounded: the URL carries the client's Host header, so its variety is the client's choice.
         if (challengeCache.size >= CHALLENGE_CACHE_SIZE) challengeCache.clear();
-        challengeCache.set(c.req.url, result.response);
+        const answer = toJsonAnswer(result.response);
+        challengeCache.set(c.req.url, answer);
+        return sendJson(answer);
       }
       return send(c, result.response);
     }
@@ -343,6 +346,31 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return ready;
     },
   };
+}
+
+/** An SDK answer serialized once, so the cached challenge is not re-encoded per request. */
+interface JsonAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: string;
+}
+
+function toJsonAnswer(response: HTTPResponseInstructions): JsonAnswer {
+  return {
+    status: response.status,
+    headers: { "Content-Type": "application/json", ...response.headers },
+    body: JSON.stringify(withErrorMessage(response)),
+  };
+}
+
+/**
+ * A Response with a plain header record, not c.header()/c.json(): Hono copies those headers into
+ * an undici Headers object whose per-character check of the ~4.7 KB PAYMENT-REQUIRED value was
+ * the largest single cost of the 402 path (perf); @hono/node-server hands a plain record
+ * straight to writeHead. The record is copied because a later `c.res` access may modify it.
+ */
+function sendJson(answer: JsonAnswer): Response {
+  return new Response(answer.body, { status: answer.status, headers: { ...answer.headers } });
 }
 
 /** The SDK leaves 402 bodies empty; give clients the reason from the challenge as well. */
