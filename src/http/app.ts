@@ -55,7 +55,8 @@ export interface AppDeps {
 }
 
 /** Response headers browser x402 clients must be able to read. */
-const CORS_EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE"] as const;
+/** Retry-After too, so a browser client can honour it on a 503. */
+const CORS_EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After"] as const;
 
 /** The CORS headers of every answer except the preflight. */
 const CORS_HEADERS = [
@@ -133,7 +134,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     maxAge: 600,
   });
   app.use("*", async (c, next) => {
-    if (c.req.method === "OPTIONS") return preflight(c, next);
+    // A preflight only for the paths that exist; OPTIONS on anything else is 404 like any method.
+    if (c.req.method === "OPTIONS") {
+      return Object.hasOwn(ALLOWED_METHODS, c.req.path) ? preflight(c, next) : next();
+    }
     const outgoing = nodeResponse(c);
     for (const [name, value] of CORS_HEADERS) {
       if (outgoing) outgoing.setHeader(name, value);

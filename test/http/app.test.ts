@@ -133,8 +133,18 @@ describe("CORS for browser x402 clients", () => {
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     const exposed = (res.headers.get("access-control-expose-headers") ?? "").toUpperCase();
     expect(exposed.split(",")).toEqual(
-      expect.arrayContaining(["PAYMENT-REQUIRED", "PAYMENT-RESPONSE"]),
+      expect.arrayContaining(["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "RETRY-AFTER"]),
     );
+  });
+
+  it.each([
+    ["a bare OPTIONS", {}],
+    ["a preflight", { origin: "https://app.example", "access-control-request-method": "POST" }],
+  ])("%s on an unknown path is 404 JSON, not a preflight answer", async (_name, headers) => {
+    const res = await fetch(`${served.url}/nope`, { method: "OPTIONS", headers });
+    expect(res.status).toBe(404);
+    expectJson(res);
+    expect(await res.json()).toEqual({ error: "not found" });
   });
 });
 
