@@ -33,6 +33,7 @@ export const USDC_ADDRESSES: Readonly<Record<string, `0x${string}`>> = {
 const USDC_DECIMALS = 6;
 
 const CHALLENGE_CACHE_SIZE = 64;
+const DEFAULT_SETTLE_TIMEOUT_MS = 130_000;
 
 /** The one priced route (SPEC §1). */
 export const PAID_ROUTE = "POST /v1/snapshot";
@@ -60,8 +61,14 @@ export interface PaymentGateOptions {
   facilitatorHeaders?: Record<string, string>;
   /** Per-request auth headers (e.g. CDP JWTs); see FacilitatorClientOptions.createAuthHeaders. */
   facilitatorAuth?: FacilitatorClientOptions["createAuthHeaders"];
-  /** Bound on each facilitator call; default 10 s. */
+  /** Bound on /supported and /verify; default 10 s. */
   facilitatorTimeoutMs?: number;
+  /**
+   * Bound on /settle; default 130 s. Longer than the others on purpose: a settle that times out
+   * here may still land on chain, charging a client who gets no report, and a facilitator waits
+   * up to 120 s for the receipt on Base.
+   */
+  facilitatorSettleTimeoutMs?: number;
   /** After a failed /supported fetch, unpaid requests answer 503 without retrying for this long. */
   supportedRetryMs?: number;
   /** `Retry-After` (seconds) on 503 answers. */
@@ -159,6 +166,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const facilitator = new ResilientFacilitatorClient({
     url: options.facilitatorUrl,
     timeoutMs: options.facilitatorTimeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
+    settleTimeoutMs: options.facilitatorSettleTimeoutMs ?? DEFAULT_SETTLE_TIMEOUT_MS,
     ...(options.facilitatorHeaders && { headers: options.facilitatorHeaders }),
     ...(options.facilitatorAuth && { createAuthHeaders: options.facilitatorAuth }),
   });
@@ -305,8 +313,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         report(started, verified, handled, settled, 402);
         return;
       }
+      // Settled: the client has paid, so the report goes out whatever the store says next.
       served = true;
-      await store.markSpent(key);
       for (const [name, value] of Object.entries(settlement.headers))
         c.res.headers.set(name, value);
       c.res.headers.set(
@@ -314,6 +322,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         withPrivateCacheControl(c.res.headers.get("Cache-Control")),
       );
       report(started, verified, handled, settled, 200);
+      // Still claimed if this fails (the claim expires with the authorization), and the chain
+      // refuses the nonce a second time anyway.
+      await store.markSpent(key).catch((error: unknown) => {
+        log(`replay store could not mark a settled proof spent: ${String(error)}`);
+      });
     } finally {
       if (!served) await store.release(key);
     }

@@ -18,6 +18,7 @@ import { Hono } from "hono";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createPaymentGate, type PaymentGateOptions } from "../../src/payment/gate.js";
+import { MemoryReplayStore } from "../../src/payment/replay-guard.js";
 import { SnapshotResultSchema } from "../../src/snapshot/result.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
@@ -308,7 +309,9 @@ describe("facilitator trouble", () => {
 
   it("settle hanging past the timeout is 503 without the report, and the proof is freed", async () => {
     const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
-    const service = await startService(base(facilitator.url, { facilitatorTimeoutMs: 300 }));
+    const service = await startService(
+      base(facilitator.url, { facilitatorTimeoutMs: 300, facilitatorSettleTimeoutMs: 300 }),
+    );
     opened.push(facilitator, service);
     const challenge = await challengeOf(await post(service, "https://example.com"));
     const proof = await signedHeaders(challenge);
@@ -435,5 +438,26 @@ describe("order of work", () => {
     const response = await post(service, "https://example.com", await signedHeaders(challenge));
     expect(response.status).toBe(402);
     expect(await response.json()).toEqual({ error: expect.stringContaining("transaction_failed") });
+  });
+});
+
+describe("a settled payment always gets its report", () => {
+  it("even when the replay store fails to mark the proof spent", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const failingStore = new MemoryReplayStore();
+    failingStore.markSpent = () => Promise.reject(new Error("store down"));
+    const service = await startService(base(facilitator.url, { replayStore: failingStore }));
+    try {
+      const challenge = await challengeOf(await post(service, "https://example.com"));
+      const paid = await post(service, "https://example.com", await signedHeaders(challenge));
+      expect(paid.status).toBe(200);
+      expect(await paid.json()).toEqual({ requested_url: "https://example.com" });
+      expect(decodePaymentResponseHeader(paid.headers.get("PAYMENT-RESPONSE")!)).toMatchObject({
+        success: true,
+      });
+    } finally {
+      await service.close();
+      await facilitator.close();
+    }
   });
 });
