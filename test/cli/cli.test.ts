@@ -1,16 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
+import { closedPort } from "../fixtures/targets.js";
 import { cleanEnv, runCli } from "./run.js";
-
-/** A loopback port that nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe("secsnap CLI basics", () => {
   it("--help lists the commands and exits 0", async () => {
@@ -69,7 +59,7 @@ describe("secsnap CLI basics", () => {
   );
 
   it("pay against an API that is not running exits 2 and says where it looked", async () => {
-    const api = `http://127.0.0.1:${await closedPort()}`;
+    const api = `http://127.0.0.1:${await closedPort("127.0.0.1")}`;
     const { code, stderr } = await runCli(["pay", "https://example.com", "--api", api], cleanEnv());
     expect(code).toBe(2);
     expect(stderr).toContain(`ECONNREFUSED`);

@@ -1,16 +1,7 @@
-import { createServer, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { closedPort } from "../fixtures/targets.js";
 import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
 import { startTarget } from "./target.js";
-
-/** A free loopback port for the devnet (tests never bind fixed ports). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 let target: Awaited<ReturnType<typeof startTarget>>;
 beforeAll(async () => {
@@ -31,8 +22,8 @@ it(
         HOST: "127.0.0.1",
         SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
         SNAPSHOT_ALLOWED_PORTS: String(target.port),
-        DEVNET_RPC_PORT: String(await freePort()),
-        DEVNET_FACILITATOR_PORT: String(await freePort()),
+        DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
+        DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
       }),
     );
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve));

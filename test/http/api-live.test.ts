@@ -1,20 +1,10 @@
-import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createOpenApiDocument } from "../../src/http/openapi.js";
 import { createSnapshotEngine, type SnapshotEngine } from "../../src/snapshot/index.js";
 import { startTarget } from "../cli/target.js";
+import { closedPort } from "../fixtures/targets.js";
 import { serveApp, type Served } from "./helpers.js";
-
-/** A loopback port with nothing listening on it (bound, read back, released). */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 let target: Awaited<ReturnType<typeof startTarget>>;
 let engine: SnapshotEngine;
@@ -26,7 +16,7 @@ ajv.addSchema(createOpenApiDocument(), "openapi.json");
 
 beforeAll(async () => {
   target = await startTarget();
-  deadPort = await closedPort();
+  deadPort = await closedPort("127.0.0.1");
   const allowedPorts = new Set([target.port, deadPort]);
   const allowCidrs = ["127.0.0.0/8"];
   engine = createSnapshotEngine({
