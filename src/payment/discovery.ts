@@ -1,5 +1,6 @@
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { z } from "zod";
+import { demoSnapshot } from "../snapshot/demo.js";
 import { SnapshotResultSchema } from "../snapshot/result.js";
 import type { SnapshotResult } from "../snapshot/result.js";
 
@@ -24,42 +25,11 @@ function embeddedJsonSchema(schema: z.ZodType): Record<string, unknown> {
   ) as Record<string, unknown>;
 }
 
-// Parsed through the schema so the advertised example cannot drift from the real shape.
-const EXAMPLE_RESULT: SnapshotResult = SnapshotResultSchema.parse({
-  requested_url: "example.com",
-  normalized_url: "https://example.com/",
-  final_url: "https://example.com/",
-  fetched_at: "2026-01-01T00:00:00.000Z",
-  reachable: true,
-  final_status_code: 200,
-  redirect_count: 0,
-  https_ok: true,
-  hsts_present: true,
-  csp_present: false,
-  x_frame_options_present: true,
-  x_content_type_options_present: true,
-  referrer_policy_present: true,
-  permissions_policy_present: false,
-  security_txt_present: true,
-  robots_txt_present: true,
-  sitemap_xml_present: null,
-  notes: [
-    "Content-Security-Policy (CSP) header is missing.",
-    "Permissions-Policy header is missing.",
-  ],
-  checks: {
-    https: true,
-    hsts: true,
-    csp: false,
-    x_frame_options: true,
-    x_content_type_options: true,
-    referrer_policy: true,
-    permissions_policy: false,
-    security_txt: true,
-    robots_txt: true,
-    sitemap_xml: null,
-  },
-});
+/** The demo report (SERVICE.md §4.2) is our sample report; the example is it without the demo marks. */
+function exampleResult(): SnapshotResult {
+  const { _demo: _d, _note: _n, ...report } = demoSnapshot();
+  return report;
+}
 
 /** The `extensions` entry of the route: Bazaar discovery of the JSON input and the report. */
 export function snapshotDiscoveryExtension(): Record<string, unknown> {
@@ -67,6 +37,6 @@ export function snapshotDiscoveryExtension(): Record<string, unknown> {
     bodyType: "json",
     input: { url: "https://example.com" },
     inputSchema: embeddedJsonSchema(SnapshotRequestSchema),
-    output: { example: EXAMPLE_RESULT, schema: embeddedJsonSchema(SnapshotResultSchema) },
+    output: { example: exampleResult(), schema: embeddedJsonSchema(SnapshotResultSchema) },
   });
 }
