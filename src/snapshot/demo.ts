@@ -3,6 +3,7 @@
  * Its notes come from the same table as live reports, so the wording cannot drift.
  */
 import { missingHeaderNotes, renderNotes } from "./notes.js";
+import { checksOf } from "./result.js";
 import type { DemoSnapshotResult } from "./result.js";
 
 export const DEMO_NOTE =
@@ -17,7 +18,7 @@ const headers = {
   permissions_policy: true,
 };
 
-const DEMO: DemoSnapshotResult = {
+const FIELDS = {
   requested_url: "https://example.com",
   normalized_url: "https://example.com/",
   final_url: "https://example.com/",
@@ -36,18 +37,11 @@ const DEMO: DemoSnapshotResult = {
   robots_txt_present: true,
   sitemap_xml_present: true,
   notes: renderNotes(missingHeaderNotes(headers)),
-  checks: {
-    https: true,
-    hsts: headers.hsts,
-    csp: headers.csp,
-    x_frame_options: headers.x_frame_options,
-    x_content_type_options: headers.x_content_type_options,
-    referrer_policy: headers.referrer_policy,
-    permissions_policy: headers.permissions_policy,
-    security_txt: true,
-    robots_txt: true,
-    sitemap_xml: true,
-  },
+};
+
+const DEMO: DemoSnapshotResult = {
+  ...FIELDS,
+  checks: checksOf(FIELDS),
   _demo: true,
   _note: DEMO_NOTE,
 };

@@ -70,6 +70,22 @@ export const SnapshotResultSchema = z
   .strict();
 export type SnapshotResult = z.infer<typeof SnapshotResultSchema>;
 
+/** `checks` from the fields (SERVICE.md §2.1 rule 2: each entry equals its field, in SPEC order). */
+export function checksOf(fields: Omit<SnapshotResult, "checks">): SnapshotResult["checks"] {
+  return {
+    https: fields.https_ok,
+    hsts: fields.hsts_present,
+    csp: fields.csp_present,
+    x_frame_options: fields.x_frame_options_present,
+    x_content_type_options: fields.x_content_type_options_present,
+    referrer_policy: fields.referrer_policy_present,
+    permissions_policy: fields.permissions_policy_present,
+    security_txt: fields.security_txt_present,
+    robots_txt: fields.robots_txt_present,
+    sitemap_xml: fields.sitemap_xml_present,
+  };
+}
+
 export const DemoSnapshotResultSchema = SnapshotResultSchema.extend({
   _demo: z.literal(true),
   _note: z.string(),

@@ -26,7 +26,7 @@ import { missingHeaderNotes, renderNotes } from "./notes.js";
 import type { Note } from "./notes.js";
 import { createResolver } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
-import { SnapshotError } from "./result.js";
+import { SnapshotError, checksOf } from "./result.js";
 import type { SnapshotResult } from "./result.js";
 import type { Chain, FileProbe, HttpsProbe, RequestFailure } from "./types.js";
 import { effectivePort, normalizeUrl, parseInputUrl } from "./url-rules.js";
@@ -261,11 +261,8 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
         notes.push({ code: "file", file: "sitemap_xml", verdict: files.sitemap_xml });
       }
 
-      const securityTxt = files ? files.security_txt.value : null;
-      const robotsTxt = files ? files.robots_txt.value : null;
-      const sitemapXml = files ? files.sitemap_xml.value : null;
       // Key order is SERVICE.md §2.1 (SPEC "Field presence").
-      return {
+      const fields = {
         requested_url: rawUrl,
         normalized_url: normalized,
         final_url: finalUrl.href,
@@ -280,23 +277,12 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
         x_content_type_options_present: headers.x_content_type_options,
         referrer_policy_present: headers.referrer_policy,
         permissions_policy_present: headers.permissions_policy,
-        security_txt_present: securityTxt,
-        robots_txt_present: robotsTxt,
-        sitemap_xml_present: sitemapXml,
+        security_txt_present: files ? files.security_txt.value : null,
+        robots_txt_present: files ? files.robots_txt.value : null,
+        sitemap_xml_present: files ? files.sitemap_xml.value : null,
         notes: renderNotes(notes),
-        checks: {
-          https: https.ok,
-          hsts: headers.hsts,
-          csp: headers.csp,
-          x_frame_options: headers.x_frame_options,
-          x_content_type_options: headers.x_content_type_options,
-          referrer_policy: headers.referrer_policy,
-          permissions_policy: headers.permissions_policy,
-          security_txt: securityTxt,
-          robots_txt: robotsTxt,
-          sitemap_xml: sitemapXml,
-        },
       };
+      return { ...fields, checks: checksOf(fields) };
     } finally {
       clearTimeout(timer);
       // Cancels every speculative request the result did not need, and cuts unread bodies.
