@@ -18,6 +18,7 @@ import {
 } from "./constants.js";
 import { startDevnet } from "./devnet.js";
 import type { Devnet } from "./devnet.js";
+import { authorizationTypes } from "@x402/evm";
 
 let devnet: Devnet;
 const logs: string[] = [];
@@ -169,16 +170,7 @@ describe("startDevnet from nothing", () => {
           chainId: 84532,
           verifyingContract: DEVNET_USDC_ADDRESS,
         },
-        types: {
-          TransferWithAuthorization: [
-            { name: "from", type: "address" },
-            { name: "to", type: "address" },
-            { name: "value", type: "uint256" },
-            { name: "validAfter", type: "uint256" },
-            { name: "validBefore", type: "uint256" },
-            { name: "nonce", type: "bytes32" },
-          ],
-        },
+        types: authorizationTypes,
         primaryType: "TransferWithAuthorization",
         message: { from: payer.address, to: devnet.payTo, validAfter: 0n, ...message },
       });

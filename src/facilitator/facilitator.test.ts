@@ -12,6 +12,7 @@ import type { Devnet } from "../devnet/devnet.js";
 import { MAX_BODY_BYTES, startFacilitator } from "./app.js";
 import type { RunningFacilitator } from "./app.js";
 import { runFacilitatorCommand } from "./command.js";
+import { authorizationTypes } from "@x402/evm";
 
 let devnet: Devnet;
 beforeAll(async () => {
@@ -231,16 +232,7 @@ describe("verify and settle a real EIP-3009 payment", () => {
     };
     const signature = await account.signTypedData({
       domain: { name: "USDC", version: "2", chainId: 84532, verifyingContract: devnet.usdcAddress },
-      types: {
-        TransferWithAuthorization: [
-          { name: "from", type: "address" },
-          { name: "to", type: "address" },
-          { name: "value", type: "uint256" },
-          { name: "validAfter", type: "uint256" },
-          { name: "validBefore", type: "uint256" },
-          { name: "nonce", type: "bytes32" },
-        ],
-      },
+      types: authorizationTypes,
       primaryType: "TransferWithAuthorization",
       message: {
         ...authorization,
