@@ -3,7 +3,7 @@ import { SnapshotErrorBodySchema, SnapshotResultSchema } from "../../src/snapsho
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";
 import { cleanEnv, runCli } from "./run.js";
-import { startTarget } from "./target.js";
+import { startTarget } from "../fixtures/held-target.js";
 
 let target: Awaited<ReturnType<typeof startTarget>>;
 let dns: DnsFixture;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { closedPort } from "../fixtures/targets.js";
 import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
-import { startTarget } from "./target.js";
+import { startTarget } from "../fixtures/held-target.js";
 
 let target: Awaited<ReturnType<typeof startTarget>>;
 beforeAll(async () => {
