@@ -1,5 +1,6 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { CDP_FACILITATOR_URL, parseCdpApiKeySecret, type CdpApiKey } from "./payment/cdp-auth.js";
 
 /**
  * All environment in one typed, validated place (SPEC §5). A bad value stops the process at
@@ -86,6 +87,8 @@ export interface PaymentConfig {
   facilitatorUrl: string | undefined;
   /** Extra header for a hosted facilitator that needs auth (X402_FACILITATOR_AUTH_HEADER). */
   facilitatorHeaders?: Record<string, string>;
+  /** Coinbase CDP API key (CDP_API_KEY_ID + CDP_API_KEY_SECRET): a signed JWT per facilitator call. */
+  cdpApiKey?: CdpApiKey;
   /** Decimal USDC string, e.g. "0.05". */
   priceUsdc: string;
   devnetRpcPort: number;
@@ -126,6 +129,25 @@ export function loadSnapshotConfig(env: Env = process.env): SnapshotConfig {
   };
 }
 
+/** CDP_API_KEY_ID + CDP_API_KEY_SECRET (the names @coinbase/x402 reads): both or neither. */
+function readCdpApiKey(env: Env): CdpApiKey | undefined {
+  const apiKeyId = env.CDP_API_KEY_ID?.trim() || undefined;
+  const apiKeySecret = env.CDP_API_KEY_SECRET?.trim() || undefined;
+  if (!apiKeyId && !apiKeySecret) return undefined;
+  if (!apiKeyId)
+    throw new ConfigError("CDP_API_KEY_ID", "must be set when CDP_API_KEY_SECRET is set");
+  if (!apiKeySecret) {
+    throw new ConfigError("CDP_API_KEY_SECRET", "must be set when CDP_API_KEY_ID is set");
+  }
+  try {
+    parseCdpApiKeySecret(apiKeySecret); // checked here so a bad key stops the start, not each call
+  } catch (err) {
+    // The message never contains the secret itself.
+    throw new ConfigError("CDP_API_KEY_SECRET", (err as Error).message);
+  }
+  return { apiKeyId, apiKeySecret };
+}
+
 export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
   const payTo = env.X402_PAY_TO?.trim();
   if (payTo && !/^0x[0-9a-fA-F]{40}$/.test(payTo)) {
@@ -154,8 +176,11 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
       `names a network twice (got ${JSON.stringify(networks.join(","))})`,
     );
   }
-  const facilitatorUrl = env.X402_FACILITATOR_URL?.trim() || undefined;
-  if (facilitatorUrl !== undefined) {
+  const cdpApiKey = readCdpApiKey(env);
+  // With a CDP key and no URL, the facilitator is CDP's (as @coinbase/x402 configures it).
+  const facilitatorUrl =
+    env.X402_FACILITATOR_URL?.trim() || (cdpApiKey ? CDP_FACILITATOR_URL : undefined);
+  if (env.X402_FACILITATOR_URL?.trim()) {
     read(
       env,
       "X402_FACILITATOR_URL",
@@ -173,6 +198,12 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
       'must be "Header-Name: value", e.g. "Authorization: Bearer <token>"',
     );
   }
+  if (authHeader && cdpApiKey) {
+    throw new ConfigError(
+      "X402_FACILITATOR_AUTH_HEADER",
+      "must not be set together with CDP_API_KEY_ID/CDP_API_KEY_SECRET (the CDP key signs its own Authorization header)",
+    );
+  }
   if (payTo && !facilitatorUrl) {
     throw new ConfigError("X402_FACILITATOR_URL", "must be set when X402_PAY_TO is set");
   }
@@ -181,6 +212,7 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
     networks,
     facilitatorUrl,
     ...(authMatch?.[1] && authMatch[2] && { facilitatorHeaders: { [authMatch[1]]: authMatch[2] } }),
+    ...(cdpApiKey && { cdpApiKey }),
     priceUsdc: read(
       env,
       "X402_PRICE_USDC",

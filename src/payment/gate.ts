@@ -16,6 +16,7 @@ import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
 import { parseUnits } from "viem";
 import { NETWORK_IDS } from "../config.js";
 import type { PaymentConfig } from "../config.js";
+import { createCdpAuthHeaders } from "./cdp-auth.js";
 import { snapshotDiscoveryExtension } from "./discovery.js";
 import {
   DEFAULT_FACILITATOR_TIMEOUT_MS,
@@ -95,7 +96,7 @@ export function paymentGateOptionsFromConfig(
   devnet?: { payTo: `0x${string}`; facilitatorUrl: string; network: Network },
 ): Pick<
   PaymentGateOptions,
-  "payTo" | "networks" | "priceUsdc" | "facilitatorUrl" | "facilitatorHeaders"
+  "payTo" | "networks" | "priceUsdc" | "facilitatorUrl" | "facilitatorHeaders" | "facilitatorAuth"
 > {
   if (devnet) {
     return {
@@ -114,6 +115,12 @@ export function paymentGateOptionsFromConfig(
     priceUsdc: config.priceUsdc,
     facilitatorUrl: config.facilitatorUrl,
     ...(config.facilitatorHeaders && { facilitatorHeaders: config.facilitatorHeaders }),
+    ...(config.cdpApiKey && {
+      facilitatorAuth: createCdpAuthHeaders({
+        ...config.cdpApiKey,
+        facilitatorUrl: config.facilitatorUrl,
+      }),
+    }),
   };
 }
 
