@@ -3,8 +3,9 @@ import { z } from "zod";
 import { CDP_FACILITATOR_URL, parseCdpApiKeySecret, type CdpApiKey } from "./payment/cdp-auth.js";
 
 /**
- * All environment in one typed, validated place (SPEC §5). A bad value stops the process at
- * start with one line naming the variable; nothing else in the code reads process.env.
+ * The service's environment in one typed, validated place (SPEC §5). A bad value stops the
+ * process at start with one line naming the variable. (The stand-alone facilitator, a separate
+ * program, reads its FACILITATOR_* variables in src/facilitator/config.ts the same way.)
  */
 
 export class ConfigError extends Error {
