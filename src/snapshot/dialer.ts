@@ -63,8 +63,10 @@ export class BlockedPortError extends Error {
 export type ConnectPhase = "tcp" | "tls";
 const PHASE = Symbol.for("secsnap.connectPhase");
 
-/** Walks `cause` (and AggregateError members) for the first string `code`. */
-export function findErrorCode(err: unknown): string | undefined {
+/** Every string `code` on an error, its `cause` chain and AggregateError members (undici nests
+ * them), nearest first. */
+export function findErrorCodes(err: unknown): string[] {
+  const codes: string[] = [];
   const seen = new Set<unknown>();
   const queue: unknown[] = [err];
   while (queue.length > 0) {
@@ -72,11 +74,16 @@ export function findErrorCode(err: unknown): string | undefined {
     if (e === null || typeof e !== "object" || seen.has(e)) continue;
     seen.add(e);
     const { code, cause, errors } = e as { code?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof code === "string") return code;
+    if (typeof code === "string") codes.push(code);
     queue.push(cause);
     if (Array.isArray(errors)) queue.push(...(errors as unknown[]));
   }
-  return undefined;
+  return codes;
+}
+
+/** The nearest string `code` in the `cause` chain (and AggregateError members). */
+export function findErrorCode(err: unknown): string | undefined {
+  return findErrorCodes(err)[0];
 }
 
 /** Finds the first error in the `cause` chain that is an instance of `type`. */

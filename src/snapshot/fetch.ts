@@ -21,7 +21,7 @@ import type {
   RequestFailure,
   TlsReason,
 } from "./types.js";
-import { findBytesRead, findConnectPhase } from "./dialer.js";
+import { findBytesRead, findConnectPhase, findErrorCodes } from "./dialer.js";
 import { resolveRedirect } from "./url-rules.js";
 import type { UrlPolicy } from "./url-rules.js";
 
@@ -87,22 +87,6 @@ function discard(res: Dispatcher.ResponseData, ctx: FetchContext): void {
   res.body.dump({ limit: BODY_LIMIT, signal: ctx.signal }).catch(() => undefined);
 }
 
-/** Every `code` on an error, its `cause` chain and AggregateError members (undici nests them). */
-export function errorCodes(err: unknown): string[] {
-  const codes: string[] = [];
-  const seen = new Set<unknown>();
-  const visit = (e: unknown): void => {
-    if (typeof e !== "object" || e === null || seen.has(e)) return;
-    seen.add(e);
-    const { code, cause, errors } = e as { code?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof code === "string") codes.push(code);
-    visit(cause);
-    if (Array.isArray(errors)) errors.forEach(visit);
-  };
-  visit(err);
-  return codes;
-}
-
 function errorNames(err: unknown): string[] {
   const names: string[] = [];
   for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
@@ -145,7 +129,7 @@ function exchangeBegan(err: unknown, url: URL): boolean {
 
 /** Turns whatever undici or the dialer threw for a request to `url` into what the snapshot needs to know. */
 export function classifyError(err: unknown, ctx: FetchContext, url: URL): RequestFailure {
-  const codes = errorCodes(err);
+  const codes = findErrorCodes(err);
   const has = (...wanted: string[]) => codes.some((c) => wanted.includes(c));
   if (has("SECSNAP_BLOCKED", "SECSNAP_BLOCKED_PORT")) {
     return { kind: "blocked", message: err instanceof Error ? err.message : String(err) };
