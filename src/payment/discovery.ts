@@ -1,7 +1,6 @@
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { z } from "zod";
 import { demoSnapshot } from "../snapshot/demo.js";
-import { SnapshotResultSchema } from "../snapshot/result.js";
 import type { SnapshotResult } from "../snapshot/result.js";
 
 /** The request body of POST /v1/snapshot as the Bazaar describes it (SPEC §2: `{url}`). */
@@ -31,12 +30,17 @@ function exampleResult(): SnapshotResult {
   return report;
 }
 
-/** The `extensions` entry of the route: Bazaar discovery of the JSON input and the report. */
+/**
+ * The `extensions` entry of the route: Bazaar discovery of the JSON input (example + schema) and
+ * of the report by its example, as the Bazaar spec shapes `info.output`. The report's full schema
+ * is left to /openapi.json on purpose: embedded here it more than doubled the PAYMENT-REQUIRED
+ * header sent with every unpaid request (docs/payment.md).
+ */
 export function snapshotDiscoveryExtension(): Record<string, unknown> {
   return declareDiscoveryExtension({
     bodyType: "json",
     input: { url: "https://example.com" },
     inputSchema: embeddedJsonSchema(SnapshotRequestSchema),
-    output: { example: exampleResult(), schema: embeddedJsonSchema(SnapshotResultSchema) },
+    output: { example: exampleResult() },
   });
 }
