@@ -1,13 +1,8 @@
 import { performance } from "node:perf_hooks";
 import type { Context, MiddlewareHandler } from "hono";
-import { HonoAdapter } from "@x402/hono";
-import {
-  getFacilitatorResponseError,
-  withPrivateCacheControl,
-  x402HTTPResourceServer,
-  x402ResourceServer,
-} from "@x402/core/server";
-import type { HTTPRequestContext, HTTPResponseInstructions, RouteConfig } from "@x402/core/server";
+import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
+import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
+import type { RouteConfig } from "@x402/core/server";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { Network } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
@@ -157,13 +152,16 @@ function routeConfig(options: PaymentGateOptions): RouteConfig {
 }
 
 /**
- * x402 payment for POST /v1/snapshot, composed from the SDK's x402HTTPResourceServer rather than
- * @x402/hono's paymentMiddleware, because that one (a) answers 502 for facilitator trouble and
- * 402 when the facilitator cannot be reached at all, where SPEC §6 wants 503 + Retry-After,
- * (b) has no replay guard between verification and the handler, and (c) re-fetches /supported
- * on every request while the facilitator is down. Encoding, matching and verification are the
- * SDK's; this file only orders the work:
- * verify (+ claim the proof) → handler → settle only a 200 → PAYMENT-RESPONSE.
+ * x402 payment for POST /v1/snapshot: @x402/hono's own middleware (over the SDK's
+ * x402HTTPResourceServer) does the protocol and the order — verify → handler → settle only a
+ * successful answer → PAYMENT-RESPONSE; a handler answer of 400 or more is never settled. What
+ * SPEC §6 asks beyond it lives in SDK hooks and in a thin wrapper:
+ *  - replay guard: claim the proof atomically after verification (onAfterVerify), release it when
+ *    nothing is charged (onVerifiedPaymentCanceled, onSettleFailure), mark it spent on settlement;
+ *  - the facilitator down, slow or failing is 503 + Retry-After (the SDK answers 502), and a dead
+ *    facilitator costs no /supported round trip per request (the SDK would retry on each);
+ *  - the unpaid challenge is built once per resource URL, not per request (bench/payment.ts);
+ *  - a rejected payment's 402 says why in its JSON body (the SDK leaves it `{}`).
  */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const log = options.log ?? ((line: string) => console.error(line));
@@ -181,33 +179,13 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const resourceServer = new x402ResourceServer(facilitator);
   for (const network of options.networks) resourceServer.register(network, new ExactEvmScheme());
   resourceServer.registerExtension(bazaarResourceServerExtension);
+  guardReplays(resourceServer, store, log);
 
-  // Proofs this process has claimed, by payload object: the afterVerify hook claims, the
-  // middleware releases or marks spent. A verified payment without a claim is never served.
-  const claimed = new WeakMap<object, string>();
-  resourceServer.onAfterVerify(async ({ paymentPayload, result }) => {
-    if (!result.isValid) return;
-    const key = paymentProofKey(paymentPayload);
-    try {
-      if (await store.claim(key, paymentProofTtlMs(paymentPayload))) {
-        claimed.set(paymentPayload, key);
-        return;
-      }
-      return {
-        abort: true,
-        reason: "payment_already_used",
-        message: "This payment proof was already used or is in use by another request.",
-      };
-    } catch (error) {
-      log(`replay store failed: ${String(error)}`);
-      return { abort: true, reason: "replay_check_failed", message: "Try again." };
-    }
-  });
-
-  const challengeCache = new Map<string, JsonAnswer>();
   const httpServer = new x402HTTPResourceServer(resourceServer, {
     [PAID_ROUTE]: routeConfig(options),
   });
+  // No paywall, and no /supported sync by the SDK: warmUp() below does it, once.
+  const sdkMiddleware = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
 
   // /supported is fetched once and cached by the SDK. A failure is remembered for
   // supportedRetryMs so a dead facilitator costs no round trip per request, and retried after.
@@ -238,13 +216,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     return c.json({ error: `Payment infrastructure unavailable (${why}); retry later.` }, 503);
   }
 
-  function send(c: Context, response: HTTPResponseInstructions): Response {
-    if (response.isHtml) {
-      for (const [key, value] of Object.entries(response.headers)) c.header(key, value);
-      return c.html(String(response.body ?? ""), response.status as 402);
-    }
-    return sendJson(toJsonAnswer(response));
-  }
+  const challengeCache = new Map<string, JsonAnswer>();
 
   const middleware: MiddlewareHandler = async (c, next) => {
     if (!ready) {
@@ -252,112 +224,64 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       if (recentlyFailed || !(await warmUp())) return unavailable(c, "facilitator unreachable");
     }
     const adapter = new HonoAdapter(c);
-    const context: HTTPRequestContext = {
-      adapter,
-      path: c.req.path,
-      method: c.req.method,
-      paymentHeader: adapter.getHeader("payment-signature"),
-    };
-
+    if (!httpServer.requiresPayment({ adapter, path: c.req.path, method: c.req.method })) {
+      // Fail closed: the SDK would serve a route it does not price for free.
+      log(`payment gate mounted on unpriced route ${c.req.method} ${c.req.path}`);
+      return c.json({ error: "Payment processing failed." }, 500);
+    }
+    const hasPayment = Boolean(
+      adapter.getHeader("payment-signature") ?? adapter.getHeader("x-payment"),
+    );
     // The unpaid challenge depends only on the request URL (the resource) once /supported is
     // cached, so the SDK builds and encodes it once per URL; later unpaid requests reuse it.
-    const cacheable = !context.paymentHeader && !adapter.getAcceptHeader().includes("text/html");
+    const cacheable = !hasPayment && !adapter.getAcceptHeader().includes("text/html");
     const cached = cacheable ? challengeCache.get(c.req.url) : undefined;
     if (cached) return sendJson(cached);
 
     const started = performance.now();
-    let result;
+    let verified: number | undefined;
+    let handled = started;
+    let returned: Response | void;
     try {
-      result = await httpServer.processHTTPRequest(context);
+      returned = await sdkMiddleware(c, async () => {
+        verified = performance.now();
+        await next();
+        handled = performance.now();
+      });
     } catch (error) {
-      return failure(c, error);
-    }
-    if (result.type === "no-payment-required") {
-      // Fail closed: the gate was mounted on a route it does not price; never serve it free.
-      log(`payment gate mounted on unpriced route ${c.req.method} ${c.req.path}`);
+      log(`x402 payment processing failed: ${describe(error)}`);
+      c.header("Cache-Control", "no-store");
       return c.json({ error: "Payment processing failed." }, 500);
     }
-    if (result.type === "payment-error") {
-      if (cacheable && result.response.status === 402 && !result.response.isHtml) {
+    const answer = returned ?? c.res;
+    if (verified !== undefined) {
+      const finished = performance.now();
+      options.onPaidRequest?.({
+        verifyMs: verified - started,
+        handlerMs: handled - verified,
+        settleMs: finished - handled,
+        totalMs: finished - started,
+        status: answer.status === 502 ? 503 : answer.status,
+      });
+    }
+    // The SDK's answer to FacilitatorResponseError (our client's FacilitatorUnavailableError);
+    // the snapshot handler itself never answers 502.
+    if (answer.status === 502) {
+      log(`x402 facilitator error: ${await answer.text().catch(() => "")}`);
+      c.res = unavailable(c, "facilitator unreachable or failing");
+      return c.res;
+    }
+    if (answer.status === 402 && verified === undefined) {
+      const json = await toJsonAnswer(answer);
+      if (cacheable) {
         // Bounded: the URL carries the client's Host header, so its variety is the client's choice.
         if (challengeCache.size >= CHALLENGE_CACHE_SIZE) challengeCache.clear();
-        const answer = toJsonAnswer(result.response);
-        challengeCache.set(c.req.url, answer);
-        return sendJson(answer);
+        challengeCache.set(c.req.url, json);
       }
-      return send(c, result.response);
+      return sendJson(json);
     }
-
-    const { paymentPayload, paymentRequirements, declaredExtensions } = result;
-    const key = claimed.get(paymentPayload);
-    if (key === undefined) return unavailable(c, "payment proof could not be reserved");
-    const verified = performance.now();
-
-    let served = false;
-    try {
-      await next();
-      const handled = performance.now();
-      if (c.res.status !== 200) {
-        // 400 and anything else: nothing is charged; the same proof may be sent again.
-        report(started, verified, handled, handled, c.res.status);
-        return;
-      }
-      let settlement;
-      try {
-        settlement = await httpServer.processSettlement(
-          paymentPayload,
-          paymentRequirements,
-          declaredExtensions,
-          { request: context },
-        );
-      } catch (error) {
-        c.res = failure(c, error);
-        return;
-      }
-      const settled = performance.now();
-      if (!settlement.success) {
-        c.res = send(c, settlement.response);
-        report(started, verified, handled, settled, 402);
-        return;
-      }
-      // Settled: the client has paid, so the report goes out whatever the store says next.
-      served = true;
-      for (const [name, value] of Object.entries(settlement.headers))
-        c.res.headers.set(name, value);
-      c.res.headers.set(
-        "Cache-Control",
-        withPrivateCacheControl(c.res.headers.get("Cache-Control")),
-      );
-      report(started, verified, handled, settled, 200);
-      // Still claimed if this fails (the claim expires with the authorization), and the chain
-      // refuses the nonce a second time anyway.
-      await store.markSpent(key).catch((error: unknown) => {
-        log(`replay store could not mark a settled proof spent: ${String(error)}`);
-      });
-    } finally {
-      if (!served) await store.release(key);
-    }
+    if (returned) return returned;
   };
-
-  function failure(c: Context, error: unknown): Response {
-    if (getFacilitatorResponseError(error)) {
-      log(`x402 facilitator error: ${describe(error)}`);
-      return unavailable(c, "facilitator unreachable or failing");
-    }
-    log(`x402 payment processing failed: ${describe(error)}`);
-    c.header("Cache-Control", "no-store");
-    return c.json({ error: "Payment processing failed." }, 500);
-  }
-
-  function report(t0: number, t1: number, t2: number, t3: number, status: number): void {
-    options.onPaidRequest?.({
-      verifyMs: t1 - t0,
-      handlerMs: t2 - t1,
-      settleMs: t3 - t2,
-      totalMs: t3 - t0,
-      status,
-    });
-  }
 
   return {
     middleware,
@@ -368,6 +292,54 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   };
 }
 
+/**
+ * SPEC §6 "a payment proof is served at most once": the proof is claimed atomically right after
+ * the facilitator verified it, so of several copies arriving at once only one reaches the
+ * handler. Released when nothing was charged (handler answered 400, settlement failed) so the
+ * client may retry with the same proof; marked spent once settled.
+ */
+function guardReplays(server: x402ResourceServer, store: ReplayStore, log: (line: string) => void) {
+  // Claims this process made, by payload object: only those are released or marked spent.
+  const claimed = new WeakMap<object, string>();
+  server.onAfterVerify(async ({ paymentPayload, result }) => {
+    if (!result.isValid) return;
+    const key = paymentProofKey(paymentPayload);
+    try {
+      if (await store.claim(key, paymentProofTtlMs(paymentPayload))) {
+        claimed.set(paymentPayload, key);
+        return;
+      }
+      return {
+        abort: true,
+        reason: "payment_already_used",
+        message: "This payment proof was already used or is in use by another request.",
+      };
+    } catch (error) {
+      log(`replay store failed: ${String(error)}`);
+      return { abort: true, reason: "replay_check_failed", message: "Try again." };
+    }
+  });
+  const release = async ({ paymentPayload }: { paymentPayload: object }): Promise<void> => {
+    const key = claimed.get(paymentPayload);
+    if (key === undefined) return;
+    claimed.delete(paymentPayload);
+    await store.release(key);
+  };
+  server.onVerifiedPaymentCanceled(release);
+  server.onSettleFailure(release);
+  server.onAfterSettle(async ({ paymentPayload }) => {
+    const key = claimed.get(paymentPayload);
+    if (key === undefined) return;
+    claimed.delete(paymentPayload);
+    // Settled: the client has paid, so the report goes out whatever the store says. If this
+    // fails the claim still stands until the authorization expires, and the chain refuses
+    // the nonce a second time anyway.
+    await store.markSpent(key).catch((error: unknown) => {
+      log(`replay store could not mark a settled proof spent: ${String(error)}`);
+    });
+  });
+}
+
 /** An SDK answer serialized once, so the cached challenge is not re-encoded per request. */
 interface JsonAnswer {
   status: number;
@@ -375,12 +347,14 @@ interface JsonAnswer {
   body: string;
 }
 
-function toJsonAnswer(response: HTTPResponseInstructions): JsonAnswer {
-  return {
-    status: response.status,
-    headers: { "Content-Type": "application/json", ...response.headers },
-    body: JSON.stringify(withErrorMessage(response)),
-  };
+/** The SDK's 402 as a plain record (header names lower-case), its JSON body saying why. */
+async function toJsonAnswer(response: Response): Promise<JsonAnswer> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
+  const body = withErrorMessage(await response.text(), headers["payment-required"]);
+  return { status: response.status, headers, body };
 }
 
 /**
@@ -393,18 +367,16 @@ function sendJson(answer: JsonAnswer): Response {
   return new Response(answer.body, { status: answer.status, headers: { ...answer.headers } });
 }
 
-/** The SDK leaves 402 bodies empty; give clients the reason from the challenge as well. */
-function withErrorMessage(response: HTTPResponseInstructions): unknown {
-  const body = response.body ?? {};
-  const isEmpty = typeof body === "object" && body !== null && Object.keys(body).length === 0;
-  const header = response.headers["PAYMENT-REQUIRED"];
-  if (!isEmpty || !header) return body;
+/** The SDK leaves a rejected payment's 402 body `{}`; give clients the reason from the challenge. */
+function withErrorMessage(body: string, paymentRequired: string | undefined): string {
+  if (body.trim() !== "{}" || !paymentRequired) return body;
+  let reason: string | undefined;
   try {
-    const reason = decodePaymentRequiredHeader(header).error;
-    return { error: reason ? `Payment rejected: ${reason}` : "Payment required." };
+    reason = decodePaymentRequiredHeader(paymentRequired).error;
   } catch {
-    return { error: "Payment required." };
+    reason = undefined;
   }
+  return JSON.stringify({ error: reason ? `Payment rejected: ${reason}` : "Payment required." });
 }
 
 function describe(error: unknown): string {
