@@ -224,19 +224,20 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       if (recentlyFailed || !(await warmUp())) return unavailable(c, "facilitator unreachable");
     }
     const adapter = new HonoAdapter(c);
-    if (!httpServer.requiresPayment({ adapter, path: c.req.path, method: c.req.method })) {
-      // Fail closed: the SDK would serve a route it does not price for free.
-      log(`payment gate mounted on unpriced route ${c.req.method} ${c.req.path}`);
-      return c.json({ error: "Payment processing failed." }, 500);
-    }
     const hasPayment = Boolean(
       adapter.getHeader("payment-signature") ?? adapter.getHeader("x-payment"),
     );
     // The unpaid challenge depends only on the request URL (the resource) once /supported is
     // cached, so the SDK builds and encodes it once per URL; later unpaid requests reuse it.
+    // Only priced routes fill the cache, so a hit needs no route match.
     const cacheable = !hasPayment && !adapter.getAcceptHeader().includes("text/html");
     const cached = cacheable ? challengeCache.get(c.req.url) : undefined;
     if (cached) return sendJson(cached);
+    if (!httpServer.requiresPayment({ adapter, path: c.req.path, method: c.req.method })) {
+      // Fail closed: the SDK would serve a route it does not price for free.
+      log(`payment gate mounted on unpriced route ${c.req.method} ${c.req.path}`);
+      return c.json({ error: "Payment processing failed." }, 500);
+    }
 
     const started = performance.now();
     let verified: number | undefined;
