@@ -2,6 +2,7 @@
  * The fixed demo of SERVICE.md §4.2: a pre-made report of a sample site, never a live fetch.
  * Its notes come from the same table as live reports, so the wording cannot drift.
  */
+import { headerPresenceFields } from "./checks/headers.js";
 import { missingHeaderNotes, renderNotes } from "./notes.js";
 import { checksOf } from "./result.js";
 import type { DemoSnapshotResult } from "./result.js";
@@ -27,12 +28,7 @@ const FIELDS = {
   final_status_code: 200,
   redirect_count: 0,
   https_ok: true,
-  hsts_present: headers.hsts,
-  csp_present: headers.csp,
-  x_frame_options_present: headers.x_frame_options,
-  x_content_type_options_present: headers.x_content_type_options,
-  referrer_policy_present: headers.referrer_policy,
-  permissions_policy_present: headers.permissions_policy,
+  ...headerPresenceFields(headers),
   security_txt_present: true,
   robots_txt_present: true,
   sitemap_xml_present: true,

@@ -8,7 +8,7 @@
  */
 import { setMaxListeners } from "node:events";
 import type { SnapshotConfig } from "../config.js";
-import { checkHeaders } from "./checks/headers.js";
+import { checkHeaders, headerPresenceFields } from "./checks/headers.js";
 import { checkHttps } from "./checks/https.js";
 import { ROBOTS_TXT_PATH, checkRobotsTxt } from "./checks/robots-txt.js";
 import {
@@ -271,12 +271,7 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
         final_status_code: chain.final ? chain.final.status : null,
         redirect_count: chain.redirectCount,
         https_ok: https.ok,
-        hsts_present: headers.hsts,
-        csp_present: headers.csp,
-        x_frame_options_present: headers.x_frame_options,
-        x_content_type_options_present: headers.x_content_type_options,
-        referrer_policy_present: headers.referrer_policy,
-        permissions_policy_present: headers.permissions_policy,
+        ...headerPresenceFields(headers),
         security_txt_present: files ? files.security_txt.value : null,
         robots_txt_present: files ? files.robots_txt.value : null,
         sitemap_xml_present: files ? files.sitemap_xml.value : null,

@@ -26,3 +26,15 @@ export function checkHeaders(finalHeaders: HeaderMap | null): HeaderPresence {
   }
   return out;
 }
+
+/** The six `*_present` fields of a report, from the header check (live reports and the demo). */
+export function headerPresenceFields(presence: HeaderPresence) {
+  return {
+    hsts_present: presence.hsts,
+    csp_present: presence.csp,
+    x_frame_options_present: presence.x_frame_options,
+    x_content_type_options_present: presence.x_content_type_options,
+    referrer_policy_present: presence.referrer_policy,
+    permissions_policy_present: presence.permissions_policy,
+  };
+}
