@@ -13,27 +13,23 @@ import {
   SnapshotResultSchema,
   type SnapshotErrorBody,
 } from "../snapshot/result.js";
-import { parseInputUrl, type UrlPolicy } from "../snapshot/url-rules.js";
+import type { UrlPolicy } from "../snapshot/url-rules.js";
 import { SERVICE_VERSION } from "../version.js";
 import { readBodyText } from "./body.js";
-import { NO_STORE, invalidInput, jsonError } from "./errors.js";
+import { NO_STORE, jsonError } from "./errors.js";
 import { HealthSchema, createOpenApiDocument } from "./openapi.js";
+import {
+  MAX_BODY_BYTES,
+  checkSnapshotRequest,
+  snapshotErrorAnswer,
+  type SnapshotInput,
+} from "./snapshot-input.js";
 
-export type { UrlPolicy };
-
-/** SPEC §2: the POST body limit, enforced while the body is read. */
-export const MAX_BODY_BYTES = 16 * 1024;
+export type { UrlPolicy, SnapshotInput };
+export { MAX_BODY_BYTES };
 
 /** Static answers (demo, OpenAPI) may be cached by browsers and proxies for an hour. */
 export const STATIC_CACHE_CONTROL = "public, max-age=3600";
-
-/** The validated input of POST /v1/snapshot, put in the context before payment runs. */
-export interface SnapshotInput {
-  /** The `url` string exactly as submitted (untrimmed); it becomes `requested_url`. */
-  raw: string;
-  /** The parsed, policy-checked URL (SPEC §2). */
-  url: URL;
-}
 
 /** Hono environment of the app: `c.get("snapshotInput")` is set for every request that reaches payment. */
 export interface AppEnv {
@@ -54,15 +50,14 @@ export interface AppDeps {
   log?: Logger;
 }
 
-/** Response headers browser x402 clients must be able to read. */
-/** Retry-After too, so a browser client can honour it on a 503. */
+/** Response headers browser x402 clients must be able to read; Retry-After for a 503. */
 const CORS_EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After"] as const;
 
 /** The CORS headers of every answer except the preflight. */
-const CORS_HEADERS = [
-  ["Access-Control-Allow-Origin", "*"],
-  ["Access-Control-Expose-Headers", CORS_EXPOSED_HEADERS.join(",")],
-] as const;
+export const CORS_HEADERS: Readonly<Record<string, string>> = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Expose-Headers": CORS_EXPOSED_HEADERS.join(","),
+};
 
 /** @hono/node-server hands the Node response to the app as `env.outgoing`. */
 function nodeResponse(c: Context): ServerResponse | undefined {
@@ -78,15 +73,6 @@ const ALLOWED_METHODS = {
   "/openapi.json": "GET, HEAD, OPTIONS",
 } as const;
 
-function isJsonContentType(header: string | undefined): boolean {
-  const mediaType = header?.split(";", 1)[0]?.trim().toLowerCase();
-  return mediaType === "application/json";
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const { engine, urlPolicy } = deps;
   const log: Logger = deps.log ?? ((message, error) => console.error(message, error ?? ""));
@@ -101,9 +87,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     if (!parsed.success) log(`response drifted from the ${what} schema`, parsed.error.issues);
   }
 
-  function sendSnapshotError(c: Context, body: SnapshotErrorBody): Response {
+  function sendSnapshotError(body: SnapshotErrorBody): Response {
     checkShape(SnapshotErrorBodySchema, body, "SnapshotError");
-    return c.json(body, 400, { "Cache-Control": NO_STORE });
+    const answer = snapshotErrorAnswer(body);
+    return new Response(answer.body, { status: answer.status, headers: { ...answer.headers } });
   }
 
   /** `requested_url` is always the string the client sent, whichever layer rejected it. */
@@ -123,9 +110,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // each response around a ReadableStream — that cost 3/4 of GET /health's throughput
   // (measured). The two headers a real request needs go on the Node response instead, which
   // merges them into whatever the handler answers: `c.header()` would make every later answer
-  // copy its headers through an undici Headers object, and for the 402 challenge's ~4.7 KB
-  // header that copy cost more than sending it (bench/payment.ts). Without a Node response
-  // (`app.request()` in tests, other runtimes) `c.header()` does the same job.
+  // copy its headers through an undici Headers object, and for the 402 challenge's ~3 KB header
+  // that copy cost more than sending it (bench/payment.ts). Without a Node response
+  // (`app.request()` in tests, other runtimes) `c.header()` after the handler does the same job.
   const preflight = cors({
     origin: "*",
     allowMethods: ["GET", "HEAD", "POST", "OPTIONS"],
@@ -139,57 +126,20 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       return Object.hasOwn(ALLOWED_METHODS, c.req.path) ? preflight(c, next) : next();
     }
     const outgoing = nodeResponse(c);
-    for (const [name, value] of CORS_HEADERS) {
-      if (outgoing) outgoing.setHeader(name, value);
-      else c.header(name, value);
+    if (outgoing) {
+      for (const [name, value] of Object.entries(CORS_HEADERS)) outgoing.setHeader(name, value);
     }
     await next();
+    // After the handler, so answers built as plain Responses (not c.json) get them too.
+    if (!outgoing) for (const [name, value] of Object.entries(CORS_HEADERS)) c.header(name, value);
   });
 
-  /** SPEC §2, all of it pure and before payment, so nobody pays for a request that cannot work. */
+  /** SPEC §2 before payment (checkSnapshotRequest); the valid input goes in the context. */
   const validateInput: MiddlewareHandler<AppEnv> = async (c, next) => {
     const read = await readBodyText(c, MAX_BODY_BYTES);
-    if (!read.ok) {
-      const why =
-        read.reason === "too_large"
-          ? `request body is larger than ${MAX_BODY_BYTES} bytes`
-          : "the request body could not be read";
-      return sendSnapshotError(c, invalidInput("", why));
-    }
-    const text = read.text;
-    let body: unknown;
-    let isJson = true;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      isJson = false;
-    }
-    const raw = isPlainObject(body) && typeof body.url === "string" ? body.url : undefined;
-    // Content type is checked after parsing only so the error can still name the submitted url.
-    if (!isJsonContentType(c.req.header("content-type"))) {
-      return sendSnapshotError(c, invalidInput(raw ?? "", "Content-Type must be application/json"));
-    }
-    if (!isJson) return sendSnapshotError(c, invalidInput("", "request body is not valid JSON"));
-    if (!isPlainObject(body)) {
-      return sendSnapshotError(
-        c,
-        invalidInput(
-          "",
-          'request body must be a JSON object such as {"url": "https://example.com"}',
-        ),
-      );
-    }
-    if (raw === undefined) {
-      return sendSnapshotError(c, invalidInput("", 'field "url" is required and must be a string'));
-    }
-    let url: URL;
-    try {
-      url = parseInputUrl(raw, urlPolicy);
-    } catch (err) {
-      if (err instanceof SnapshotError) return sendSnapshotError(c, fromSnapshotError(err, raw));
-      throw err;
-    }
-    c.set("snapshotInput", { raw, url });
+    const checked = checkSnapshotRequest(c.req.header("content-type"), read, urlPolicy);
+    if (!checked.ok) return sendSnapshotError(checked.error);
+    c.set("snapshotInput", checked.input);
     await next();
   };
 
@@ -200,7 +150,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       checkShape(SnapshotResultSchema, result, "SnapshotResult");
       return c.json(result, 200, { "Cache-Control": NO_STORE });
     } catch (err) {
-      if (err instanceof SnapshotError) return sendSnapshotError(c, fromSnapshotError(err, raw));
+      if (err instanceof SnapshotError) return sendSnapshotError(fromSnapshotError(err, raw));
       throw err;
     }
   };

@@ -93,6 +93,11 @@ export async function readBodyText(c: Context, max: number): Promise<BodyText> {
     const body = c.req.raw.body;
     return body ? readWebBody(body, max) : { ok: true, text: "" };
   }
+  return readNodeBody(incoming, max);
+}
+
+/** A Node request's body as UTF-8, up to `max` bytes (the caller checks Content-Length first). */
+export async function readNodeBody(incoming: IncomingMessage, max: number): Promise<BodyText> {
   const reader = new NodeBodyReader(incoming, max);
   const outcome = await reader.read();
   if (outcome !== "ok") return { ok: false, reason: outcome };

@@ -1,0 +1,92 @@
+import { SnapshotError, type SnapshotErrorBody } from "../snapshot/result.js";
+import { parseInputUrl, type UrlPolicy } from "../snapshot/url-rules.js";
+import type { BodyText } from "./body.js";
+import { NO_STORE, invalidInput } from "./errors.js";
+
+/** SPEC §2: the POST body limit, enforced while the body is read. */
+export const MAX_BODY_BYTES = 16 * 1024;
+
+/** The validated input of POST /v1/snapshot, put in the context before payment runs. */
+export interface SnapshotInput {
+  /** The `url` string exactly as submitted (untrimmed); it becomes `requested_url`. */
+  raw: string;
+  /** The parsed, policy-checked URL (SPEC §2). */
+  url: URL;
+}
+
+export type InputCheck =
+  { ok: true; input: SnapshotInput } | { ok: false; error: SnapshotErrorBody };
+
+/** A complete answer prepared as plain data, sent as it is by either serving path. */
+export interface PreparedAnswer {
+  status: number;
+  /** Header names in lower case. */
+  headers: Readonly<Record<string, string>>;
+  body: string;
+}
+
+function isJsonContentType(header: string | undefined): boolean {
+  const mediaType = header?.split(";", 1)[0]?.trim().toLowerCase();
+  return mediaType === "application/json";
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+const refuse = (error: SnapshotErrorBody): InputCheck => ({ ok: false, error });
+
+/**
+ * SPEC §2 for POST /v1/snapshot, all of it pure and before payment, so nobody pays for a request
+ * that cannot work. The one implementation behind both serving paths (the Hono route and the
+ * unpaid-challenge fast path), so they cannot disagree on what is valid.
+ */
+export function checkSnapshotRequest(
+  contentType: string | undefined,
+  read: BodyText,
+  policy: UrlPolicy,
+): InputCheck {
+  if (!read.ok) {
+    const why =
+      read.reason === "too_large"
+        ? `request body is larger than ${MAX_BODY_BYTES} bytes`
+        : "the request body could not be read";
+    return refuse(invalidInput("", why));
+  }
+  let body: unknown;
+  let isJson = true;
+  try {
+    body = JSON.parse(read.text);
+  } catch {
+    isJson = false;
+  }
+  const raw = isPlainObject(body) && typeof body.url === "string" ? body.url : undefined;
+  // Content type is checked after parsing only so the error can still name the submitted url.
+  if (!isJsonContentType(contentType)) {
+    return refuse(invalidInput(raw ?? "", "Content-Type must be application/json"));
+  }
+  if (!isJson) return refuse(invalidInput("", "request body is not valid JSON"));
+  if (!isPlainObject(body)) {
+    return refuse(
+      invalidInput("", 'request body must be a JSON object such as {"url": "https://example.com"}'),
+    );
+  }
+  if (raw === undefined) {
+    return refuse(invalidInput("", 'field "url" is required and must be a string'));
+  }
+  try {
+    return { ok: true, input: { raw, url: parseInputUrl(raw, policy) } };
+  } catch (err) {
+    if (err instanceof SnapshotError) return refuse({ ...err.toBody(), requested_url: raw });
+    throw err;
+  }
+}
+
+/** The 400 answer of a SnapshotError (SPEC §5), the same from both serving paths. */
+export function snapshotErrorAnswer(body: SnapshotErrorBody): PreparedAnswer {
+  return {
+    status: 400,
+    headers: { "content-type": "application/json", "cache-control": NO_STORE },
+    body: JSON.stringify(body),
+  };
+}
