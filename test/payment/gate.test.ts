@@ -198,13 +198,16 @@ describe("challenge", () => {
   it("stays small: the report's full schema is in /openapi.json, not in every challenge", async () => {
     const facilitator = await startScriptedFacilitator([BASE, BASE_SEPOLIA]);
     const service = await startService(base(facilitator.url, { networks: [BASE, BASE_SEPOLIA] }));
-    opened.push(facilitator, service);
-    const response = await post(service, "https://example.com");
-    // Under one 4 KB page with both networks: a larger answer measurably slows every unpaid
-    // request on loopback (docs/benchmarks.md).
-    const header = response.headers.get("payment-required") ?? "";
-    expect(header.length).toBeGreaterThan(0);
-    expect(header.length).toBeLessThan(3_400);
+    const oneNetwork = await startService(base(facilitator.url));
+    opened.push(facilitator, service, oneNetwork);
+    // The whole 402 stays under ~3.2 KB on the wire with one network (the devnet's), and well
+    // under one 4 KB page with both: larger answers measurably slow every unpaid request on
+    // loopback here (docs/benchmarks.md).
+    const both = (await post(service, "https://example.com")).headers.get("payment-required");
+    const one = (await post(oneNetwork, "https://example.com")).headers.get("payment-required");
+    expect(one?.length).toBeGreaterThan(0);
+    expect(one?.length).toBeLessThan(2_700);
+    expect(both?.length).toBeLessThan(3_000);
   });
 
   it("its Bazaar extension is valid by the SDK's own checks and its example is a SnapshotResult", async () => {
