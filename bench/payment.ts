@@ -21,6 +21,7 @@ import { Pool } from "undici";
 import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { createApp } from "../src/http/app.js";
+import { createChallengeFastPath } from "../src/http/challenge-fast-path.js";
 import { startServer } from "../src/http/server.js";
 import { createPaymentGate, type PaidRequestTimings } from "../src/payment/gate.js";
 import { createSnapshotEngine, createUrlPolicy } from "../src/snapshot/index.js";
@@ -59,13 +60,16 @@ async function runServerChild(): Promise<void> {
     log: () => {},
   });
   if (!(await gate.warmUp())) throw new Error("facilitator /supported failed");
+  const urlPolicy = createUrlPolicy(engineOptions);
   const app = createApp({
     engine: createSnapshotEngine(engineOptions),
-    urlPolicy: createUrlPolicy(engineOptions),
+    urlPolicy,
     paymentMiddleware: gate.middleware,
     log: () => {},
   });
-  const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+  // Wired as `secsnap serve` wires it (src/cli/serve.ts).
+  const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
+  const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
   const bare = await startBareReplay(`${server.url}/v1/snapshot`);
   process.send?.({ url: server.url, bareUrl: bare });
   process.on("disconnect", () => process.exit(0));

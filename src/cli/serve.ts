@@ -2,6 +2,10 @@ import { parseArgs } from "node:util";
 import type { MiddlewareHandler } from "hono";
 import { loadConfig, type Config } from "../config.js";
 import { createApp, type AppEnv } from "../http/app.js";
+import {
+  createChallengeFastPath,
+  type ChallengeFastPathOptions,
+} from "../http/challenge-fast-path.js";
 import { startServer } from "../http/server.js";
 import { createSnapshotEngine, createUrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
@@ -18,6 +22,8 @@ export interface PaymentSetup {
   howToPay?: (serviceUrl: string) => string;
   /** Inserted between the input check and the snapshot (see createApp). */
   middleware?: MiddlewareHandler<AppEnv>;
+  /** The prepared 402 challenge, served without the framework once prepared. */
+  unpaidChallenge?: ChallengeFastPathOptions["unpaidChallenge"];
   /** Stops whatever the payment layer started (devnet, facilitator), after the server closed. */
   close(): Promise<void>;
 }
@@ -61,15 +67,15 @@ export const serveCommand: Command = {
     const signal = nextShutdownSignal();
     const payment = await setupPayment(config);
     const engine = createSnapshotEngine(config.snapshot);
-    const app = createApp({
-      engine,
-      urlPolicy: createUrlPolicy(config.snapshot),
-      paymentMiddleware: payment.middleware,
-    });
+    const urlPolicy = createUrlPolicy(config.snapshot);
+    const app = createApp({ engine, urlPolicy, paymentMiddleware: payment.middleware });
+    const front =
+      payment.unpaidChallenge &&
+      createChallengeFastPath({ urlPolicy, unpaidChallenge: payment.unpaidChallenge });
 
     let server;
     try {
-      server = await startServer({ config, app });
+      server = await startServer({ config, app, ...(front && { front }) });
     } catch (err) {
       await Promise.allSettled([engine.close(), payment.close()]);
       const code = (err as NodeJS.ErrnoException).code ?? "error";

@@ -1,7 +1,9 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createAdaptorServer } from "@hono/node-server";
+import { createServer } from "node:http";
+import { getRequestListener } from "@hono/node-server";
 import type { Config } from "../config.js";
+import type { NodeFront } from "./challenge-fast-path.js";
 
 /** Anything with a fetch handler, such as the Hono app of createApp. */
 export interface FetchApp {
@@ -29,11 +31,15 @@ function displayHost(address: string): string {
 export async function startServer(opts: {
   config: Pick<Config, "host" | "port">;
   app: FetchApp;
+  /** Sees each request first and may answer it without the app (createChallengeFastPath). */
+  front?: NodeFront;
 }): Promise<RunningServer> {
-  const server = createAdaptorServer({
-    // The env carries the Node request (`incoming`), which the POST route reads directly.
-    fetch: (request, env) => opts.app.fetch(request, env),
-  }) as Server;
+  // The env carries the Node request (`incoming`), which the POST route reads directly.
+  const toApp = getRequestListener((request, env) => opts.app.fetch(request, env));
+  const { front } = opts;
+  const server: Server = createServer(
+    front ? (req, res) => front(req, res) || void toApp(req, res) : toApp,
+  );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.config.port, opts.config.host, () => {

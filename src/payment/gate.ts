@@ -80,6 +80,16 @@ export interface PaymentGateOptions {
 export interface PaymentGate {
   /** Hono middleware for POST /v1/snapshot, mounted after input validation. */
   middleware: MiddlewareHandler;
+  /**
+   * The 402 challenge already prepared for this resource URL (the request URL, as the Hono
+   * route sees it), when the request carries no payment and would get exactly that answer;
+   * otherwise undefined and the request must go through `middleware`. For serving the unpaid
+   * challenge without the framework (src/http/challenge-fast-path.ts).
+   */
+  unpaidChallenge(
+    resourceUrl: string,
+    header: (name: string) => string | undefined,
+  ): JsonAnswer | undefined;
   /** Fetches the facilitator's /supported once (cached); false if it is unreachable now. */
   warmUp(): Promise<boolean>;
   readonly ready: boolean;
@@ -216,23 +226,25 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     return c.json({ error: `Payment infrastructure unavailable (${why}); retry later.` }, 503);
   }
 
+  // The unpaid challenge depends only on the request URL (the resource) once /supported is
+  // cached, so the SDK builds and encodes it once per URL; later unpaid requests reuse it.
+  // Only priced routes fill the cache, so a hit needs no route match.
   const challengeCache = new Map<string, JsonAnswer>();
+  /** Unpaid, and not a browser (the SDK may answer those with a paywall page). */
+  const isCacheable = (header: (name: string) => string | undefined): boolean =>
+    !header("payment-signature") &&
+    !header("x-payment") &&
+    !header("accept")?.includes("text/html");
 
   const middleware: MiddlewareHandler = async (c, next) => {
     if (!ready) {
       const recentlyFailed = performance.now() - lastFailureAt < supportedRetryMs;
       if (recentlyFailed || !(await warmUp())) return unavailable(c, "facilitator unreachable");
     }
-    const adapter = new HonoAdapter(c);
-    const hasPayment = Boolean(
-      adapter.getHeader("payment-signature") ?? adapter.getHeader("x-payment"),
-    );
-    // The unpaid challenge depends only on the request URL (the resource) once /supported is
-    // cached, so the SDK builds and encodes it once per URL; later unpaid requests reuse it.
-    // Only priced routes fill the cache, so a hit needs no route match.
-    const cacheable = !hasPayment && !adapter.getAcceptHeader().includes("text/html");
+    const cacheable = isCacheable((name) => c.req.header(name));
     const cached = cacheable ? challengeCache.get(c.req.url) : undefined;
     if (cached) return sendJson(cached);
+    const adapter = new HonoAdapter(c);
     if (!httpServer.requiresPayment({ adapter, path: c.req.path, method: c.req.method })) {
       // Fail closed: the SDK would serve a route it does not price for free.
       log(`payment gate mounted on unpriced route ${c.req.method} ${c.req.path}`);
@@ -286,6 +298,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
 
   return {
     middleware,
+    unpaidChallenge: (resourceUrl, header) =>
+      isCacheable(header) ? challengeCache.get(resourceUrl) : undefined,
     warmUp,
     get ready() {
       return ready;
@@ -342,7 +356,7 @@ function guardReplays(server: x402ResourceServer, store: ReplayStore, log: (line
 }
 
 /** An SDK answer serialized once, so the cached challenge is not re-encoded per request. */
-interface JsonAnswer {
+export interface JsonAnswer {
   status: number;
   headers: Readonly<Record<string, string>>;
   body: string;

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import type { Config } from "../config.js";
 import { startDevnet } from "../devnet/devnet.js";
-import { createPaymentGate, paymentGateOptionsFromConfig } from "./gate.js";
+import { createPaymentGate, paymentGateOptionsFromConfig, type PaymentGate } from "./gate.js";
 
 /** What the payment layer hands to `serve` (same shape as serve.ts's PaymentSetup). */
 export interface X402Setup {
@@ -10,6 +10,8 @@ export interface X402Setup {
   /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
   howToPay?: (serviceUrl: string) => string;
   middleware: MiddlewareHandler;
+  /** The prepared unpaid challenge, for the server's fast path. */
+  unpaidChallenge: PaymentGate["unpaidChallenge"];
   /** Stops what this setup started (the devnet, when it started one). */
   close(): Promise<void>;
 }
@@ -31,6 +33,7 @@ export async function setupX402Payment(
     return {
       mode: `x402 on ${payment.networks.join(", ")}, ${payment.priceUsdc} USDC per snapshot to ${payment.payTo}, facilitator ${payment.facilitatorUrl}`,
       middleware: gate.middleware,
+      unpaidChallenge: gate.unpaidChallenge,
       close: async () => {},
     };
   }
@@ -56,6 +59,7 @@ export async function setupX402Payment(
     howToPay: (serviceUrl) =>
       `pay with: ./bin/secsnap.js pay https://example.com --api ${serviceUrl} (funded test account 2)`,
     middleware: gate.middleware,
+    unpaidChallenge: gate.unpaidChallenge,
     close: () => devnet.close(),
   };
 }

@@ -26,6 +26,7 @@ import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/app.js";
 import { payCommand } from "../../src/cli/pay.js";
 import { createApp } from "../../src/http/app.js";
+import { createChallengeFastPath } from "../../src/http/challenge-fast-path.js";
 import { startServer, type RunningServer } from "../../src/http/server.js";
 import { createPaymentGate } from "../../src/payment/gate.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
@@ -85,13 +86,11 @@ async function startService(
     ...(facilitatorHeaders && { facilitatorHeaders }),
     log: () => {},
   });
-  const app = createApp({
-    engine,
-    urlPolicy: createUrlPolicy(snapshotConfig),
-    paymentMiddleware: gate.middleware,
-    log: () => {},
-  });
-  return startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+  const urlPolicy = createUrlPolicy(snapshotConfig);
+  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+  // As `secsnap serve` wires it: repeated unpaid requests take the challenge fast path.
+  const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
+  return startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
 }
 
 beforeAll(async () => {
