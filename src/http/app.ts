@@ -22,6 +22,7 @@ import {
   MAX_BODY_BYTES,
   checkSnapshotRequest,
   snapshotErrorAnswer,
+  snapshotErrorBody,
   type SnapshotInput,
 } from "./snapshot-input.js";
 
@@ -58,6 +59,8 @@ export const CORS_HEADERS: Readonly<Record<string, string>> = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers": CORS_EXPOSED_HEADERS.join(","),
 };
+/** Made once: the CORS middleware runs on every request. */
+const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
 
 /** @hono/node-server hands the Node response to the app as `env.outgoing`. */
 function nodeResponse(c: Context): ServerResponse | undefined {
@@ -93,11 +96,6 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     return new Response(answer.body, { status: answer.status, headers: { ...answer.headers } });
   }
 
-  /** `requested_url` is always the string the client sent, whichever layer rejected it. */
-  function fromSnapshotError(err: SnapshotError, raw: string): SnapshotErrorBody {
-    return { ...err.toBody(), requested_url: raw };
-  }
-
   // Built once: both are fixed for the life of the process.
   const demo = demoSnapshot();
   checkShape(DemoSnapshotResultSchema, demo, "DemoSnapshotResult");
@@ -127,11 +125,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     }
     const outgoing = nodeResponse(c);
     if (outgoing) {
-      for (const [name, value] of Object.entries(CORS_HEADERS)) outgoing.setHeader(name, value);
+      for (const [name, value] of CORS_HEADER_ENTRIES) outgoing.setHeader(name, value);
     }
     await next();
     // After the handler, so answers built as plain Responses (not c.json) get them too.
-    if (!outgoing) for (const [name, value] of Object.entries(CORS_HEADERS)) c.header(name, value);
+    if (!outgoing) for (const [name, value] of CORS_HEADER_ENTRIES) c.header(name, value);
   });
 
   /** SPEC §2 before payment (checkSnapshotRequest); the valid input goes in the context. */
@@ -150,7 +148,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       checkShape(SnapshotResultSchema, result, "SnapshotResult");
       return c.json(result, 200, { "Cache-Control": NO_STORE });
     } catch (err) {
-      if (err instanceof SnapshotError) return sendSnapshotError(fromSnapshotError(err, raw));
+      if (err instanceof SnapshotError) return sendSnapshotError(snapshotErrorBody(err, raw));
       throw err;
     }
   };

@@ -77,9 +77,14 @@ export function checkSnapshotRequest(
   try {
     return { ok: true, input: { raw, url: parseInputUrl(raw, policy) } };
   } catch (err) {
-    if (err instanceof SnapshotError) return refuse({ ...err.toBody(), requested_url: raw });
+    if (err instanceof SnapshotError) return refuse(snapshotErrorBody(err, raw));
     throw err;
   }
+}
+
+/** `requested_url` is always the string the client sent, whichever layer rejected it. */
+export function snapshotErrorBody(err: SnapshotError, raw: string): SnapshotErrorBody {
+  return { ...err.toBody(), requested_url: raw };
 }
 
 /** The 400 answer of a SnapshotError (SPEC §5), the same from both serving paths. */
