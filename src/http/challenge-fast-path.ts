@@ -43,23 +43,33 @@ function joinedHeader(req: IncomingMessage, name: string): string | undefined {
   return value;
 }
 
-/** Bodies as bytes, made once per prepared answer (the cached challenge is the same object). */
-const bodyBytes = new WeakMap<PreparedAnswer, Buffer>();
+/** A prepared answer as Node writes it: the header object and the body bytes. */
+interface WireAnswer {
+  status: number;
+  headers: Readonly<Record<string, string>>;
+  body: Buffer;
+}
+
+function toWire(answer: PreparedAnswer): WireAnswer {
+  const body = Buffer.from(answer.body);
+  const headers = { ...CORS_HEADERS, ...answer.headers, "content-length": String(body.length) };
+  return { status: answer.status, headers, body };
+}
+
+/** Made once per prepared answer; the cached challenge is the same object on every request. */
+const wireAnswers = new WeakMap<PreparedAnswer, WireAnswer>();
 
 /**
- * The body goes out as a Buffer, not a string: Node then writes the head as its own latin1 chunk
+ * One header object per answer, reused: building a fresh one per request (spreading the CORS and
+ * answer headers) held the 402 at 0.62 of GET /health's requests per second, the reused object at
+ * 0.74-0.80 (wrk, both in one process). Node only reads the object it is given.
+ * The body goes out as a Buffer, not a string, so Node writes the head as its own latin1 chunk
  * instead of joining it to the body and encoding the ~3 KB of headers again as UTF-8.
  */
 function send(res: ServerResponse, answer: PreparedAnswer): void {
-  let body = bodyBytes.get(answer);
-  if (!body) bodyBytes.set(answer, (body = Buffer.from(answer.body)));
-  res
-    .writeHead(answer.status, {
-      ...CORS_HEADERS,
-      ...answer.headers,
-      "content-length": String(body.length),
-    })
-    .end(body);
+  let wire = wireAnswers.get(answer);
+  if (!wire) wireAnswers.set(answer, (wire = toWire(answer)));
+  res.writeHead(wire.status, wire.headers).end(wire.body);
 }
 
 /**
