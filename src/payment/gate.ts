@@ -374,8 +374,8 @@ async function toJsonAnswer(response: Response): Promise<JsonAnswer> {
 
 /**
  * A Response with a plain header record, not c.header()/c.json(): Hono copies those headers into
- * an undici Headers object whose per-character check of the PAYMENT-REQUIRED value (then ~4.7 KB) was
- * the largest single cost of the 402 path (perf); @hono/node-server hands a plain record
+ * an undici Headers object whose per-character check of the PAYMENT-REQUIRED value (then ~4.7 KB)
+ * was the largest single cost of the 402 path (perf); @hono/node-server hands a plain record
  * straight to writeHead. The record is copied because a later `c.res` access may modify it.
  */
 function sendJson(answer: JsonAnswer): Response {
