@@ -114,7 +114,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const preflight = cors({
     origin: "*",
     allowMethods: ["GET", "HEAD", "POST", "OPTIONS"],
-    allowHeaders: ["Content-Type", "PAYMENT-SIGNATURE", "X-PAYMENT"],
+    // @x402/fetch's paid retry also sends an `Access-Control-Expose-Headers` request header; a
+    // preflight that does not allow it stops the official client in every browser.
+    allowHeaders: [
+      "Content-Type",
+      "PAYMENT-SIGNATURE",
+      "X-PAYMENT",
+      "Access-Control-Expose-Headers",
+    ],
     exposeHeaders: [...CORS_EXPOSED_HEADERS],
     maxAge: 600,
   });

@@ -1,3 +1,6 @@
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_BODY_BYTES } from "../../src/http/app.js";
 import {
@@ -121,6 +124,66 @@ describe("CORS for browser x402 clients", () => {
     for (const header of ["content-type", "payment-signature", "x-payment"]) {
       expect(allowed.split(",")).toContain(header);
     }
+  });
+
+  it("allows every header the official @x402/fetch client sends on its paid retry", async () => {
+    // The real client, given a real-shaped challenge, signs locally; the retry it sends is
+    // recorded, and its header names are what a browser would ask the preflight for.
+    const challenge = {
+      x402Version: 2,
+      error: "Payment required",
+      resource: { url: `${served.url}/v1/snapshot`, mimeType: "application/json" },
+      accepts: [
+        {
+          scheme: "exact",
+          network: "eip155:84532",
+          amount: "50000",
+          asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+          payTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+          maxTimeoutSeconds: 300,
+          extra: { name: "USDC", version: "2" },
+        },
+      ],
+    };
+    const retries: Headers[] = [];
+    const recording = async (input: string | URL | Request, init?: RequestInit) => {
+      const request = new Request(input, init);
+      if (request.headers.has("payment-signature")) {
+        retries.push(request.headers);
+        return new Response("{}", { status: 200 });
+      }
+      return new Response("{}", {
+        status: 402,
+        headers: {
+          "PAYMENT-REQUIRED": Buffer.from(JSON.stringify(challenge)).toString("base64"),
+        },
+      });
+    };
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: privateKeyToAccount(generatePrivateKey()) });
+    const paid = await wrapFetchWithPayment(recording, client)(`${served.url}/v1/snapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: "https://example.com" }),
+    });
+    expect(paid.status).toBe(200);
+    expect(retries).toHaveLength(1);
+    const sent = [...retries[0]!.keys()];
+    expect(sent).toContain("payment-signature");
+
+    const res = await fetch(`${served.url}/v1/snapshot`, {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://app.example",
+        "access-control-request-method": "POST",
+        "access-control-request-headers": sent.join(","),
+      },
+    });
+    expect(res.status).toBe(204);
+    const allowed = (res.headers.get("access-control-allow-headers") ?? "")
+      .toLowerCase()
+      .split(",");
+    for (const header of sent) expect(allowed).toContain(header);
   });
 
   it("exposes PAYMENT-REQUIRED and PAYMENT-RESPONSE on real answers", async () => {
