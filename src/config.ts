@@ -92,6 +92,10 @@ export interface PaymentConfig {
   cdpApiKey?: CdpApiKey;
   /** Decimal USDC string, e.g. "0.05". */
   priceUsdc: string;
+  /** Times one proof may be released after an unpaid snapshot before it is refused (402). */
+  proofReleases: number;
+  /** Unpaid snapshots one payer may cause per minute before a 429. */
+  refusedPerPayerPerMinute: number;
   devnetRpcPort: number;
   devnetFacilitatorPort: number;
 }
@@ -222,6 +226,18 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
         .regex(/^\d+(\.\d{1,6})?$/, "must be a decimal USDC amount with at most 6 decimals")
         .refine((s) => Number(s) > 0, "must be greater than 0"),
       "0.05",
+    ),
+    proofReleases: read(
+      env,
+      "SNAPSHOT_PROOF_RELEASES",
+      int(0, 100, "a whole number from 0 to 100"),
+      "3",
+    ),
+    refusedPerPayerPerMinute: read(
+      env,
+      "SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE",
+      int(1, 1_000_000, "a whole number from 1 to 1000000"),
+      "60",
     ),
     devnetRpcPort: read(env, "DEVNET_RPC_PORT", port, "8545"),
     devnetFacilitatorPort: read(env, "DEVNET_FACILITATOR_PORT", port, "4022"),

@@ -3,7 +3,7 @@ import type { Context, MiddlewareHandler } from "hono";
 import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
 import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import type { RouteConfig } from "@x402/core/server";
-import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/core/http";
 import type { Network } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { getDefaultAsset } from "@x402/evm";
@@ -18,6 +18,9 @@ import {
   ResilientFacilitatorClient,
 } from "./facilitator-client.js";
 import type { FacilitatorClientOptions } from "./facilitator-client.js";
+import { memoryPayerBudget } from "./payer-budget.js";
+import type { PayerBudget } from "./payer-budget.js";
+import { readPaymentProof } from "./proof.js";
 import { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
 import type { ReplayStore } from "./replay-guard.js";
 
@@ -30,6 +33,12 @@ const USDC_DECIMALS = 6;
 
 const CHALLENGE_CACHE_SIZE = 64;
 const DEFAULT_SETTLE_TIMEOUT_MS = 130_000;
+export const DEFAULT_PROOF_RELEASES = 3;
+export const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
+/** Answer of a payer over its budget. The snapshot handler never answers it. */
+const OVER_BUDGET_STATUS = 429;
+/** Internal answer when the client left before settlement; nobody receives it. */
+const CLIENT_GONE_STATUS = 499;
 
 /** The one priced route (SPEC §1). */
 export const PAID_ROUTE = "POST /v1/snapshot";
@@ -70,6 +79,15 @@ export interface PaymentGateOptions {
   /** `Retry-After` (seconds) on 503 answers. */
   retryAfterSeconds?: number;
   replayStore?: ReplayStore;
+  /**
+   * How many times one proof may be released after a snapshot it did not pay for (refused, or
+   * the client hung up) before it is refused with a 402; default 3 (SNAPSHOT_PROOF_RELEASES).
+   */
+  proofReleases?: number;
+  /** Unpaid snapshots per payer and minute before a 429; default 60. Ignored with `payerBudget`. */
+  refusedPerPayerPerMinute?: number;
+  /** Where the per-payer count lives; default in memory (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE). */
+  payerBudget?: PayerBudget;
   /** Public URL of the resource in the challenge; default the request URL. */
   resourceUrl?: string;
   /** Called once per paid request that reached the handler (benchmarks, metrics). */
@@ -178,6 +196,10 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const retryAfter = String(options.retryAfterSeconds ?? 5);
   const supportedRetryMs = options.supportedRetryMs ?? 1000;
   const store = options.replayStore ?? new MemoryReplayStore();
+  const maxReleases = options.proofReleases ?? DEFAULT_PROOF_RELEASES;
+  const budget =
+    options.payerBudget ??
+    memoryPayerBudget(options.refusedPerPayerPerMinute ?? DEFAULT_REFUSED_PER_PAYER_PER_MINUTE);
   const facilitator = new ResilientFacilitatorClient({
     url: options.facilitatorUrl,
     timeoutMs: options.facilitatorTimeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
@@ -189,7 +211,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const resourceServer = new x402ResourceServer(facilitator);
   for (const network of options.networks) resourceServer.register(network, new ExactEvmScheme());
   resourceServer.registerExtension(bazaarResourceServerExtension);
-  guardReplays(resourceServer, store, log);
+  guardReplays(resourceServer, store, maxReleases, log);
 
   const httpServer = new x402HTTPResourceServer(resourceServer, {
     [PAID_ROUTE]: routeConfig(options),
@@ -226,6 +248,55 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     return c.json({ error: `Payment infrastructure unavailable (${why}); retry later.` }, 503);
   }
 
+  const explainReason = (reason: string): string | undefined =>
+    reason === PROOF_EXHAUSTED ? proofExhaustedMessage(maxReleases) : undefined;
+
+  function overBudget(c: Context, retryAfterMs: number): Response {
+    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+    const limit = options.payerBudget
+      ? ""
+      : ` (at most ${options.refusedPerPayerPerMinute ?? DEFAULT_REFUSED_PER_PAYER_PER_MINUTE} a minute)`;
+    c.header("Retry-After", String(seconds));
+    c.header("Cache-Control", "no-store");
+    return c.json(
+      {
+        error:
+          `Too many unpaid snapshots for this payer${limit}: refused targets and closed ` +
+          `connections count; retry in ${seconds} s. Nothing was charged.`,
+      },
+      OVER_BUDGET_STATUS,
+    );
+  }
+
+  /** The route's 402 challenge, its `error` saying why the proof could not be read. */
+  async function unreadableProof(c: Context, why: string): Promise<Response> {
+    const message = `Unreadable payment proof: ${why}.`;
+    const result = await httpServer.processHTTPRequest({
+      adapter: new ProoflessAdapter(c),
+      path: c.req.path,
+      method: c.req.method,
+    });
+    const sdkHeaders = result.type === "payment-error" ? result.response.headers : {};
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(sdkHeaders)) headers[name.toLowerCase()] = value;
+    const required = headers["payment-required"];
+    if (!required) {
+      log(`no challenge to refuse an unreadable proof with (${result.type})`);
+      c.header("Cache-Control", "no-store");
+      return c.json({ error: message }, 402);
+    }
+    headers["content-type"] = "application/json";
+    headers["payment-required"] = encodePaymentRequiredHeader({
+      ...decodePaymentRequiredHeader(required),
+      error: message,
+    });
+    return sendJson({
+      status: 402,
+      headers,
+      body: JSON.stringify({ error: message }),
+    });
+  }
+
   // The unpaid challenge depends only on the request URL (the resource) once /supported is
   // cached, so the SDK builds and encodes it once per URL; later unpaid requests reuse it.
   // Only priced routes fill the cache, so a hit needs no route match.
@@ -251,15 +322,49 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return c.json({ error: "Payment processing failed." }, 500);
     }
 
+    // A proof the SDK cannot read, or that would make recursive code (the facilitator client's
+    // JSON encoding) overflow, is refused here, in bounded work: a 402 saying why, never a 503.
+    const proofHeader = c.req.header("payment-signature");
+    let payer: string | undefined;
+    if (proofHeader) {
+      const proof = readPaymentProof(proofHeader);
+      if (!proof.ok) return unreadableProof(c, proof.why);
+      payer = proof.payer;
+    }
+
     const started = performance.now();
     let verified: number | undefined;
     let handled = started;
+    let reserved = false;
     let returned: Response | void;
     try {
       returned = await sdkMiddleware(c, async () => {
+        // Here the proof is verified and claimed; nothing has been fetched yet.
         verified = performance.now();
+        if (payer === undefined) throw new Error("verified payment without a readable proof");
+        const reservation = await budget.reserve(payer).catch((error: unknown) => {
+          log(`payer budget store failed: ${describe(error)}`);
+          return undefined;
+        });
+        if (!reservation) {
+          c.res = unavailable(c, "payer budget unavailable");
+          return;
+        }
+        if (!reservation.ok) {
+          c.res = overBudget(c, reservation.retryAfterMs);
+          return;
+        }
+        reserved = true;
         await next();
         handled = performance.now();
+        // A client that hung up gets nothing, so it must pay nothing: an answer of 400 or more
+        // makes the SDK skip settlement and release the proof.
+        if (c.res.status < 400 && c.req.raw.signal.aborted) {
+          c.res = new Response(JSON.stringify({ error: "client closed the connection" }), {
+            status: CLIENT_GONE_STATUS,
+            headers: { "content-type": "application/json" },
+          });
+        }
       });
     } catch (error) {
       log(`x402 payment processing failed: ${describe(error)}`);
@@ -267,6 +372,12 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return c.json({ error: "Payment processing failed." }, 500);
     }
     const answer = returned ?? c.res;
+    // Paid for: the snapshot no longer counts against the payer's unpaid budget.
+    if (reserved && payer !== undefined && answer.status === 200) {
+      await budget.refund(payer).catch((error: unknown) => {
+        log(`payer budget store failed: ${describe(error)}`);
+      });
+    }
     if (verified !== undefined) {
       const finished = performance.now();
       options.onPaidRequest?.({
@@ -285,7 +396,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return c.res;
     }
     if (answer.status === 402 && verified === undefined) {
-      const json = await toJsonAnswer(answer);
+      const json = await toJsonAnswer(answer, explainReason);
       if (cacheable) {
         // Bounded: the URL carries the client's Host header, so its variety is the client's choice.
         if (challengeCache.size >= CHALLENGE_CACHE_SIZE) challengeCache.clear();
@@ -311,18 +422,33 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
  * SPEC §6 "a payment proof is served at most once": the proof is claimed atomically right after
  * the facilitator verified it, so of several copies arriving at once only one reaches the
  * handler. Released when nothing was charged (handler answered 400, settlement failed) so the
- * client may retry with the same proof; marked spent once settled.
+ * client may retry with the same proof; marked spent once settled. A release after a snapshot ran
+ * unpaid (refused, or the client hung up) is counted, and a proof released `maxReleases` times is
+ * refused: one signature buys a bounded number of refused snapshots.
  */
-function guardReplays(server: x402ResourceServer, store: ReplayStore, log: (line: string) => void) {
+function guardReplays(
+  server: x402ResourceServer,
+  store: ReplayStore,
+  maxReleases: number,
+  log: (line: string) => void,
+) {
   // Claims this process made, by payload object: only those are released or marked spent.
   const claimed = new WeakMap<object, string>();
   server.onAfterVerify(async ({ paymentPayload, result }) => {
     if (!result.isValid) return;
     const key = paymentProofKey(paymentPayload);
     try {
-      if (await store.claim(key, paymentProofTtlMs(paymentPayload))) {
+      if (await store.claim(key, paymentProofTtlMs(paymentPayload), maxReleases)) {
         claimed.set(paymentPayload, key);
         return;
+      }
+      const releases = await store.releases(key);
+      if (releases >= maxReleases) {
+        return {
+          abort: true,
+          reason: PROOF_EXHAUSTED,
+          message: proofExhaustedMessage(releases),
+        };
       }
       return {
         abort: true,
@@ -334,14 +460,18 @@ function guardReplays(server: x402ResourceServer, store: ReplayStore, log: (line
       return { abort: true, reason: "replay_check_failed", message: "Try again." };
     }
   });
-  const release = async ({ paymentPayload }: { paymentPayload: object }): Promise<void> => {
+  const release = async (paymentPayload: object, counted: boolean): Promise<void> => {
     const key = claimed.get(paymentPayload);
     if (key === undefined) return;
     claimed.delete(paymentPayload);
-    await store.release(key);
+    await store.release(key, counted);
   };
-  server.onVerifiedPaymentCanceled(release);
-  server.onSettleFailure(release);
+  // The snapshot ran unless the gate itself answered before it (over budget, budget store down).
+  server.onVerifiedPaymentCanceled(({ paymentPayload, responseStatus }) =>
+    release(paymentPayload, responseStatus === undefined || !NOT_RUN_STATUSES.has(responseStatus)),
+  );
+  // Not the payer's doing (facilitator down) or not a refusal of the target: not counted.
+  server.onSettleFailure(({ paymentPayload }) => release(paymentPayload, false));
   server.onAfterSettle(async ({ paymentPayload }) => {
     const key = claimed.get(paymentPayload);
     if (key === undefined) return;
@@ -355,6 +485,30 @@ function guardReplays(server: x402ResourceServer, store: ReplayStore, log: (line
   });
 }
 
+/** The verify reason (the challenge's `error`) of a proof released too often. */
+const PROOF_EXHAUSTED = "payment_proof_exhausted";
+
+function proofExhaustedMessage(releases: number): string {
+  return `this payment proof was already used for ${releases} refused snapshots; sign a new one`;
+}
+
+/** Statuses the gate answers in place of the snapshot, which then never ran. */
+const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([OVER_BUDGET_STATUS, 503]);
+
+/** The request as the SDK would see it without a proof: its answer is the plain challenge. */
+class ProoflessAdapter extends HonoAdapter {
+  override getHeader(name: string): string | undefined {
+    const lower = name.toLowerCase();
+    return lower === "payment-signature" || lower === "x-payment"
+      ? undefined
+      : super.getHeader(name);
+  }
+
+  override getAcceptHeader(): string {
+    return "";
+  }
+}
+
 /** An SDK answer serialized once, so the cached challenge is not re-encoded per request. */
 export interface JsonAnswer {
   status: number;
@@ -363,12 +517,15 @@ export interface JsonAnswer {
 }
 
 /** The SDK's 402 as a plain record (header names lower-case), its JSON body saying why. */
-async function toJsonAnswer(response: Response): Promise<JsonAnswer> {
+async function toJsonAnswer(
+  response: Response,
+  explain: (reason: string) => string | undefined,
+): Promise<JsonAnswer> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
-  const body = withErrorMessage(await response.text(), headers["payment-required"]);
+  const body = withErrorMessage(await response.text(), headers["payment-required"], explain);
   return { status: response.status, headers, body };
 }
 
@@ -382,8 +539,15 @@ function sendJson(answer: JsonAnswer): Response {
   return new Response(answer.body, { status: answer.status, headers: { ...answer.headers } });
 }
 
-/** The SDK leaves a rejected payment's 402 body `{}`; give clients the reason from the challenge. */
-function withErrorMessage(body: string, paymentRequired: string | undefined): string {
+/**
+ * The SDK leaves a rejected payment's 402 body `{}`; give clients the reason from the challenge,
+ * in words where `explain` has them.
+ */
+function withErrorMessage(
+  body: string,
+  paymentRequired: string | undefined,
+  explain: (reason: string) => string | undefined,
+): string {
   if (body.trim() !== "{}" || !paymentRequired) return body;
   let reason: string | undefined;
   try {
@@ -391,7 +555,11 @@ function withErrorMessage(body: string, paymentRequired: string | undefined): st
   } catch {
     reason = undefined;
   }
-  return JSON.stringify({ error: reason ? `Payment rejected: ${reason}` : "Payment required." });
+  if (!reason) return JSON.stringify({ error: "Payment required." });
+  const words = explain(reason);
+  return JSON.stringify({
+    error: words ? `Payment rejected (${reason}): ${words}` : `Payment rejected: ${reason}`,
+  });
 }
 
 function describe(error: unknown): string {

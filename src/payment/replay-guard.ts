@@ -3,22 +3,34 @@ import { createHash } from "node:crypto";
 /**
  * Serves each payment proof at most once (SPEC §6). A proof is claimed atomically before the
  * snapshot runs, released when the answer is not served (400, failed settlement) so the client
- * may retry with the same proof, and marked spent once settled.
+ * may retry with the same proof, and marked spent once settled. Releases after work that was
+ * not paid for (a refused snapshot, a client that hung up) are counted, and a claim can refuse a
+ * proof released too often, so one signature cannot buy unlimited refused snapshots.
  *
- * The store is an interface so a shared store (e.g. Redis `SET key NX PX ttl`) can replace the
- * in-memory one when the service runs as several processes.
+ * The store is an interface so a shared store (e.g. Redis `SET key NX PX ttl`, or a small
+ * script for the count) can replace the in-memory one when the service runs as several processes.
  */
 export interface ReplayStore {
-  /** True when this caller now owns `key`; false when it is already claimed or spent. */
-  claim(key: string, ttlMs: number): Promise<boolean>;
-  /** Gives up a claim that did not lead to a served answer. A spent key stays spent. */
-  release(key: string): Promise<void>;
+  /**
+   * True when this caller now owns `key`; false when it is already claimed or spent, or was
+   * released (counted) `maxReleases` times already. Check and claim are one atomic step.
+   */
+  claim(key: string, ttlMs: number, maxReleases?: number): Promise<boolean>;
+  /**
+   * Gives up a claim that did not lead to a served answer; `counted` when work was done for it
+   * (a refused snapshot). A spent key stays spent.
+   */
+  release(key: string, counted?: boolean): Promise<void>;
   /** The proof was settled: it can never be claimed again while the entry lives. */
   markSpent(key: string): Promise<void>;
+  /** Counted releases of `key` so far (0 for an unknown key). */
+  releases(key: string): Promise<number>;
 }
 
 interface Entry {
-  state: "claimed" | "spent";
+  /** "free": released, kept only to remember its count. */
+  state: "claimed" | "free" | "spent";
+  releases: number;
   expiresAt: number;
 }
 
@@ -47,18 +59,31 @@ export class MemoryReplayStore implements ReplayStore {
     return this.entries.size;
   }
 
-  claim(key: string, ttlMs: number): Promise<boolean> {
+  claim(key: string, ttlMs: number, maxReleases = Infinity): Promise<boolean> {
     const now = this.now();
+    const expiresAt = now + Math.max(1, ttlMs);
     const existing = this.entries.get(key);
-    if (existing && existing.expiresAt > now) return Promise.resolve(false);
+    if (existing && existing.expiresAt > now) {
+      if (existing.state !== "free" || existing.releases >= maxReleases) {
+        return Promise.resolve(false);
+      }
+      existing.state = "claimed";
+      existing.expiresAt = Math.max(existing.expiresAt, expiresAt);
+      return Promise.resolve(true);
+    }
     if (existing) this.entries.delete(key);
     this.makeRoom(now);
-    this.entries.set(key, { state: "claimed", expiresAt: now + Math.max(1, ttlMs) });
+    this.entries.set(key, { state: "claimed", releases: 0, expiresAt });
     return Promise.resolve(true);
   }
 
-  release(key: string): Promise<void> {
-    if (this.entries.get(key)?.state === "claimed") this.entries.delete(key);
+  release(key: string, counted = false): Promise<void> {
+    const entry = this.entries.get(key);
+    if (entry?.state !== "claimed") return Promise.resolve();
+    if (counted) entry.releases++;
+    // Nothing to remember about a proof never counted: forget it, as before it was claimed.
+    if (entry.releases === 0) this.entries.delete(key);
+    else entry.state = "free";
     return Promise.resolve();
   }
 
@@ -66,6 +91,11 @@ export class MemoryReplayStore implements ReplayStore {
     const entry = this.entries.get(key);
     if (entry) entry.state = "spent";
     return Promise.resolve();
+  }
+
+  releases(key: string): Promise<number> {
+    const entry = this.entries.get(key);
+    return Promise.resolve(entry && entry.expiresAt > this.now() ? entry.releases : 0);
   }
 
   private makeRoom(now: number): void {

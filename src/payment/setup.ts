@@ -27,8 +27,12 @@ export async function setupX402Payment(
   log: (line: string) => void = (line) => console.error(line),
 ): Promise<X402Setup> {
   const payment = config.payment;
+  const refusals = {
+    proofReleases: payment.proofReleases,
+    refusedPerPayerPerMinute: payment.refusedPerPayerPerMinute,
+  };
   if (payment.payTo) {
-    const gate = createPaymentGate({ ...paymentGateOptionsFromConfig(payment), log });
+    const gate = createPaymentGate({ ...paymentGateOptionsFromConfig(payment), ...refusals, log });
     void gate.warmUp();
     return {
       mode: `x402 on ${payment.networks.join(", ")}, ${payment.priceUsdc} USDC per snapshot to ${payment.payTo}, facilitator ${payment.facilitatorUrl}`,
@@ -48,6 +52,7 @@ export async function setupX402Payment(
       facilitatorUrl: devnet.facilitatorUrl,
       network: devnet.network,
     }),
+    ...refusals,
     log,
   });
   await gate.warmUp();

@@ -1,0 +1,95 @@
+import { PaymentPayloadV2Schema } from "@x402/core/schemas";
+
+/**
+ * Largest PAYMENT-SIGNATURE read. A proof made by the official client for our challenge is about
+ * 3.2 KB (it echoes the Bazaar extension); anything past this is refused before decoding.
+ */
+export const MAX_PROOF_HEADER_BYTES = 8 * 1024;
+/** Deepest JSON nesting read. Our proofs nest 10 levels; recursive code downstream must never see thousands. */
+export const MAX_PROOF_DEPTH = 32;
+
+/** The SDK's own test for the header (standard base64, at most two `=`). */
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+export type ProofReading = { ok: true; payer: `0x${string}` } | { ok: false; why: string };
+
+/**
+ * Reads a PAYMENT-SIGNATURE header with bounded work, before the SDK or anything recursive sees
+ * it: size, base64, UTF-8, nesting depth (scanned without recursion), JSON, then the x402 v2
+ * PaymentPayload shape with an EIP-3009 authorization (what our challenge asks for), whose
+ * `from` is the payer. A failure says why in words a client can act on.
+ */
+export function readPaymentProof(header: string): ProofReading {
+  if (header.length > MAX_PROOF_HEADER_BYTES) {
+    return refuse(
+      `PAYMENT-SIGNATURE is ${header.length} bytes; at most ${MAX_PROOF_HEADER_BYTES} are read`,
+    );
+  }
+  if (!BASE64.test(header)) return refuse("PAYMENT-SIGNATURE is not base64");
+  let text: string;
+  try {
+    text = utf8.decode(Buffer.from(header, "base64"));
+  } catch {
+    return refuse("PAYMENT-SIGNATURE does not decode to UTF-8 text");
+  }
+  const depth = nestingDepth(text);
+  if (depth > MAX_PROOF_DEPTH) {
+    return refuse(`PAYMENT-SIGNATURE nests deeper than ${MAX_PROOF_DEPTH} levels`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return refuse("PAYMENT-SIGNATURE does not decode to JSON");
+  }
+  const parsed = PaymentPayloadV2Schema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.length ? issue.path.join(".") : "the payload";
+    return refuse(
+      `PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (${where}: ${issue?.message})`,
+    );
+  }
+  const payer = authorizationFrom(parsed.data.payload);
+  if (!payer) {
+    return refuse(
+      "PAYMENT-SIGNATURE carries no EIP-3009 authorization (payload.authorization.from)",
+    );
+  }
+  return { ok: true, payer };
+}
+
+function refuse(why: string): ProofReading {
+  return { ok: false, why };
+}
+
+function authorizationFrom(payload: unknown): `0x${string}` | undefined {
+  const authorization = (payload as { authorization?: unknown } | null)?.authorization;
+  if (typeof authorization !== "object" || authorization === null) return undefined;
+  const from = (authorization as { from?: unknown }).from;
+  return typeof from === "string" && EVM_ADDRESS.test(from) ? (from as `0x${string}`) : undefined;
+}
+
+/** Deepest `{`/`[` nesting of JSON text, counted in one pass outside strings. */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > deepest) deepest = depth;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return deepest;
+}
