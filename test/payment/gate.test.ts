@@ -474,3 +474,152 @@ describe("a settled payment always gets its report", () => {
     }
   });
 });
+
+/** A proof signed by `account` (a fresh nonce each time). */
+async function signedBy(
+  account: ReturnType<typeof privateKeyToAccount>,
+  challenge: PaymentRequired,
+): Promise<Record<string, string>> {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  return new x402HTTPClient(client).encodePaymentSignatureHeader(
+    await client.createPaymentPayload(challenge),
+  );
+}
+
+describe("unreadable proofs are a 402 that says why, never a 503 or 500", () => {
+  let facilitator: ScriptedFacilitator;
+  let service: Service;
+  let challenge: PaymentRequired;
+  /** A real proof, decoded: the base the malformed ones are made from. */
+  let real: Record<string, unknown>;
+  beforeAll(async () => {
+    facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    service = await startService(base(facilitator.url));
+    challenge = await challengeOf(await post(service, "https://example.com"));
+    const header = Object.values(await signedHeaders(challenge))[0]!;
+    real = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as Record<string, unknown>;
+  });
+  afterAll(async () => {
+    await service.close();
+    await facilitator.close();
+  });
+
+  const b64 = (text: string | Buffer) => Buffer.from(text).toString("base64");
+  /** `depth` nested arrays as JSON text (built as text: encoding them would overflow here too). */
+  const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
+  /** The real proof with its EIP-3009 payload carrying `extra` (and nothing it does not need). */
+  const withPayload = (extra: Record<string, string>, rawJson: Record<string, string> = {}) => {
+    const marked = Object.fromEntries(Object.keys(rawJson).map((k) => [k, `@@${k}@@`]));
+    let text = JSON.stringify({
+      x402Version: 2,
+      accepted: real.accepted,
+      payload: { ...(real.payload as object), ...extra, ...marked },
+    });
+    for (const [k, json] of Object.entries(rawJson)) text = text.replace(`"@@${k}@@"`, json);
+    return b64(text);
+  };
+
+  const cases: Array<[string, () => string, RegExp]> = [
+    ["not base64", () => "%%% not base64 %%%", /not base64/],
+    ["base64 of text that is not JSON", () => b64("hello, facilitator"), /not decode to JSON/],
+    ["base64 of bytes that are not UTF-8", () => b64(Buffer.from([0xff, 0xfe, 0xfd])), /UTF-8/],
+    ["JSON of the wrong shape", () => b64(JSON.stringify({ x402Version: 2 })), /PaymentPayload/],
+    ["a JSON array", () => b64("[1,2,3]"), /PaymentPayload/],
+    [
+      "an x402 v1 payload",
+      () => b64(JSON.stringify({ ...real, x402Version: 1 })),
+      /PaymentPayload/,
+    ],
+    [
+      "no EIP-3009 authorization",
+      () => b64(JSON.stringify({ ...real, payload: { signature: "0x00" } })),
+      /authorization/,
+    ],
+    // The reported case: 5000 levels, 13-14 KB, once a 503 from a stack overflow while encoding
+    // the proof for the facilitator.
+    ["nesting 5000 levels", () => withPayload({}, { deep: nested(5000) }), /at most 8192/],
+    ["nesting 1000 levels in under 8 KiB", () => withPayload({}, { deep: nested(1000) }), /deeper/],
+    ["over 8 KiB", () => withPayload({ padding: "x".repeat(9_000) }), /at most 8192/],
+  ];
+
+  it.each(cases)("%s", async (_name, make, why) => {
+    const header = make();
+    const verifies = facilitator.calls.verify;
+    const runs = service.handlerRuns;
+    const response = await post(service, "https://example.com", { "PAYMENT-SIGNATURE": header });
+    expect(response.status).toBe(402);
+    const body = (await response.json()) as { error: string };
+    expect(body.error).toMatch(/^Unreadable payment proof: /);
+    expect(body.error).toMatch(why);
+    // Still a complete challenge, so the client can sign a proper proof.
+    const fresh = await challengeOf(response);
+    expect(fresh.error).toBe(body.error);
+    expect(fresh.accepts).toEqual(challenge.accepts);
+    expect(facilitator.calls.verify).toBe(verifies);
+    expect(service.handlerRuns).toBe(runs);
+  });
+
+  it("a real proof is far inside both bounds", async () => {
+    const header = Object.values(await signedHeaders(challenge))[0]!;
+    expect(header.length).toBeLessThan(8192 / 2);
+    const response = await post(service, "https://example.com", { "PAYMENT-SIGNATURE": header });
+    expect(response.status).toBe(200);
+  });
+});
+
+describe("unpaid work per proof and per payer", () => {
+  it("a proof released proofReleases times is refused with a 402 that says why", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url, { proofReleases: 1 }));
+    opened.push(facilitator, service);
+    const challenge = await challengeOf(await post(service, "https://example.com"));
+    const proof = await signedHeaders(challenge);
+    expect((await post(service, "bad", proof)).status).toBe(400);
+    const again = await post(service, "https://example.com", proof);
+    expect(again.status).toBe(402);
+    expect((await challengeOf(again)).error).toBe("payment_proof_exhausted");
+    expect(await again.json()).toEqual({
+      error:
+        "Payment rejected (payment_proof_exhausted): this payment proof was already used for 1 refused snapshots; sign a new one",
+    });
+    expect(service.handlerRuns).toBe(1);
+    expect(facilitator.calls.settle).toBe(0);
+  });
+
+  it("concurrent refused snapshots of one payer stop at the budget, before the handler", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url, { refusedPerPayerPerMinute: 3 }), 50);
+    opened.push(facilitator, service);
+    const challenge = await challengeOf(await post(service, "https://example.com"));
+    const account = privateKeyToAccount(generatePrivateKey());
+    const proofs = await Promise.all(Array.from({ length: 8 }, () => signedBy(account, challenge)));
+    const responses = await Promise.all(proofs.map((proof) => post(service, "bad", proof)));
+    const statuses = responses.map((r) => r.status).sort();
+    expect(statuses).toEqual([400, 400, 400, 429, 429, 429, 429, 429]);
+    expect(service.handlerRuns).toBe(3);
+    const over = responses.find((r) => r.status === 429)!;
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(facilitator.calls.settle).toBe(0);
+
+    // A 429 burns nothing: that proof was not counted as a release.
+    const other = await startService(base(facilitator.url, { proofReleases: 0 }));
+    opened.push(other);
+    expect((await post(other, "https://example.com", proofs[proofs.length - 1]!)).status).toBe(200);
+  });
+
+  it("paid snapshots do not count: only unpaid ones use the budget", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const service = await startService(base(facilitator.url, { refusedPerPayerPerMinute: 2 }));
+    opened.push(facilitator, service);
+    const challenge = await challengeOf(await post(service, "https://example.com"));
+    const account = privateKeyToAccount(generatePrivateKey());
+    for (let i = 0; i < 5; i++) {
+      const paid = await post(service, "https://example.com", await signedBy(account, challenge));
+      expect(paid.status).toBe(200);
+    }
+    expect((await post(service, "bad", await signedBy(account, challenge))).status).toBe(400);
+    expect((await post(service, "bad", await signedBy(account, challenge))).status).toBe(400);
+    expect((await post(service, "bad", await signedBy(account, challenge))).status).toBe(429);
+  });
+});
