@@ -192,6 +192,75 @@ describe("unpaid challenge fast path", () => {
     expect(comparable(answer)).toEqual(comparable(viaHono));
   });
 
+  /** A proof-shaped PAYMENT-SIGNATURE for the offered requirements, its payload carrying `inner` (raw JSON). */
+  async function proofWith(inner: string): Promise<string> {
+    const challenge = await rawRequest(plain.port, [post(VALID)]);
+    const required = /\r\npayment-required: (\S+)/i.exec(challenge.headers)![1]!;
+    const accepted = (
+      JSON.parse(Buffer.from(required, "base64").toString("utf8")) as { accepts: unknown[] }
+    ).accepts[0];
+    const authorization = {
+      from: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+      to: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      value: "50000",
+      validAfter: "0",
+      validBefore: "9999999999",
+      nonce: `0x${"11".repeat(32)}`,
+    };
+    const text = JSON.stringify({
+      x402Version: 2,
+      accepted,
+      payload: { signature: `0x${"22".repeat(65)}`, authorization, inner: "@@" },
+    }).replace('"@@"', inner);
+    return Buffer.from(text).toString("base64");
+  }
+
+  // A proof nobody can read is the payer's problem (402 saying why), not the facilitator's (503).
+  const unreadable: Array<[string, () => Promise<string>]> = [
+    ["garbage", () => Promise.resolve("%%%garbage%%%")],
+    ["base64 of non-JSON", () => Promise.resolve(Buffer.from("hello").toString("base64"))],
+    [
+      "JSON of the wrong shape",
+      () => Promise.resolve(Buffer.from('{"x402Version":2,"payload":1}').toString("base64")),
+    ],
+    ["a proof nesting 5000 levels (13 KB)", () => proofWith("[".repeat(5000) + "]".repeat(5000))],
+    ["a proof nesting 500 levels", () => proofWith("[".repeat(500) + "]".repeat(500))],
+  ];
+  it.each(unreadable)(
+    "answers %s with a 402 that says the proof is unreadable",
+    async (_what, make) => {
+      await both(post(VALID)); // the challenge is prepared, so the fast path is live
+      const header = await make();
+      const {
+        viaHono,
+        fronted: answer,
+        fast,
+      } = await both(post(VALID, { "payment-signature": header }));
+      expect(fast).toBe(false);
+      for (const response of [viaHono, answer]) {
+        expect(response.status).toBe(402);
+        expect(JSON.parse(response.body)).toEqual({
+          error: expect.stringMatching(/^Unreadable payment proof: /),
+        });
+      }
+      expect(comparable(answer)).toEqual(comparable(viaHono));
+      expect(engine.calls).toEqual([]);
+    },
+  );
+
+  it("answers two PAYMENT-SIGNATURE headers with a 402 that says the proof is unreadable", async () => {
+    await both(post(VALID));
+    const {
+      viaHono,
+      fronted: answer,
+      fast,
+    } = await both(post(VALID, { "payment-signature": "YWJj\r\npayment-signature: ZGVm" }));
+    expect(fast).toBe(false);
+    expect(answer.status).toBe(402);
+    expect(JSON.parse(answer.body)).toEqual({ error: expect.stringMatching(/not base64/) });
+    expect(comparable(answer)).toEqual(comparable(viaHono));
+  });
+
   it("leaves GET /health and every other route to Hono", async () => {
     const before = taken;
     const health = await rawRequest(fronted.port, [
