@@ -67,6 +67,13 @@ describe("payment configuration", () => {
     ["X402_PRICE_USDC", { X402_PRICE_USDC: "1e3" }],
     ["X402_PRICE_USDC", { X402_PRICE_USDC: "0.0000001" }],
     ["X402_PRICE_USDC", { X402_PRICE_USDC: "five cents" }],
+    ["SNAPSHOT_PROOF_RELEASES", { SNAPSHOT_PROOF_RELEASES: "-1" }],
+    ["SNAPSHOT_PROOF_RELEASES", { SNAPSHOT_PROOF_RELEASES: "2.5" }],
+    ["SNAPSHOT_PROOF_RELEASES", { SNAPSHOT_PROOF_RELEASES: "many" }],
+    ["SNAPSHOT_PROOF_RELEASES", { SNAPSHOT_PROOF_RELEASES: "1000" }],
+    ["SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE", { SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE: "0" }],
+    ["SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE", { SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE: "1e9" }],
+    ["SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE", { SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE: "ten" }],
   ])("refuses a bad %s at start with one line naming it (%j)", (variable, bad) => {
     let error: unknown;
     try {
@@ -84,5 +91,23 @@ describe("payment configuration", () => {
     const config = loadPaymentConfig({ ...production, X402_PRICE_USDC: "0.000001" });
     expect(config.priceUsdc).toBe("0.000001");
     expect(loadPaymentConfig(production).priceUsdc).toBe("0.05");
+  });
+});
+
+describe("bounds on unpaid work", () => {
+  it("a proof is released 3 times and a payer has 60 unpaid snapshots a minute by default", () => {
+    const config = loadPaymentConfig(production);
+    expect(config.proofReleases).toBe(3);
+    expect(config.refusedPerPayerPerMinute).toBe(60);
+  });
+
+  it("reads SNAPSHOT_PROOF_RELEASES and SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE", () => {
+    const config = loadPaymentConfig({
+      ...production,
+      SNAPSHOT_PROOF_RELEASES: "0",
+      SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE: " 5 ",
+    });
+    expect(config.proofReleases).toBe(0);
+    expect(config.refusedPerPayerPerMinute).toBe(5);
   });
 });

@@ -41,6 +41,33 @@ describe("MemoryReplayStore", () => {
     expect(await store.claim("a", 60_000)).toBe(false);
   });
 
+  it("counts releases after unpaid work and refuses a proof released maxReleases times", async () => {
+    const store = new MemoryReplayStore();
+    for (let i = 0; i < 3; i++) {
+      expect(await store.claim("p", 60_000, 3)).toBe(true);
+      await store.release("p", true);
+    }
+    expect(await store.releases("p")).toBe(3);
+    expect(await store.claim("p", 60_000, 3)).toBe(false);
+    // Releases that were not counted (nothing ran) do not use the allowance up.
+    expect(await store.claim("q", 60_000, 1)).toBe(true);
+    await store.release("q");
+    expect(await store.claim("q", 60_000, 1)).toBe(true);
+    await store.release("q", true);
+    expect(await store.claim("q", 60_000, 1)).toBe(false);
+  });
+
+  it("a counted proof is claimed by one of many simultaneous copies, and forgotten after its ttl", async () => {
+    let now = 1_000;
+    const store = new MemoryReplayStore({ now: () => now });
+    expect(await store.claim("r", 100, 2)).toBe(true);
+    await store.release("r", true);
+    const results = await Promise.all(Array.from({ length: 5 }, () => store.claim("r", 100, 2)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    now += 200;
+    expect(await store.releases("r")).toBe(0);
+  });
+
   it("forgets entries after their ttl and stays within its bound", async () => {
     let now = 1_000;
     const store = new MemoryReplayStore({ maxEntries: 3, now: () => now });
