@@ -14,7 +14,7 @@ export const HealthSchema = z
   })
   .strict();
 
-/** Every non-report error: 404, 405, 500 and the payment layer's 503. */
+/** Every non-report error: 404, 405, 500 and the payment layer's 429 and 503. */
 export const ServiceErrorSchema = z
   .object({ error: z.string().describe("Human-readable message.") })
   .describe("Error that is not about the submitted URL.");
@@ -132,8 +132,10 @@ export function createOpenApiDocument(): Record<string, unknown> {
             },
             "402": {
               description:
-                "Payment required: no valid x402 payment proof, or settlement failed. The " +
-                "challenge is in the `PAYMENT-REQUIRED` header (x402 protocol version 2).",
+                "Payment required: no valid x402 payment proof (unreadable, refused by the " +
+                "facilitator, already used, or released after too many refused snapshots), or " +
+                "settlement failed. The challenge is in the `PAYMENT-REQUIRED` header (x402 " +
+                "protocol version 2); the body's `error` says why.",
               headers: {
                 "PAYMENT-REQUIRED": {
                   description:
@@ -146,6 +148,20 @@ export function createOpenApiDocument(): Record<string, unknown> {
               content: json("ServiceError"),
             },
             "405": notAllowed,
+            "429": {
+              description:
+                "The payer (the proof's `from`) had too many unpaid snapshots (refused targets, " +
+                "closed connections) in the last minute. Answered before the snapshot runs; " +
+                "nothing is charged and the proof is not used up.",
+              headers: {
+                "Retry-After": {
+                  description: "Seconds until the payer may be served again.",
+                  required: true,
+                  schema: { type: "integer", minimum: 1 },
+                },
+              },
+              content: json("ServiceError"),
+            },
             "503": {
               description: "The payment facilitator is unreachable or failing; retry later.",
               headers: {

@@ -46,6 +46,8 @@ describe("GET /openapi.json", () => {
       expect.arrayContaining(["200", "400", "402", "503"]),
     );
     expect(JSON.stringify(post)).toContain("PAYMENT-REQUIRED");
+    // The payment layer's refusal of a payer over its budget of unpaid snapshots.
+    expect(Object.keys(post?.responses ?? {})).toContain("429");
   });
 
   it("rejects a value that breaks the schema (the validation below can fail)", () => {
