@@ -33,8 +33,8 @@ const USDC_DECIMALS = 6;
 
 const CHALLENGE_CACHE_SIZE = 64;
 const DEFAULT_SETTLE_TIMEOUT_MS = 130_000;
-export const DEFAULT_PROOF_RELEASES = 3;
-export const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
+const DEFAULT_PROOF_RELEASES = 3;
+const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
 /** Answer of a payer over its budget. The snapshot handler never answers it. */
 const OVER_BUDGET_STATUS = 429;
 /** Internal answer when the client left before settlement; nobody receives it. */
@@ -271,17 +271,22 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   /** The route's 402 challenge, its `error` saying why the proof could not be read. */
   async function unreadableProof(c: Context, why: string): Promise<Response> {
     const message = `Unreadable payment proof: ${why}.`;
-    const result = await httpServer.processHTTPRequest({
-      adapter: new ProoflessAdapter(c),
-      path: c.req.path,
-      method: c.req.method,
-    });
-    const sdkHeaders = result.type === "payment-error" ? result.response.headers : {};
+    const result = await httpServer
+      .processHTTPRequest({
+        adapter: new ProoflessAdapter(c),
+        path: c.req.path,
+        method: c.req.method,
+      })
+      .catch((error: unknown) => {
+        log(`x402 challenge for an unreadable proof failed: ${describe(error)}`);
+        return undefined;
+      });
+    const sdkHeaders = result?.type === "payment-error" ? result.response.headers : {};
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(sdkHeaders)) headers[name.toLowerCase()] = value;
     const required = headers["payment-required"];
     if (!required) {
-      log(`no challenge to refuse an unreadable proof with (${result.type})`);
+      log(`no challenge to refuse an unreadable proof with (${result?.type ?? "error"})`);
       c.header("Cache-Control", "no-store");
       return c.json({ error: message }, 402);
     }

@@ -1,12 +1,11 @@
 import { PaymentPayloadV2Schema } from "@x402/core/schemas";
 
 /**
- * Largest PAYMENT-SIGNATURE read. A proof made by the official client for our challenge is about
- * 3.2 KB (it echoes the Bazaar extension); anything past this is refused before decoding.
+ * Largest PAYMENT-SIGNATURE read, and deepest JSON nesting: both well above what the official
+ * client sends for our challenge (docs/payment.md), far below what makes recursive code overflow.
  */
-export const MAX_PROOF_HEADER_BYTES = 8 * 1024;
-/** Deepest JSON nesting read. Our proofs nest 10 levels; recursive code downstream must never see thousands. */
-export const MAX_PROOF_DEPTH = 32;
+const MAX_PROOF_HEADER_BYTES = 8 * 1024;
+const MAX_PROOF_DEPTH = 32;
 
 /** The SDK's own test for the header (standard base64, at most two `=`). */
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
