@@ -1,5 +1,6 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { ConfigError } from "./config-error.js";
 import { CDP_FACILITATOR_URL, parseCdpApiKeySecret, type CdpApiKey } from "./payment/cdp-auth.js";
 
 /**
@@ -8,15 +9,7 @@ import { CDP_FACILITATOR_URL, parseCdpApiKeySecret, type CdpApiKey } from "./pay
  * program, reads its FACILITATOR_* variables in src/facilitator/config.ts the same way.)
  */
 
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    problem: string,
-  ) {
-    super(`${variable} ${problem}`);
-    this.name = "ConfigError";
-  }
-}
+export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 
