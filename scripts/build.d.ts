@@ -1,5 +1,3 @@
-/** The project root (where package.json is). */
-export declare const ROOT: string;
 /** Why dist/ under root must be rebuilt, or undefined when it is current. */
 export declare function staleReason(root?: string): string | undefined;
 /** Compiles src/ to dist/ (tsconfig.build.json); throws with tsc's output on failure. */

@@ -17,7 +17,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const ROOT = join(import.meta.dirname, "..");
+const ROOT = join(import.meta.dirname, "..");
 /** Written last, with the time the build started: dist/ is complete and covers src/ up to then. */
 const STAMP = ".build-stamp";
 /** Besides src/, these change what tsc emits. */
