@@ -4,9 +4,9 @@ import { ConfigError } from "./config-error.js";
 import { CDP_FACILITATOR_URL, parseCdpApiKeySecret, type CdpApiKey } from "./payment/cdp-auth.js";
 
 /**
- * The service's environment in one typed, validated place (SPEC §5). A bad value stops the
- * process at start with one line naming the variable. (The stand-alone facilitator, a separate
- * program, reads its FACILITATOR_* variables in src/facilitator/config.ts the same way.)
+ * The service's environment in one typed, validated place (docs/contract.md §6). A bad value
+ * stops the process at start with one line naming the variable. (The stand-alone facilitator, a
+ * separate program, reads its FACILITATOR_* variables in src/facilitator/config.ts the same way.)
  */
 
 export { ConfigError };
