@@ -1,5 +1,15 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx so no build step is needed.
-import { register } from "tsx/esm/api";
-register();
-await import("../src/cli/main.ts");
+// Runs the compiled CLI (dist/), compiling it first when it is missing or older than src/.
+import { build, staleReason } from "../scripts/build.js";
+
+const stale = staleReason();
+if (stale !== undefined) {
+  process.stderr.write(`secsnap: ${stale}; compiling it (a few seconds)\n`);
+  try {
+    build();
+  } catch (err) {
+    process.stderr.write(`secsnap: ${err.message}\n`);
+    process.exit(1);
+  }
+}
+await import("../dist/cli/main.js");

@@ -1,22 +1,15 @@
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { ConfigError } from "./config-error.js";
 import { CDP_FACILITATOR_URL, parseCdpApiKeySecret, type CdpApiKey } from "./payment/cdp-auth.js";
 
 /**
- * The service's environment in one typed, validated place (SPEC §5). A bad value stops the
- * process at start with one line naming the variable. (The stand-alone facilitator, a separate
- * program, reads its FACILITATOR_* variables in src/facilitator/config.ts the same way.)
+ * The service's environment in one typed, validated place (docs/contract.md §6). A bad value
+ * stops the process at start with one line naming the variable. (The stand-alone facilitator, a
+ * separate program, reads its FACILITATOR_* variables in src/facilitator/config.ts the same way.)
  */
 
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    problem: string,
-  ) {
-    super(`${variable} ${problem}`);
-    this.name = "ConfigError";
-  }
-}
+export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 

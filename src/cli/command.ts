@@ -1,9 +1,16 @@
-/** What every `secsnap` subcommand gets and returns; main.ts maps names to these. */
+/** Where a command writes: process.stdout/stderr, or a buffer when the CLI runs in process. */
+export interface CliOutput {
+  /** True for a terminal: then `scan` prints a summary instead of JSON. */
+  isTTY?: boolean;
+  write(text: string): unknown;
+}
+
+/** What every `secsnap` subcommand gets and returns; run.ts maps names to these. */
 export interface CliIo {
   args: string[];
   env: NodeJS.ProcessEnv;
-  stdout: NodeJS.WriteStream;
-  stderr: NodeJS.WriteStream;
+  stdout: CliOutput;
+  stderr: CliOutput;
 }
 
 export interface Command {
@@ -13,7 +20,7 @@ export interface Command {
   run(io: CliIo): Promise<number>;
 }
 
-/** Bad arguments: main prints the message and the command's usage, exit code 1. */
+/** Bad arguments: runCli prints the message and the command's usage, exit code 1. */
 export class UsageError extends Error {
   override name = "UsageError";
 }

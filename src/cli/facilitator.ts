@@ -1,4 +1,4 @@
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../config-error.js";
 import { runFacilitatorCommand } from "../facilitator/command.js";
 import type { Command } from "./command.js";
 

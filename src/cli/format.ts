@@ -1,4 +1,5 @@
 import type { SnapshotErrorBody, SnapshotResult } from "../snapshot/result.js";
+import type { CliOutput } from "./command.js";
 
 /**
  * Plain ANSI SGR codes rather than node:util styleText: across Node 20 releases styleText
@@ -30,7 +31,7 @@ const CHECK_LABELS: ReadonlyArray<readonly [keyof SnapshotResult, string]> = [
  * Colour only for a terminal, and never when NO_COLOR is set to a non-empty value
  * (https://no-color.org).
  */
-export function useColor(stream: NodeJS.WriteStream, env: NodeJS.ProcessEnv): boolean {
+export function useColor(stream: CliOutput, env: NodeJS.ProcessEnv): boolean {
   return Boolean(stream.isTTY) && !env.NO_COLOR;
 }
 

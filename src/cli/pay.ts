@@ -8,7 +8,7 @@ import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import type { LocalAccount } from "viem/accounts";
 import { UsageError, type Command } from "./command.js";
 
-/** anvil's default test mnemonic: its accounts 2–9 hold devnet USDC (SPEC §6, devnet mode). */
+/** anvil's default test mnemonic: its accounts 2–9 hold devnet USDC (docs/contract.md §7.7). */
 export const ANVIL_TEST_MNEMONIC = "test test test test test test test test test test test junk";
 export const DEVNET_PAYER_INDEX = 2;
 const DEVNET_NETWORK = "eip155:84532";

@@ -19,7 +19,7 @@ import {
 } from "./constants.js";
 
 /**
- * The embedded local payment network (SPEC §6 "Devnet mode"): anvil posing as Base Sepolia,
+ * The embedded local payment network (docs/contract.md §7.7): anvil posing as Base Sepolia,
  * DevUSDC at the Base Sepolia USDC address, 1000 USDC for each of accounts 2–9, and an x402
  * facilitator that settles with account 0's gas. A devnet already answering on the same ports
  * is reused rather than started twice.

@@ -135,8 +135,8 @@ export function createX402Facilitator(opts: FacilitatorOptions): X402Facilitator
     { confirmationTimeoutMs: opts.confirmationTimeoutMs ?? 120_000 },
   );
 
-  // Only x402 v2 (SPEC §6), so register() and not registerExactEvmScheme(), which would also
-  // register v1 for every EVM network the SDK knows.
+  // Only x402 v2 (docs/contract.md §7.1), so register() and not registerExactEvmScheme(), which
+  // would also register v1 for every EVM network the SDK knows.
   const facilitator = new x402Facilitator().register(networks, new ExactEvmScheme(signer));
   return { facilitator, address: account.address, chainId, networks, rpcUrl: opts.rpcUrl };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { closedPort } from "../fixtures/targets.js";
-import { cleanEnv, runCli } from "./run.js";
+import { cleanEnv, runCli, runProcess } from "./run.js";
 
 describe("secsnap CLI basics", () => {
   it("--help lists the commands and exits 0", async () => {
@@ -64,5 +64,16 @@ describe("secsnap CLI basics", () => {
     expect(code).toBe(2);
     expect(stderr).toContain(`ECONNREFUSED`);
     expect(stderr).toContain(`is the service running at ${api}?`);
+  });
+
+  it.each([
+    [["--version"], 0],
+    [["frobnicate"], 1],
+    [["scan", "ftp://example.com/", "--json"], 2],
+  ])("the real process %j exits with the code the CLI returns (%d)", async (args, exitCode) => {
+    const inProcess = await runCli(args);
+    const real = await runProcess(args);
+    expect(inProcess.code).toBe(exitCode);
+    expect(real).toEqual(inProcess);
   });
 });

@@ -1,10 +1,17 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { runCli as runCliInProcess } from "../../src/cli/run.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const BIN = fileURLToPath(new URL("../../bin/secsnap.js", import.meta.url));
+const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 
-/** Environment for child processes: no inherited SNAPSHOT_/X402_ settings, no colour. */
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Environment for the CLI: no inherited SNAPSHOT_/X402_ settings, no colour. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
@@ -13,15 +20,30 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...env, ...extra };
 }
 
-/** The real `secsnap` executable (bin/secsnap.js through tsx). */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env });
+/** The CLI called in this process (runCli), its output captured as a pipe would see it. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<CliRun> {
+  let stdout = "";
+  let stderr = "";
+  const code = await runCliInProcess(args, {
+    env,
+    stdout: { isTTY: false, write: (text: string) => (stdout += text) },
+    stderr: { isTTY: false, write: (text: string) => (stderr += text) },
+  });
+  return { code, stdout, stderr };
 }
 
-export async function runCli(
+/**
+ * A real `secsnap` process (src/cli/main.ts through tsx, so it runs the sources under test):
+ * for what only a process shows, its exit code and its signals.
+ */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ["--import", "tsx", MAIN, ...args], { cwd: ROOT, env });
+}
+
+export async function runProcess(
   args: string[],
   env: NodeJS.ProcessEnv = cleanEnv(),
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+): Promise<CliRun> {
   const child = spawnCli(args, env);
   let stdout = "";
   let stderr = "";

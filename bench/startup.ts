@@ -1,0 +1,215 @@
+/**
+ * The start-up benchmark: whole `secsnap` processes, from spawn to exit, each against a bare
+ * `node -e 0` started alternately in the same rounds. The judged line is `secsnap --version`
+ * (start-up of the compiled CLI: bin/secsnap.js, its freshness check of dist/, the CLI's
+ * dispatch); the others show what a command adds by loading its own modules and doing its work.
+ *
+ *   tsx bench/startup.ts [version] [main] [scan-help] [scan] [tsx]     (default: all)
+ *
+ * `scan` runs one real snapshot of a tiny local HTTP site on 127.0.0.2 (allowed through
+ * SNAPSHOT_ALLOW_CIDRS / SNAPSHOT_ALLOWED_PORTS, as the CLI tests do). Exits 1 if a judged line
+ * misses its target or a command fails.
+ */
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { cpus } from "node:os";
+import { fileURLToPath } from "node:url";
+import { duel } from "./lib/stats.js";
+import type { Contender, Duel } from "./lib/stats.js";
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const TARGET_ADDRESS = "127.0.0.2";
+const WARMUP = 2;
+const ROUNDS = 15;
+/** Start-up of the compiled CLI against a bare node (docs/benchmarks.md, "Start-up"). */
+const STARTUP_TARGET = 2;
+
+interface LineSpec {
+  title: string;
+  argv: (targetUrl: string) => string[];
+  /** Judged lines fail the run above this ratio; the others are printed for reading. */
+  target?: number;
+}
+
+const LINES = {
+  version: {
+    title: "secsnap --version (bin/secsnap.js, compiled)",
+    argv: () => ["bin/secsnap.js", "--version"],
+    target: STARTUP_TARGET,
+  },
+  main: {
+    title: "node dist/cli/main.js --version (no freshness check)",
+    argv: () => ["dist/cli/main.js", "--version"],
+  },
+  "scan-help": {
+    title: "secsnap scan --help (+ loading the engine)",
+    argv: () => ["bin/secsnap.js", "scan", "--help"],
+  },
+  scan: {
+    title: "secsnap scan <local site> --json (+ one snapshot)",
+    argv: (url) => ["bin/secsnap.js", "scan", url, "--json"],
+  },
+  tsx: {
+    title: "node --import tsx src/cli/main.ts --version (through the loader)",
+    argv: () => ["--import", "tsx", "src/cli/main.ts", "--version"],
+  },
+} satisfies Record<string, LineSpec>;
+type LineName = keyof typeof LINES;
+
+/** CPU seconds of this process's reaped children (Linux cutime + cstime), or NaN elsewhere. */
+function childrenCpuMs(): number {
+  try {
+    // Fields after the parenthesised command name; cutime and cstime are the 16th and 17th.
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const ticksPerSecond = 100; // USER_HZ on Linux
+    return ((Number(fields[13]) + Number(fields[14])) * 1000) / ticksPerSecond;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** One whole process; its wall ms (returned) and CPU ms (pushed to cpu). */
+function processContender(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cpu: number[],
+): Contender {
+  return {
+    name,
+    run: () =>
+      new Promise((resolve, reject) => {
+        const cpuBefore = childrenCpuMs();
+        const started = performance.now();
+        const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: "ignore" });
+        child.on("error", reject);
+        child.on("exit", (code) => {
+          const ms = performance.now() - started;
+          cpu.push(childrenCpuMs() - cpuBefore);
+          if (code === 0) resolve(ms);
+          else reject(new Error(`${name} exited with ${code}`));
+        });
+      }),
+  };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+interface LineResult {
+  line: LineName;
+  duel: Duel;
+  cpuA: number;
+  cpuB: number;
+}
+
+async function main(): Promise<number> {
+  const wanted = process.argv.slice(2).filter((a) => a !== "--");
+  const unknown = wanted.filter((a) => !(a in LINES));
+  if (unknown.length > 0) {
+    console.error(
+      `unknown line(s): ${unknown.join(", ")}; choose from ${Object.keys(LINES).join(", ")}`,
+    );
+    return 2;
+  }
+  const lines = (wanted.length > 0 ? wanted : Object.keys(LINES)) as LineName[];
+
+  const site = createServer((req, res) => {
+    res.writeHead(req.url === "/" ? 200 : 404, { "content-type": "text/html" });
+    res.end("<!doctype html><title>bench</title>");
+  });
+  await new Promise<void>((resolve) => site.listen(0, TARGET_ADDRESS, resolve));
+  const port = (site.address() as AddressInfo).port;
+  const url = `http://${TARGET_ADDRESS}:${port}/`;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SNAPSHOT_ALLOW_CIDRS: `${TARGET_ADDRESS}/32`,
+    SNAPSHOT_ALLOWED_PORTS: String(port),
+    NO_COLOR: "1",
+  };
+
+  console.log(
+    `secsnap start-up benchmark: whole processes against \`node -e 0\`, ${ROUNDS} alternating rounds after ${WARMUP} warm-up`,
+  );
+  console.log(
+    `machine: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? "?"}), node ${process.version}`,
+  );
+
+  // The first run of bin/secsnap.js compiles dist/ when it is missing or stale: not measured.
+  await new Promise<void>((resolve, reject) => {
+    const child = spawn(process.execPath, ["bin/secsnap.js", "--version"], {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", "ignore", "inherit"],
+    });
+    child.on("error", reject);
+    child.on("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`build failed (${code})`)),
+    );
+  });
+
+  const results: LineResult[] = [];
+  let failed = false;
+  try {
+    for (const line of lines) {
+      const spec: LineSpec = LINES[line];
+      const cpuA: number[] = [];
+      const cpuB: number[] = [];
+      try {
+        const result = await duel(
+          processContender(line, spec.argv(url), env, cpuA),
+          processContender("node -e 0", ["-e", "0"], env, cpuB),
+          { warmup: WARMUP, rounds: ROUNDS },
+        );
+        // duel() also measures the warm-up; the CPU of the measured rounds is at the end.
+        results.push({
+          line,
+          duel: result,
+          cpuA: median(cpuA.slice(-result.rounds)),
+          cpuB: median(cpuB.slice(-result.rounds)),
+        });
+      } catch (err) {
+        failed = true;
+        console.error(`${line}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+  } finally {
+    site.close();
+  }
+
+  const rows = [
+    "| line | min ms | median ms | max ms | CPU ms | median ratio (wall) | paired | CPU ratio | target | verdict |",
+    "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+  ];
+  for (const r of results) {
+    const spec: LineSpec = LINES[r.line];
+    const { a, b } = r.duel;
+    const verdict =
+      spec.target === undefined ? "—" : r.duel.ratio <= spec.target ? "**PASS**" : "**FAIL**";
+    failed ||= spec.target !== undefined && r.duel.ratio > spec.target;
+    rows.push(
+      `| ${spec.title} | ${a.time.min.toFixed(0)} | ${a.time.median.toFixed(0)} | ${a.time.max.toFixed(0)} | ${r.cpuA.toFixed(0)} | **${r.duel.ratio.toFixed(2)}×** | ${r.duel.pairedRatio.toFixed(2)}× | ${(r.cpuA / r.cpuB).toFixed(2)}× | ${spec.target === undefined ? "—" : `≤ ${spec.target}×`} | ${verdict} |`,
+      `| node -e 0 (same rounds) | ${b.time.min.toFixed(0)} | ${b.time.median.toFixed(0)} | ${b.time.max.toFixed(0)} | ${r.cpuB.toFixed(0)} | | | | | |`,
+    );
+  }
+  console.log("");
+  console.log(rows.join("\n"));
+  console.log(failed ? "\nstart-up benchmark: FAIL" : "\nstart-up benchmark: PASS");
+  return failed ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
