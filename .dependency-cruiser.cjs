@@ -1,0 +1,62 @@
+/**
+ * The layer rule (README "Layout"): a layer imports only layers below it, and another folder is
+ * entered only through its index.ts.
+ *
+ *   cli → http → payment → devnet → facilitator → snapshot → config.ts, config-error.ts, version.ts
+ */
+const LAYERS = ["cli", "http", "payment", "devnet", "facilitator", "snapshot"];
+const ROOT_FILES = "^src/(config|config-error|version)\\.ts$";
+
+const upward = LAYERS.map((layer, rank) => ({
+  name: `layer-${layer}`,
+  comment: `src/${layer}/ may import only the layers below it`,
+  severity: "error",
+  from: { path: `^src/${layer}/` },
+  to: { path: rank === 0 ? "^$" : `^src/(${LAYERS.slice(0, rank).join("|")})/` },
+})).filter((rule) => rule.to.path !== "^$");
+
+module.exports = {
+  forbidden: [
+    ...upward,
+    {
+      name: "root-files-import-no-layer",
+      comment: "config.ts and its siblings sit below every layer",
+      severity: "error",
+      from: { path: ROOT_FILES },
+      to: { path: "^src/[^/]+/" },
+    },
+    {
+      name: "enter-through-index",
+      comment: "another folder is entered only through its index.ts",
+      severity: "error",
+      from: { path: "^src/([^/]+)/" },
+      to: { path: "^src/[^/]+/", pathNot: ["^src/$1/", "^src/[^/]+/index\\.ts$"] },
+    },
+    {
+      name: "no-circular",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { circular: true },
+    },
+    {
+      name: "src-not-to-tests",
+      comment: "production code never imports tests, fixtures or benchmarks",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { path: "^(test|bench)/" },
+    },
+    {
+      name: "src-not-to-dev-deps",
+      comment: "what src/ imports must be a dependency, installed in production too",
+      severity: "error",
+      from: { path: "^src/", pathNot: "\\.test\\.ts$" },
+      to: { dependencyTypes: ["npm-dev"] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default"] },
+  },
+};
