@@ -112,6 +112,18 @@ const TLS_REASONS: Record<string, TlsReason> = {
   INVALID_CA: "untrusted",
 };
 
+/** undici's SocketErrors for an answer it refused, as opposed to a connection that failed. */
+const REFUSED_ANSWER_MESSAGES = new Set(["bad response", "bad upgrade"]);
+
+function refusedAnswer(err: unknown): boolean {
+  for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (code === "UND_ERR_SOCKET" && REFUSED_ANSWER_MESSAGES.has(String(message))) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /**
  * SPEC §3: only a connection "refused or reset before any TLS or HTTP exchange" makes the first
  * request unreachable. A connection that failed before TCP was up had no exchange; one that
@@ -145,6 +157,10 @@ export function classifyError(err: unknown, ctx: FetchContext, url: URL): Reques
     return { kind: "dns" };
   }
   if (has("ECONNREFUSED")) return { kind: "refused" };
+  // undici closes the connection itself on an answer it will not take (a protocol switch we
+  // did not ask for, bytes when no request is waiting), or fails an internal assertion on
+  // one (a status code below 100): an invalid HTTP answer, not a connection that broke.
+  if (has("ERR_ASSERTION") || refusedAnswer(err)) return { kind: "protocol", code: undefined };
   // Reset, or closed without a byte of answer — also when it happens while our ClientHello is
   // unanswered: the server went away without any TLS or HTTP exchange. (A server that does
   // speak TLS and rejects us sends an alert, which is an ERR_SSL_* code below.) Closed after

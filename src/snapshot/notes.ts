@@ -72,7 +72,10 @@ function cause(f: FailureCause): string {
     case "timeout":
       return "no response arrived before the deadline";
     case "protocol":
-      return `the server's answer was not valid HTTP${f.code ? ` (${f.code})` : ""}`;
+      // Parser and client error codes are ours, not the site's: only plain words go out.
+      return f.code === "UND_ERR_HEADERS_OVERFLOW"
+        ? "the server's answer was not valid HTTP (its headers are too large)"
+        : "the server's answer was not valid HTTP";
     case "blocked":
       return "the target is not allowed";
     case "no_response":
