@@ -77,6 +77,18 @@ describe("an unsolicited 100 Continue before the answer", () => {
     });
   });
 
+  it("the same when the interim responses arrive one byte at a time", async () => {
+    const target = await startRawHttpTarget(continueBeforeEverything, { slowStart: 80 });
+    const r = await snapshotOf(target);
+    expect(r).toMatchObject({
+      reachable: true,
+      final_status_code: 200,
+      x_frame_options_present: true,
+      security_txt_present: true,
+      robots_txt_present: true,
+    });
+  });
+
   it("a 103 Early Hints is read past as before", async () => {
     const early = `HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n${HOME}`;
     const r = await snapshotOf(await startRawHttpTarget(() => early));
