@@ -2,6 +2,7 @@ import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
 import { Agent, buildConnector } from "undici";
 import type { Dispatcher } from "undici";
+import { dropUnsolicitedContinue } from "./interim.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
 
@@ -214,7 +215,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
           }
           // Only records a number on the error object; undici still handles the error itself.
           sock.on("error", (e: Error) => tagBytesRead(e, sock.bytesRead));
-          resolve(sock);
+          resolve(dropUnsolicitedContinue(sock));
         },
       ) as unknown as Socket | undefined;
       // 'connect' is the TCP connection, before any TLS handshake.

@@ -5,7 +5,7 @@
  * never through global fetch, which would follow redirects, decompress without a bound and
  * honour proxy settings.
  */
-import { Readable, pipeline } from "node:stream";
+import { Readable } from "node:stream";
 import type { Transform } from "node:stream";
 import zlib from "node:zlib";
 import { request } from "undici";
@@ -20,6 +20,7 @@ import type {
   HttpsProbe,
   RequestFailure,
   TlsReason,
+  Undecodable,
 } from "./types.js";
 import { findBytesRead, findConnectPhase, findErrorCodes } from "./dialer.js";
 import { resolveRedirect } from "./url-rules.js";
@@ -27,8 +28,8 @@ import type { UrlPolicy } from "./url-rules.js";
 
 /** SPEC §3: bodies are never read beyond what a check needs. */
 export const BODY_LIMIT = 64 * 1024;
-/** Compressed bytes read before giving up on reaching BODY_LIMIT decoded bytes. */
-const RAW_BODY_LIMIT = 4 * BODY_LIMIT;
+/** Encoded bytes one decoding stage takes in before giving up on reaching BODY_LIMIT. */
+const STAGE_INPUT_LIMIT = 4 * BODY_LIMIT;
 /** Well-known probes follow at most this many redirects (SPEC §3). */
 export const FILE_PROBE_MAX_REDIRECTS = 3;
 
@@ -111,6 +112,18 @@ const TLS_REASONS: Record<string, TlsReason> = {
   INVALID_CA: "untrusted",
 };
 
+/** undici's SocketErrors for an answer it refused, as opposed to a connection that failed. */
+const REFUSED_ANSWER_MESSAGES = new Set(["bad response", "bad upgrade"]);
+
+function refusedAnswer(err: unknown): boolean {
+  for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (code === "UND_ERR_SOCKET" && REFUSED_ANSWER_MESSAGES.has(String(message))) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /**
  * SPEC §3: only a connection "refused or reset before any TLS or HTTP exchange" makes the first
  * request unreachable. A connection that failed before TCP was up had no exchange; one that
@@ -144,6 +157,10 @@ export function classifyError(err: unknown, ctx: FetchContext, url: URL): Reques
     return { kind: "dns" };
   }
   if (has("ECONNREFUSED")) return { kind: "refused" };
+  // undici closes the connection itself on an answer it will not take (a protocol switch we
+  // did not ask for, bytes when no request is waiting), or fails an internal assertion on
+  // one (a status code below 100): an invalid HTTP answer, not a connection that broke.
+  if (has("ERR_ASSERTION") || refusedAnswer(err)) return { kind: "protocol", code: undefined };
   // Reset, or closed without a byte of answer — also when it happens while our ClientHello is
   // unanswered: the server went away without any TLS or HTTP exchange. (A server that does
   // speak TLS and rejects us sends an alert, which is an ERR_SSL_* code below.) Closed after
@@ -232,66 +249,89 @@ function drop(stream: Readable | Transform): void {
   stream.destroy();
 }
 
-/** One zlib decoder per Content-Encoding token; undefined for an encoding we cannot decode. */
-function decoderFor(encoding: string): Transform | null | undefined {
-  // Lenient flushing: a body cut off at our byte limit is still decoded as far as it goes.
+/**
+ * Content codings decoded in one body. Real servers send one (two when a proxy compresses
+ * again); every coding costs a decoder, so a longer chain is refused before any is built.
+ */
+export const MAX_CODINGS = 2;
+
+const DECODABLE = new Set(["gzip", "x-gzip", "deflate", "br"]);
+
+/** One zlib decoder per Content-Encoding token (a token in DECODABLE). */
+function decoderFor(coding: string): Transform {
+  // Lenient flushing: a stream that ends early is decoded as far as it goes (see readBody).
   const lenient = { finishFlush: zlib.constants.Z_SYNC_FLUSH };
-  switch (encoding) {
-    case "":
-    case "identity":
-      return null;
-    case "gzip":
-    case "x-gzip":
-      return zlib.createGunzip(lenient);
-    case "deflate":
-      // Servers send both zlib-wrapped and raw deflate under this name; unzip accepts gzip and
-      // zlib, which covers what is seen in practice.
-      return zlib.createUnzip(lenient);
-    case "br":
-      return zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH });
-    default:
-      return undefined;
+  if (coding === "br") {
+    return zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH });
   }
+  // "deflate" is the zlib format (RFC 9110 §8.4.1.2); unzip also takes gzip, raw deflate is refused.
+  return coding === "deflate" ? zlib.createUnzip(lenient) : zlib.createGunzip(lenient);
 }
+
+/** A body as far as it was read, or why its content coding could not be decoded. */
+export type BodyRead = { ok: true; body: Buffer } | { ok: false; undecodable: Undecodable };
 
 /**
  * Reads at most `limit` DECODED bytes of a body, decoding `encodings` (outermost last, as in
  * Content-Encoding) with node:zlib streams, and destroys everything as soon as the limit is
  * reached — so a gzip bomb, a 50 MB or an endless body costs at most `limit` bytes of memory.
- * Returns null for an encoding we cannot decode.
+ *
+ * Every decoding stage takes in at most STAGE_INPUT_LIMIT bytes, the body itself as well as
+ * what an inner stage gets from an outer one, so no stage of a chain expands without bound.
+ * A body cut off at one of our limits, or one whose coding simply ends early (the message was
+ * complete, the compressed stream was not), is decoded as far as it goes. A coding we do not
+ * know, a chain longer than MAX_CODINGS, or bytes a decoder rejects are `undecodable`. A body
+ * that breaks off in transit (reset, deadline) rejects, as the source does.
  */
-export async function readBounded(
+export async function readBody(
   source: Readable,
   encodings: readonly string[],
   limit = BODY_LIMIT,
-): Promise<Buffer | null> {
-  const decoders: Transform[] = [];
-  for (const enc of [...encodings].reverse()) {
-    const d = decoderFor(enc);
-    if (d === undefined) {
-      drop(source);
-      for (const made of decoders) drop(made);
-      return null;
-    }
-    if (d) decoders.push(d);
+): Promise<BodyRead> {
+  const codings = encodings.filter((e) => e !== "" && e !== "identity");
+  const refuse = (undecodable: Undecodable): BodyRead => {
+    drop(source);
+    return { ok: false, undecodable };
+  };
+  if (codings.length > MAX_CODINGS) {
+    return refuse({ why: "too_many_codings", count: codings.length, max: MAX_CODINGS });
   }
-  let rawBytes = 0;
-  let rawCapped = false;
-  if (decoders.length > 0) {
-    // Undecoded input costs nothing to hold, but a stream that decodes to almost nothing must
-    // not be read forever either. (Only here: a 'data' listener would steal plain chunks.)
-    source.on("data", (chunk: Buffer) => {
-      rawBytes += chunk.length;
-      if (rawBytes > RAW_BODY_LIMIT) {
-        rawCapped = true;
-        drop(source);
-      }
+  const unknown = codings.find((c) => !DECODABLE.has(c));
+  if (unknown !== undefined) return refuse({ why: "unsupported_coding", coding: unknown });
+
+  const order = [...codings].reverse();
+  const stages: Readable[] = [source, ...order.map(decoderFor)];
+  const out = stages[stages.length - 1] as Readable;
+  // The stage that failed first says what went wrong (the network or a coding); its error
+  // also ends the read, whichever stage it came from.
+  let firstFailure: number | "source" | undefined;
+  const onError = stages.map((_, i) => (err: Error) => {
+    firstFailure ??= i === 0 ? "source" : i - 1;
+    if (i < stages.length - 1) out.destroy(err);
+  });
+  stages.forEach((stage, i) => stage.on("error", onError[i] as (err: Error) => void));
+  /** Lets go of a stage without hearing its error (undici bodies say AbortError). */
+  const release = (i: number) => {
+    const stage = stages[i] as Readable;
+    stage.off("error", onError[i] as (err: Error) => void);
+    drop(stage);
+  };
+  for (let i = 0; i + 1 < stages.length; i++) {
+    const input = stages[i] as Readable;
+    const next = stages[i + 1] as Transform;
+    input.pipe(next);
+    // Each stage takes in at most STAGE_INPUT_LIMIT bytes; then its input is ended as if the
+    // body had ended there, so the stages after it still hand over what they decoded.
+    // (Added after pipe(): the chunk that crosses the limit is written before the end.)
+    let taken = 0;
+    input.on("data", (chunk: Buffer) => {
+      taken += chunk.length;
+      if (taken <= STAGE_INPUT_LIMIT) return;
+      input.unpipe(next);
+      next.end();
+      for (let j = 0; j <= i; j++) release(j);
     });
   }
-  const out: Readable =
-    decoders.length === 0
-      ? source
-      : (pipeline([source, ...decoders], () => undefined) as unknown as Readable);
 
   const chunks: Buffer[] = [];
   let total = 0;
@@ -300,17 +340,25 @@ export async function readBounded(
       const take = Math.min(chunk.length, limit - total);
       chunks.push(take === chunk.length ? chunk : chunk.subarray(0, take));
       total += take;
-      if (total >= limit) break; // leaving the loop destroys the stream chain
+      if (total >= limit) break; // leaving the loop destroys the last stage
     }
   } catch (err) {
-    // Our own raw cap, or a decoder choking on a truncated stream: keep what was decoded.
-    if (!rawCapped && decoders.length === 0) throw err;
-    if (!rawCapped && !(err as { code?: string }).code?.startsWith("Z_")) throw err;
+    if (typeof firstFailure !== "number") throw err;
+    return { ok: false, undecodable: { why: "corrupt", coding: order[firstFailure] ?? "" } };
   } finally {
-    drop(source);
-    for (const d of decoders) drop(d);
+    stages.forEach((_, i) => release(i));
   }
-  return Buffer.concat(chunks, total);
+  return { ok: true, body: Buffer.concat(chunks, total) };
+}
+
+/** readBody's decoded bytes, or null for a body whose content coding cannot be decoded. */
+export async function readBounded(
+  source: Readable,
+  encodings: readonly string[],
+  limit = BODY_LIMIT,
+): Promise<Buffer | null> {
+  const read = await readBody(source, encodings, limit);
+  return read.ok ? read.body : null;
 }
 
 function contentEncodings(headers: HeaderMap): string[] {
@@ -361,12 +409,23 @@ export async function probeFile(
       return { kind: "response", url: url.href, status: res.statusCode, contentType, body: null };
     }
     try {
-      let body = await readBounded(res.body, contentEncodings(headers));
+      let read = await readBody(res.body, contentEncodings(headers));
       // A sitemap.xml.gz-style file served without Content-Encoding: recognise gzip by its magic.
-      if (opts.gunzipByMagic && body && body[0] === 0x1f && body[1] === 0x8b) {
-        body = await readBounded(Readable.from([body]), ["gzip"]);
+      if (opts.gunzipByMagic && read.ok && read.body[0] === 0x1f && read.body[1] === 0x8b) {
+        read = await readBody(Readable.from([read.body]), ["gzip"]);
       }
-      return { kind: "response", url: url.href, status: 200, contentType, body };
+      if (!read.ok) {
+        const { undecodable } = read;
+        return {
+          kind: "response",
+          url: url.href,
+          status: 200,
+          contentType,
+          body: null,
+          undecodable,
+        };
+      }
+      return { kind: "response", url: url.href, status: 200, contentType, body: read.body };
     } catch {
       return {
         kind: "response",

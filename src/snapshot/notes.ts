@@ -6,7 +6,7 @@
 import type { HeaderCheck } from "./checks/headers.js";
 import { SECURITY_HEADERS } from "./checks/headers.js";
 import type { FileVerdict } from "./checks/well-known.js";
-import type { RequestFailure } from "./types.js";
+import type { RequestFailure, Undecodable } from "./types.js";
 
 export type WellKnownFile = "security_txt" | "robots_txt" | "sitemap_xml";
 
@@ -72,13 +72,41 @@ function cause(f: FailureCause): string {
     case "timeout":
       return "no response arrived before the deadline";
     case "protocol":
-      return `the server's answer was not valid HTTP${f.code ? ` (${f.code})` : ""}`;
+      // Parser and client error codes are ours, not the site's: only plain words go out.
+      return f.code === "UND_ERR_HEADERS_OVERFLOW"
+        ? "the server's answer was not valid HTTP (its headers are too large)"
+        : "the server's answer was not valid HTTP";
     case "blocked":
       return "the target is not allowed";
     case "no_response":
       return "there was no response";
     case "redirect_cap":
       return `it redirects more than ${f.max} times`;
+  }
+}
+
+/** A coding token as the site sent it, if it is short and plain enough to repeat in a note. */
+function codingName(coding: string): string | null {
+  return /^[a-z0-9][a-z0-9._+-]{0,31}$/i.test(coding) ? coding : null;
+}
+
+/** "…could not be checked: <why>". */
+function undecodableReason(u: Undecodable): string {
+  switch (u.why) {
+    case "too_many_codings":
+      return `its Content-Encoding lists ${u.count} codings (at most ${u.max} are decoded)`;
+    case "unsupported_coding": {
+      const name = codingName(u.coding);
+      return name
+        ? `its Content-Encoding "${name}" is not supported`
+        : "its Content-Encoding is not supported";
+    }
+    case "corrupt": {
+      const name = codingName(u.coding);
+      return name
+        ? `its content could not be decoded as ${name}`
+        : "its content could not be decoded";
+    }
   }
 }
 
@@ -100,6 +128,10 @@ function fileSentence(n: NoteOf<"file">): string | null {
       return `${name} could not be checked: unexpected HTTP ${v.status ?? "?"}.`;
     case "body_unreadable":
       return `${name} could not be checked: its content could not be read.`;
+    case "body_undecodable":
+      return v.undecodable
+        ? `${name} could not be checked: ${undecodableReason(v.undecodable)}.`
+        : `${name} could not be checked: its content could not be decoded.`;
     case "blocked":
       return `${name} could not be checked: it redirects to a target that is not allowed.`;
     case "too_many_redirects":

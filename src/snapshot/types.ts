@@ -43,6 +43,15 @@ export interface Chain {
   failure: RequestFailure | { kind: "redirect_cap"; max: number } | null;
 }
 
+/** Why the content coding of a body could not be decoded (the body is then not judged). */
+export type Undecodable =
+  /** A coding we do not decode (zstd, compress, anything unknown). */
+  | { why: "unsupported_coding"; coding: string }
+  /** More codings than fetch.ts MAX_CODINGS; refused before decoding anything. */
+  | { why: "too_many_codings"; count: number; max: number }
+  /** The bytes are not in the coding the response says they are (or not valid in it). */
+  | { why: "corrupt"; coding: string };
+
 /** The outcome of one well-known file probe (after following its own ≤ 3 redirects). */
 export type FileProbe =
   | {
@@ -55,6 +64,8 @@ export type FileProbe =
       body: Buffer | null;
       /** A 200 whose body could not be read (timeout, reset mid-body). */
       bodyFailed?: boolean;
+      /** A 200 whose body arrived but whose content coding could not be decoded. */
+      undecodable?: Undecodable;
     }
   | {
       kind: "failed";

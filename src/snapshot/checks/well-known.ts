@@ -1,4 +1,4 @@
-import type { FileProbe } from "../types.js";
+import type { FileProbe, Undecodable } from "../types.js";
 
 /**
  * What the three well-known file checks share: the status column of SPEC §3's table, the
@@ -13,6 +13,7 @@ export type FileWhy =
   | "server_error" // 5xx (null)
   | "unexpected_status" // 1xx/3xx without a usable Location (null)
   | "body_unreadable" // 200 whose body broke off (null)
+  | "body_undecodable" // 200 whose content coding could not be decoded (null)
   | "blocked"
   | "too_many_redirects"
   | "timeout"
@@ -23,6 +24,8 @@ export interface FileVerdict {
   why: FileWhy;
   /** The final status, when there was a response. */
   status?: number;
+  /** Why the body could not be decoded, for "body_undecodable". */
+  undecodable?: Undecodable;
 }
 
 export type ContentTest = (text: string, contentType: string | undefined) => boolean;
@@ -51,6 +54,9 @@ export function fileVerdict(probe: FileProbe, contentTest: ContentTest): FileVer
   }
   const { status } = probe;
   if (status === 200) {
+    if (probe.undecodable) {
+      return { value: null, why: "body_undecodable", status, undecodable: probe.undecodable };
+    }
     if (probe.body === null) return { value: null, why: "body_unreadable", status };
     return contentTest(bodyText(probe.body), probe.contentType)
       ? { value: true, why: "ok", status }
