@@ -354,7 +354,7 @@ describe("pinned dialler: errors the fetch layer must tell apart", () => {
     expect(err).toMatchObject({ code: "ENOTFOUND", reason: "ETIMEOUT" });
   });
 
-  it("without DNS servers the system resolver is used (hosts file, no network)", async () => {
+  it("without DNS servers the system's servers are used; RFC 6761 names need no network", async () => {
     const system = createResolver([], { timeoutMs: 3_000 });
     const local = await system("localhost");
     expect(local.length).toBeGreaterThan(0);
