@@ -1,4 +1,4 @@
-import { getServers, promises as dns } from "node:dns";
+import nodeDns, { promises as dns } from "node:dns";
 import { isIP } from "node:net";
 
 /**
@@ -132,7 +132,8 @@ export function createResolver(
     if (special === "nxdomain") throw new HostNotFoundError(bare, "ENOTFOUND");
     if (special) return special;
 
-    const servers = dnsServers.length > 0 ? [...dnsServers] : getServers();
+    // Through the module object: dns.setServers() rebinds its functions, not named imports.
+    const servers = dnsServers.length > 0 ? [...dnsServers] : nodeDns.getServers();
     if (servers.length === 0) throw new HostNotFoundError(bare, "ENOSERVERS");
     const bound = signal
       ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])

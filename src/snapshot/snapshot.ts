@@ -141,6 +141,7 @@ const ANSWER_SHARE_MS = 2000;
 const MAX_SHARED_ANSWERS = 1000;
 
 interface SharedLookup {
+  /** When the answer arrived (shared for ANSWER_SHARE_MS from then). */
   at: number;
   answer: Promise<string[]>;
   /** Callers still waiting; when the last one gives up, the lookup is cancelled. */
@@ -162,12 +163,15 @@ function shareAnswers(resolve: ResolveHost): ResolveHost {
     signal?.throwIfAborted();
     const now = Date.now();
     let entry = shared.get(hostname);
-    if (!entry || now - entry.at >= ANSWER_SHARE_MS) {
+    if (!entry || (entry.settled && now - entry.at >= ANSWER_SHARE_MS)) {
       const cancel = new AbortController();
       const answer = resolve(hostname, cancel.signal);
       const fresh: SharedLookup = { at: now, answer, waiting: 0, settled: false, cancel };
       void answer.then(
-        () => (fresh.settled = true),
+        () => {
+          fresh.settled = true;
+          fresh.at = Date.now();
+        },
         () => {
           fresh.settled = true;
           if (shared.get(hostname) === fresh) shared.delete(hostname);
