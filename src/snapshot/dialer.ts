@@ -264,8 +264,13 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
             tagBytesRead(err, tcp?.bytesRead ?? 0);
             return finish(tagPhase(err, tcpConnected ? "tls" : "tcp"));
           }
-          // Only records a number on the error object; undici still handles the error itself.
-          sock.on("error", (e: Error) => tagBytesRead(e, sock.bytesRead));
+          // Records a number on the error object; undici still handles the error itself. A TLS
+          // socket that failed (an alert after the handshake) is not destroyed by Node, and undici
+          // ends its request only on 'close': without this it would wait for the deadline.
+          sock.on("error", (e: Error) => {
+            tagBytesRead(e, sock.bytesRead);
+            sock.destroy();
+          });
           finish(null, sock as unknown as Socket);
         },
       ) as unknown as Socket | undefined;
