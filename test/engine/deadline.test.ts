@@ -13,6 +13,7 @@ import { startDroppedSynHost } from "../fixtures/hostile-network.js";
 import type { DroppedSynHost } from "../fixtures/hostile-network.js";
 import { PUBLIC_HOST, createTestEngine, respond, startHttpTarget } from "../fixtures/targets.js";
 import type { TargetServer } from "../fixtures/targets.js";
+import { serveApp } from "../http/helpers.js";
 
 /** Black-holed addresses of this file (allow-listed for its engines, nothing else listens). */
 const HOLES = ["127.0.0.61", "127.0.0.62", "127.0.0.63"];
@@ -122,5 +123,29 @@ describe("shutdown does not stretch a running snapshot", () => {
     // And a snapshot asked for after close is refused, not run.
     const late = await timed(e.snapshot(`http://site.test:${site.port}/`));
     expect((late.error as SnapshotError).errorType).toBe("unreachable");
+  });
+
+  it("a service draining on shutdown answers the running snapshot by its deadline, not a 500", async () => {
+    const e = engine();
+    const served = await serveApp({
+      engine: e,
+      allowCidrs: ALLOW,
+      allowedPorts: new Set([hole.port, site.port]),
+    });
+    const t0 = performance.now();
+    const answer = fetch(`${served.url}/v1/snapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: `http://hole.test:${hole.port}/` }),
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    // What `secsnap serve` does on SIGTERM: stop accepting, wait (up to deadline + 5 s) for
+    // running requests, close the engine. Here the engine is closed at once, the worst case.
+    const draining = Promise.all([served.close(TIMEOUT_MS + 5000), e.close()]);
+    const res = await answer;
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error_type: "timeout" });
+    await draining;
+    expect(performance.now() - t0).toBeLessThan(TIMEOUT_MS + MARGIN_MS);
   });
 });
