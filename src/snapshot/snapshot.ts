@@ -331,7 +331,8 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
       clearTimeout(timer);
       // Cancels every speculative request the result did not need, and cuts unread bodies.
       done.abort();
-      dispatcher.destroy().catch(() => undefined);
+      // Closes the snapshot's connections right after its answer is on its way, not before.
+      setImmediate(() => void dispatcher.destroy().catch(() => undefined));
     }
   }
 
