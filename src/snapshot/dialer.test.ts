@@ -1,3 +1,4 @@
+import nodeDns from "node:dns";
 import { createServer as createHttpServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
@@ -9,6 +10,8 @@ import { startCanary, startWithCanaryOnSamePort } from "../../test/fixtures/cana
 import type { Canary } from "../../test/fixtures/canary.js";
 import { startDnsServer } from "../../test/fixtures/dns-server.js";
 import type { DnsFixture } from "../../test/fixtures/dns-server.js";
+import { startDroppedSynHost } from "../../test/fixtures/hostile-network.js";
+import type { DroppedSynHost } from "../../test/fixtures/hostile-network.js";
 import { createCa, issueLeaf, loadTestCa } from "../../test/fixtures/tls.js";
 import type { TestLeaf } from "../../test/fixtures/tls.js";
 import { createAddressPolicy } from "./address-policy.js";
@@ -354,7 +357,7 @@ describe("pinned dialler: errors the fetch layer must tell apart", () => {
     expect(err).toMatchObject({ code: "ENOTFOUND", reason: "ETIMEOUT" });
   });
 
-  it("without DNS servers the system resolver is used (hosts file, no network)", async () => {
+  it("without DNS servers the system's servers are used; RFC 6761 names need no network", async () => {
     const system = createResolver([], { timeoutMs: 3_000 });
     const local = await system("localhost");
     expect(local.length).toBeGreaterThan(0);
@@ -466,5 +469,88 @@ describe("pinned dialler over TLS", () => {
 
     const trusting = harness({ tls: { ca: [untrustedCaPem] } }, [privateTarget.port]);
     expect(await get(url, trusting.dispatcher)).toBe("target");
+  });
+});
+
+describe("pinned dialler: one deadline, cancellable", () => {
+  // Allowed for these tests only; a child process holds them with full accept queues.
+  const HOLES = ["127.0.0.64", "127.0.0.65", "127.0.0.66"];
+  const holesOpen = (ip: string) => !HOLES.includes(ip) && policy.isBlocked(ip);
+  let hole: DroppedSynHost;
+
+  beforeAll(async () => {
+    hole = await startDroppedSynHost(HOLES);
+  });
+  afterAll(async () => {
+    await hole?.close();
+  });
+
+  async function elapsed(p: Promise<unknown>): Promise<{ ms: number; err: unknown }> {
+    const t0 = performance.now();
+    const err = await rejection(p);
+    return { ms: performance.now() - t0, err };
+  }
+
+  it("splits the time left between the checked addresses: all are tried, all by the deadline", async () => {
+    dns.set("holes.test", { A: HOLES });
+    const deadlineMs = 1500;
+    const h = harness({ isBlockedAddress: holesOpen, deadline: Date.now() + deadlineMs }, [
+      hole.port,
+    ]);
+    const { ms, err } = await elapsed(get(`http://holes.test:${hole.port}/`, h.dispatcher));
+    expect(findErrorCode(err)).toBe("UND_ERR_CONNECT_TIMEOUT");
+    expect(h.dialled).toEqual(HOLES);
+    expect(ms).toBeLessThan(deadlineMs + 1500);
+  });
+
+  it("a deadline that passes while resolving is a timeout, not 'does not resolve'", async () => {
+    dns.set("mute.test", { drop: true });
+    const h = harness({ deadline: Date.now() + 300 });
+    const err = await rejection(get(`http://mute.test:${target.port}/`, h.dispatcher));
+    expect(err).toMatchObject({ name: "TimeoutError" });
+    expect(err).not.toBeInstanceOf(HostNotFoundError);
+  });
+
+  it("aborting the signal destroys a dial in progress at once", async () => {
+    dns.set("holes.test", { A: HOLES });
+    const controller = new AbortController();
+    let dialling = () => undefined as void;
+    const dialled = new Promise<void>((r) => (dialling = r));
+    const h = harness(
+      { isBlockedAddress: holesOpen, signal: controller.signal, onDial: () => dialling() },
+      [hole.port],
+    );
+    const pending = elapsed(get(`http://holes.test:${hole.port}/`, h.dispatcher));
+    await dialled;
+    controller.abort(new Error("snapshot over"));
+    const { ms, err } = await pending;
+    expect(err).toMatchObject({ message: "snapshot over" });
+    // The connect timeout is 5000 ms per connection: an abort acted on only when the dial
+    // returns would take that long.
+    expect(ms).toBeLessThan(2500);
+  });
+
+  it("without DNS servers, c-ares asks the default resolver's servers and an abort cancels the queries", async () => {
+    const saved = nodeDns.getServers();
+    nodeDns.setServers([dns.address]);
+    try {
+      dns.set("gone.test", { drop: true });
+      dns.set("here.test", { A: [TARGET_IP] });
+      // A per-try timeout of 500 ms: without cancel(), c-ares would ask again after it.
+      const system = createResolver([], { timeoutMs: 1000 });
+      expect(await system("here.test")).toEqual([TARGET_IP]);
+      const controller = new AbortController();
+      const pending = rejection(system("gone.test", controller.signal));
+      for (let i = 0; i < 100 && dns.queriesFor("gone.test").length < 2; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      controller.abort(new Error("deadline"));
+      expect(await pending).toMatchObject({ message: "deadline" });
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(dns.queriesFor("gone.test", "A")).toHaveLength(1);
+      expect(dns.queriesFor("gone.test", "AAAA")).toHaveLength(1);
+    } finally {
+      nodeDns.setServers(saved);
+    }
   });
 });

@@ -1,6 +1,7 @@
+import { constants as cryptoConstants } from "node:crypto";
 import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
-import { Agent, buildConnector } from "undici";
+import { Agent, buildConnector, errors } from "undici";
 import type { Dispatcher } from "undici";
 import { dropUnsolicitedContinue } from "./interim.js";
 import { HostNotFoundError } from "./resolver.js";
@@ -16,6 +17,10 @@ import type { ResolveHost } from "./resolver.js";
  * a DNS answer that changes between check and connect (rebinding) cannot be dialled. TLS still
  * verifies the certificate against the host name through `servername`.
  *
+ * Time: one connection (resolution and every dial attempt) gets at most `connectTimeoutMs` and
+ * never more than what is left until `deadline`; aborting `signal` destroys what is in progress.
+ * The engine makes one such dispatcher per snapshot, so its connections end with the snapshot.
+ *
  * No proxy: a plain undici Agent never reads HTTP_PROXY/HTTPS_PROXY (only EnvHttpProxyAgent
  * does), and it must stay that way.
  *
@@ -27,7 +32,9 @@ import type { ResolveHost } from "./resolver.js";
  *  - "SECSNAP_BLOCKED_PORT" BlockedPortError: the port is not allowed → ssrf
  *  - "ENOTFOUND"            HostNotFoundError (resolver.ts): the name does not resolve
  *  - "ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EADDRNOTAVAIL": TCP failures
- *  - "UND_ERR_CONNECT_TIMEOUT": TCP+TLS connect did not finish in connectTimeoutMs
+ *  - "UND_ERR_CONNECT_TIMEOUT": TCP+TLS connect to one address did not finish in its share
+ *    of the time left
+ *  - an error named "TimeoutError": the deadline ran out while resolving or connecting
  *  - TLS: "ERR_TLS_CERT_ALTNAME_INVALID", "DEPTH_ZERO_SELF_SIGNED_CERT", "CERT_HAS_EXPIRED",
  *    "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "ERR_SSL_*", "EPROTO", ...
  * `findConnectPhase(err)` tells whether a connection error happened before the TCP connection
@@ -156,12 +163,22 @@ const refuseLookup: LookupFunction = (hostname, _options, callback) => {
   callback(err as NodeJS.ErrnoException, "", 0);
 };
 
+/** The deadline ran out while connecting: a timeout, whatever step was under way. */
+function deadlineError(host: string): Error {
+  return new DOMException(`No connection to ${host} before the deadline.`, "TimeoutError");
+}
+
 export interface TargetDispatcherOptions {
   resolve: ResolveHost;
   isBlockedAddress(ip: string): boolean;
   allowedPorts: ReadonlySet<number>;
-  /** Bounds name resolution and each TCP+TLS connect (default 10000 ms). */
+  /** Bounds name resolution and all dial attempts of one connection (default 10000 ms). */
   connectTimeoutMs?: number;
+  /** Absolute end (epoch ms) of the work this dispatcher serves: every connection's resolution
+   * and dial attempts get only the time left until then. */
+  deadline?: number;
+  /** Aborting it destroys every resolution and dial in progress at once. */
+  signal?: AbortSignal;
   /** Trust anchors for tests. Like node:tls `ca`, they REPLACE the default store (public CAs and
    * NODE_EXTRA_CA_CERTS); production leaves this unset and uses NODE_EXTRA_CA_CERTS. */
   tls?: { ca?: string[] };
@@ -170,27 +187,47 @@ export interface TargetDispatcherOptions {
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** Idle keep-alive connections are closed after this long, whatever the server announces. */
+const KEEP_ALIVE_MAX_MS = 4_000;
+/** Connections per origin; more requests to one origin wait for a free connection. */
+const CONNECTIONS_PER_ORIGIN = 16;
 
 export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatcher {
   const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const { signal } = opts;
   const socketConnector = buildConnector({
-    timeout: connectTimeoutMs,
+    // Our own timer bounds each attempt (dialOne), so an abort or the deadline can end it.
+    timeout: 0,
     allowH2: false,
     // Every https_ok answer must come from a full handshake with certificate verification,
     // not from a resumed session.
     maxCachedSessions: 0,
+    // A server may not renegotiate: each renegotiation is a full handshake of our CPU, and a
+    // hostile server can ask for them in a loop. OpenSSL answers its request with an alert.
+    secureOptions: cryptoConstants.SSL_OP_NO_RENEGOTIATION,
     lookup: refuseLookup,
     ...(opts.tls?.ca ? { ca: opts.tls.ca } : {}),
   });
+
+  /** Time this connection may still use: the connect bound, cut by the deadline. */
+  const budget = (startedAt: number) =>
+    Math.min(
+      startedAt + connectTimeoutMs - Date.now(),
+      opts.deadline === undefined ? Infinity : opts.deadline - Date.now(),
+    );
+  const deadlineFirst = (startedAt: number) =>
+    opts.deadline !== undefined && opts.deadline <= startedAt + connectTimeoutMs;
 
   const dialOne = (
     params: buildConnector.Options,
     address: string,
     port: number,
     servername: string | undefined,
+    timeoutMs: number,
   ): Promise<Socket> =>
     new Promise((resolve, reject) => {
       let tcpConnected = false;
+      let settled = false;
       // For https the TCP socket is ours (undici's `httpSocket`), so a failed handshake can tell
       // whether the server had sent anything: SPEC §3 separates a reset before any TLS exchange
       // (unreachable) from a TLS handshake that failed.
@@ -200,6 +237,21 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
           : undefined;
       // The TLS socket reports the same errors; this listener only keeps them from being unhandled.
       tcp?.on("error", () => undefined);
+      const finish = (err: Error | null, sock?: Socket) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        if (settled) return void sock?.destroy();
+        settled = true;
+        if (err) reject(err);
+        else resolve(sock as Socket);
+      };
+      // Gives up on this attempt at once: the half-open socket is destroyed, not left to linger.
+      const giveUp = (err: Error) => {
+        if (settled) return;
+        socket?.destroy();
+        tcp?.destroy();
+        finish(err);
+      };
       const socket = socketConnector(
         // hostname is what gets dialled; host (name:port) stays for undici's bookkeeping.
         {
@@ -211,32 +263,54 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
         (err, sock) => {
           if (err) {
             tagBytesRead(err, tcp?.bytesRead ?? 0);
-            return reject(tagPhase(err, tcpConnected ? "tls" : "tcp"));
+            return finish(tagPhase(err, tcpConnected ? "tls" : "tcp"));
           }
-          // Only records a number on the error object; undici still handles the error itself.
-          sock.on("error", (e: Error) => tagBytesRead(e, sock.bytesRead));
-          resolve(dropUnsolicitedContinue(sock));
+          // Records a number on the error object; undici still handles the error itself. A TLS
+          // socket that failed (an alert after the handshake) is not destroyed by Node, and undici
+          // ends its request only on 'close': without this it would wait for the deadline.
+          sock.on("error", (e: Error) => {
+            tagBytesRead(e, sock.bytesRead);
+            sock.destroy();
+          });
+          finish(null, dropUnsolicitedContinue(sock as unknown as Socket));
         },
       ) as unknown as Socket | undefined;
       // 'connect' is the TCP connection, before any TLS handshake.
       (tcp ?? socket)?.once?.("connect", () => {
         tcpConnected = true;
       });
+      // finish() and giveUp() only run from later events, when the timer and listener exist.
+      const timer = setTimeout(() => {
+        const err = new errors.ConnectTimeoutError(
+          `Connect timeout (${address}:${port}, ${Math.round(timeoutMs)} ms)`,
+        );
+        tagBytesRead(err, tcp?.bytesRead ?? 0);
+        giveUp(tagPhase(err, tcpConnected ? "tls" : "tcp"));
+      }, timeoutMs);
+      const onAbort = () => giveUp(signal?.reason as Error);
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
 
   const connect = async (params: buildConnector.Options): Promise<Socket> => {
+    signal?.throwIfAborted();
+    const startedAt = Date.now();
     const host = params.hostname.replace(/^\[(.*)\]$/, "$1");
     const port = params.port ? Number(params.port) : params.protocol === "https:" ? 443 : 80;
     if (!opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
+    if (budget(startedAt) <= 0) throw deadlineError(host);
 
     // Literals take the same path: the resolver returns them unchanged.
-    const resolveSignal = AbortSignal.timeout(connectTimeoutMs);
+    const timeUp = AbortSignal.timeout(budget(startedAt));
+    const resolveSignal = signal ? AbortSignal.any([signal, timeUp]) : timeUp;
     let addresses: string[];
     try {
       addresses = await opts.resolve(host, resolveSignal);
     } catch (err) {
-      // A name that does not resolve within the connect timeout does not resolve (SPEC §3).
-      if (resolveSignal.aborted && !(err instanceof HostNotFoundError)) {
+      signal?.throwIfAborted();
+      if (timeUp.aborted && !(err instanceof HostNotFoundError)) {
+        // Cut by the deadline: a timeout. Cut by the connect bound alone: the name does not
+        // resolve in time (SPEC §3).
+        if (deadlineFirst(startedAt)) throw deadlineError(host);
         throw new HostNotFoundError(host, "ETIMEOUT");
       }
       throw err;
@@ -248,21 +322,29 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     // No SNI for IP literals; a DNS name is verified without its trailing dot.
     const servername = isIP(host) === 0 ? host.replace(/\.$/, "") : undefined;
     const ordered = [...addresses.filter((a) => isIPv4(a)), ...addresses.filter((a) => !isIPv4(a))];
+    const attempts = ordered.slice(0, MAX_DIAL_ATTEMPTS);
     let lastError: unknown;
-    for (const address of ordered.slice(0, MAX_DIAL_ATTEMPTS)) {
+    for (const [i, address] of attempts.entries()) {
+      signal?.throwIfAborted();
+      const left = budget(startedAt);
+      if (left <= 0) break;
       try {
         opts.onDial?.({ host, address, port });
-        return await dialOne(params, address, port, servername);
+        // The time left is shared between the addresses still to try, so black-holed ones
+        // cannot use it all before the last.
+        return await dialOne(params, address, port, servername, left / (attempts.length - i));
       } catch (err) {
         lastError = err;
         if (!TRY_NEXT_ADDRESS.has(findErrorCode(err) ?? "")) break;
       }
     }
-    throw lastError;
+    throw lastError ?? deadlineError(host);
   };
 
   return new Agent({
     allowH2: false,
+    connections: CONNECTIONS_PER_ORIGIN,
+    keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
     connect: (params, callback) => {
       connect(params).then(
         (socket) => callback(null, socket),

@@ -1,9 +1,14 @@
-import { promises as dns } from "node:dns";
+import nodeDns, { promises as dns } from "node:dns";
 import { isIP } from "node:net";
 
 /**
  * Name resolution for target hosts (SPEC §4). The dialer checks every address returned here
- * and dials only one of them, so this module only has to return *all* answers, bounded in time.
+ * and dials only one of them, so this module only has to return the answers it got, bounded in
+ * time and cancellable.
+ *
+ * Always c-ares (node:dns Resolver), never getaddrinfo: getaddrinfo runs on libuv's four-thread
+ * pool and cannot be cancelled, so four names whose queries go unanswered would hold every
+ * thread and starve all other lookups (and fs, crypto) of the process.
  */
 
 export type ResolveHost = (hostname: string, signal?: AbortSignal) => Promise<string[]>;
@@ -26,11 +31,18 @@ export class HostNotFoundError extends Error {
 }
 
 export interface ResolverOptions {
-  /** Upper bound for one resolution when the caller gives no signal (default 5000 ms). */
+  /** Upper bound for one resolution (default 5000 ms); a caller's signal may end it sooner. */
   timeoutMs?: number;
+  /** How long to wait for the other family once one answered with addresses (default 50 ms). */
+  familyGraceMs?: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
+/** RFC 8305 §3 "Resolution Delay": a family that answered is used after 50 ms without the other. */
+const DEFAULT_FAMILY_GRACE_MS = 50;
+/** c-ares tries: the first waits half the bound (c-ares drops an answer to a try it gave up on,
+ * so a slow server needs a long first try), the second, doubled, outlasts the bound. */
+const TRIES = 2;
 
 function codeOf(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code;
@@ -41,12 +53,12 @@ function codeOf(err: unknown): string {
 function raceSignal<T>(work: Promise<T>, signal: AbortSignal, onAbort?: () => void): Promise<T> {
   if (signal.aborted) {
     onAbort?.();
-    return Promise.reject(signal.reason);
+    return Promise.reject(signal.reason as Error);
   }
   return new Promise<T>((resolve, reject) => {
     const abort = () => {
       onAbort?.();
-      reject(signal.reason);
+      reject(signal.reason as Error);
     };
     signal.addEventListener("abort", abort, { once: true });
     work.then(
@@ -56,61 +68,99 @@ function raceSignal<T>(work: Promise<T>, signal: AbortSignal, onAbort?: () => vo
       },
       (e: unknown) => {
         signal.removeEventListener("abort", abort);
-        reject(e);
+        reject(e as Error);
       },
     );
   });
 }
 
+type FamilyResult = { ok: true; addresses: string[] } | { ok: false; code: string };
+
 /**
- * With `dnsServers` (["ip[:port]", ...], SNAPSHOT_DNS_SERVERS) queries those servers with
- * node:dns Resolver, A and AAAA in parallel; an answer of either family is enough. Without,
- * the system resolver (getaddrinfo via dns.lookup, all addresses). An IP literal (brackets
- * allowed) returns itself. Every failure is a HostNotFoundError.
+ * Asks A and AAAA at once and settles when both answered, or `graceMs` after the first one that
+ * brought addresses (a server that drops one family must not hold every lookup until timeout).
+ * A family still unanswered then counts as not arrived; its query is cancelled by the caller.
+ */
+function bothFamilies(resolver: dns.Resolver, name: string, graceMs: number) {
+  const results: (FamilyResult | undefined)[] = [undefined, undefined];
+  return new Promise<(FamilyResult | undefined)[]>((resolve) => {
+    let pending = 2;
+    let grace: NodeJS.Timeout | undefined;
+    const done = () => {
+      clearTimeout(grace);
+      resolve(results);
+    };
+    [resolver.resolve4(name), resolver.resolve6(name)].forEach((query, i) => {
+      query.then(
+        (addresses) => {
+          results[i] = { ok: true, addresses };
+          if (addresses.length > 0 && grace === undefined) grace = setTimeout(done, graceMs);
+        },
+        (err: unknown) => (results[i] = { ok: false, code: codeOf(err) }),
+      );
+      void query.catch(() => undefined).finally(() => --pending === 0 && done());
+    });
+  });
+}
+
+/** RFC 6761 names answered without asking anyone (and without leaking them to DNS servers). */
+function specialName(name: string): string[] | "nxdomain" | undefined {
+  const n = name.toLowerCase().replace(/\.$/, "");
+  if (n === "localhost" || n.endsWith(".localhost")) return ["127.0.0.1", "::1"];
+  if (n === "invalid" || n.endsWith(".invalid")) return "nxdomain";
+  return undefined;
+}
+
+/**
+ * Resolves A and AAAA with node:dns Resolver (c-ares) through `dnsServers` (["ip[:port]", ...],
+ * SNAPSHOT_DNS_SERVERS), or, when empty, through the servers the process's default resolver
+ * uses (the system's /etc/resolv.conf, or what dns.setServers() set). The hosts file is not
+ * read. An IP literal (brackets allowed) returns itself. Every failure is a HostNotFoundError,
+ * except an abort by the caller's signal, which rejects with the signal's reason.
  */
 export function createResolver(
   dnsServers: readonly string[],
   options: ResolverOptions = {},
 ): ResolveHost {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const graceMs = options.familyGraceMs ?? DEFAULT_FAMILY_GRACE_MS;
 
   return async (hostname, signal) => {
     const bare = hostname.replace(/^\[(.*)\]$/, "$1");
     if (isIP(bare) !== 0) return [bare];
+    const special = specialName(bare);
+    if (special === "nxdomain") throw new HostNotFoundError(bare, "ENOTFOUND");
+    if (special) return special;
+
+    // Through the module object: dns.setServers() rebinds its functions, not named imports.
+    const servers = dnsServers.length > 0 ? [...dnsServers] : nodeDns.getServers();
+    if (servers.length === 0) throw new HostNotFoundError(bare, "ENOSERVERS");
     const bound = signal
       ? AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
       : AbortSignal.timeout(timeoutMs);
-
-    if (dnsServers.length > 0) {
-      // A fresh Resolver per lookup so cancel() on abort stops only this lookup's queries.
-      // c-ares' own per-try timeout keeps a dead server from holding the lookup until abort.
-      const resolver = new dns.Resolver({ timeout: Math.min(timeoutMs, 2_000), tries: 2 });
-      resolver.setServers([...dnsServers]);
-      const families = Promise.allSettled([resolver.resolve4(bare), resolver.resolve6(bare)]);
-      let settled: PromiseSettledResult<string[]>[];
-      try {
-        settled = await raceSignal(families, bound, () => resolver.cancel());
-      } catch (err) {
-        if (signal?.aborted) throw err; // the caller's own abort stays the caller's
-        throw new HostNotFoundError(bare, "ETIMEOUT");
-      }
-      const addresses = settled.flatMap((r) => (r.status === "fulfilled" ? r.value : []));
-      if (addresses.length > 0) return addresses;
-      const reasons = settled.map((r) => (r.status === "rejected" ? codeOf(r.reason) : "ENODATA"));
-      // NXDOMAIN says more than NODATA, which says more than a transport error.
-      const reason = ["ENOTFOUND", "ENODATA"].find((c) => reasons.includes(c)) ?? reasons[0];
-      throw new HostNotFoundError(bare, reason ?? "ENODATA");
-    }
-
-    let found: { address: string }[];
+    // A fresh Resolver per lookup so cancel() stops only this lookup's queries.
+    const resolver = new dns.Resolver({
+      timeout: Math.max(100, Math.ceil(timeoutMs / 2)),
+      tries: TRIES,
+    });
+    resolver.setServers(servers);
+    let settled: (FamilyResult | undefined)[];
     try {
-      // getaddrinfo cannot be cancelled; the race only stops us waiting for it.
-      found = await raceSignal(dns.lookup(bare, { all: true, verbatim: true }), bound);
+      settled = await raceSignal(bothFamilies(resolver, bare, graceMs), bound, () =>
+        resolver.cancel(),
+      );
     } catch (err) {
-      if (signal?.aborted) throw err;
-      throw new HostNotFoundError(bare, bound.aborted ? "ETIMEOUT" : codeOf(err));
+      if (signal?.aborted) throw err; // the caller's own abort stays the caller's
+      throw new HostNotFoundError(bare, "ETIMEOUT");
+    } finally {
+      // Stops a family that did not answer within the grace.
+      resolver.cancel();
     }
-    if (found.length === 0) throw new HostNotFoundError(bare, "ENODATA");
-    return found.map((a) => a.address);
+    const addresses = settled.flatMap((r) => (r?.ok ? r.addresses : []));
+    if (addresses.length > 0) return addresses;
+    const reasons = settled.map((r) => (r && !r.ok ? r.code : "ENODATA"));
+    // NXDOMAIN says more than NODATA, which says more than a transport error.
+    const reason = ["ENOTFOUND", "ENODATA"].find((c) => reasons.includes(c)) ?? reasons[0];
+    throw new HostNotFoundError(bare, reason ?? "ENODATA");
   };
 }

@@ -3,8 +3,9 @@
  * SnapshotResult. Speed comes from speculation: the well-known probes of the input origin (and
  * of the first redirect targets) and the HTTPS probe of an http input start together with the
  * main request, are reused when the final origin/host turns out the same, and whatever is left
- * unused is cancelled when the snapshot ends. One engine-wide dispatcher keeps connections alive
- * between requests; one deadline covers everything.
+ * unused is cancelled when the snapshot ends. Each snapshot has its own dispatcher: its requests
+ * share keep-alive connections, every connect knows the snapshot's deadline and signal, and all
+ * its connections are closed when it ends. One deadline covers everything.
  */
 import { setMaxListeners } from "node:events";
 import type { SnapshotConfig } from "../config.js";
@@ -139,43 +140,80 @@ function httpsProvenByChain(chain: Chain, hostname: string, port: number): boole
 const ANSWER_SHARE_MS = 2000;
 const MAX_SHARED_ANSWERS = 1000;
 
+interface SharedLookup {
+  /** When the answer arrived (shared for ANSWER_SHARE_MS from then). */
+  at: number;
+  answer: Promise<string[]>;
+  /** Callers still waiting; when the last one gives up, the lookup is cancelled. */
+  waiting: number;
+  settled: boolean;
+  cancel: AbortController;
+}
+
 /**
  * A snapshot opens up to six connections to the same host at once; they share one lookup
  * instead of asking the DNS server six times. Safe for SSRF: the dialer still checks every
  * address it gets and dials only a checked one; sharing only means the same checked answer.
+ * Each caller waits only as long as its own signal allows, and a lookup nobody waits for any
+ * more is cancelled, so abandoned lookups do not pile up.
  */
 function shareAnswers(resolve: ResolveHost): ResolveHost {
-  const shared = new Map<string, { at: number; answer: Promise<string[]> }>();
+  const shared = new Map<string, SharedLookup>();
   return (hostname, signal) => {
+    signal?.throwIfAborted();
     const now = Date.now();
-    const hit = shared.get(hostname);
-    if (hit && now - hit.at < ANSWER_SHARE_MS) return hit.answer;
-    // The lookup is shared, so it must not die with the first caller's signal.
-    const answer = resolve(hostname);
-    if (shared.size >= MAX_SHARED_ANSWERS) shared.clear();
-    shared.set(hostname, { at: now, answer });
-    answer.catch(() => shared.delete(hostname));
-    return signal ? raceAbort(answer, signal) : answer;
+    let entry = shared.get(hostname);
+    if (!entry || (entry.settled && now - entry.at >= ANSWER_SHARE_MS)) {
+      const cancel = new AbortController();
+      const answer = resolve(hostname, cancel.signal);
+      const fresh: SharedLookup = { at: now, answer, waiting: 0, settled: false, cancel };
+      void answer.then(
+        () => {
+          fresh.settled = true;
+          fresh.at = Date.now();
+        },
+        () => {
+          fresh.settled = true;
+          if (shared.get(hostname) === fresh) shared.delete(hostname);
+        },
+      );
+      if (shared.size >= MAX_SHARED_ANSWERS) shared.clear();
+      shared.set(hostname, fresh);
+      entry = fresh;
+    }
+    if (!signal) return entry.answer;
+    const joined = entry;
+    joined.waiting++;
+    return new Promise<string[]>((resolveAnswer, reject) => {
+      const onAbort = () => {
+        reject(signal.reason as Error);
+        if (--joined.waiting === 0 && !joined.settled) {
+          joined.cancel.abort();
+          if (shared.get(hostname) === joined) shared.delete(hostname);
+        }
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      joined.answer.then(
+        (v) => {
+          signal.removeEventListener("abort", onAbort);
+          joined.waiting--;
+          resolveAnswer(v);
+        },
+        (e: unknown) => {
+          signal.removeEventListener("abort", onAbort);
+          joined.waiting--;
+          reject(e as Error);
+        },
+      );
+    });
   };
-}
-
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason as Error);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason as Error);
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
 }
 
 export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
   const policy = createUrlPolicy(options);
-  const dispatcher = createTargetDispatcher({
-    resolve: shareAnswers(createResolver(options.dnsServers, { timeoutMs: options.timeoutMs })),
-    isBlockedAddress: policy.isBlockedAddress,
-    allowedPorts: options.allowedPorts,
-    connectTimeoutMs: options.timeoutMs,
-  });
+  const resolve = shareAnswers(
+    createResolver(options.dnsServers, { timeoutMs: options.timeoutMs }),
+  );
   const probePort = options.httpsProbePort ?? 443;
 
   async function run(rawUrl: string): Promise<SnapshotResult> {
@@ -184,11 +222,22 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
 
     const deadline = new AbortController();
     const done = new AbortController();
+    const deadlineAt = Date.now() + options.timeoutMs;
     const timer = setTimeout(() => deadline.abort(), options.timeoutMs);
     const signal = AbortSignal.any([deadline.signal, done.signal]);
-    // Every request of the snapshot listens on this one signal; a redirect chain with its
-    // speculative probes can have more than Node's default 10 in flight (not a leak).
-    setMaxListeners(64, signal);
+    // Every request and connect of the snapshot listens on this one signal; a redirect chain
+    // with its speculative probes can have more than Node's default 10 in flight (not a leak).
+    setMaxListeners(256, signal);
+    // This snapshot's own connections: each connect gets the time left and the signal, and
+    // destroying the dispatcher at the end closes them all (no idle sockets outlive it).
+    const dispatcher = createTargetDispatcher({
+      resolve,
+      isBlockedAddress: policy.isBlockedAddress,
+      allowedPorts: options.allowedPorts,
+      connectTimeoutMs: options.timeoutMs,
+      deadline: deadlineAt,
+      signal,
+    });
     const ctx: FetchContext = {
       dispatcher,
       policy,
@@ -282,16 +331,21 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
       clearTimeout(timer);
       // Cancels every speculative request the result did not need, and cuts unread bodies.
       done.abort();
+      // Closes the snapshot's connections right after its answer is on its way, not before.
+      setImmediate(() => void dispatcher.destroy().catch(() => undefined));
     }
   }
 
   let closed = false;
+  const running = new Set<Promise<unknown>>();
   return {
     async snapshot(rawUrl: string): Promise<SnapshotResult> {
       if (closed)
         throw new SnapshotError("unreachable", "The snapshot engine is shut down.", rawUrl);
+      const work = run(rawUrl);
+      running.add(work);
       try {
-        return await run(rawUrl);
+        return await work;
       } catch (err) {
         if (err instanceof SnapshotError) {
           if (err.requestedUrl === rawUrl) throw err;
@@ -300,11 +354,14 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
         // Not expected; the contract is SnapshotError or a result, so say what happened.
         const why = err instanceof Error ? err.message : String(err);
         throw new SnapshotError("unreachable", `The snapshot failed unexpectedly: ${why}`, rawUrl);
+      } finally {
+        running.delete(work);
       }
     },
+    /** Refuses new snapshots and waits for the running ones, which end by their deadlines. */
     async close(): Promise<void> {
       closed = true;
-      await dispatcher.close();
+      await Promise.allSettled([...running]);
     },
   };
 }
