@@ -287,6 +287,8 @@ export async function readBody(
   source: Readable,
   encodings: readonly string[],
   limit = BODY_LIMIT,
+  /** How many codings the header listed, when `encodings` holds only the first few. */
+  listed = encodings.length,
 ): Promise<BodyRead> {
   const codings = encodings.filter((e) => e !== "" && e !== "identity");
   const refuse = (undecodable: Undecodable): BodyRead => {
@@ -294,7 +296,11 @@ export async function readBody(
     return { ok: false, undecodable };
   };
   if (codings.length > MAX_CODINGS) {
-    return refuse({ why: "too_many_codings", count: codings.length, max: MAX_CODINGS });
+    return refuse({
+      why: "too_many_codings",
+      count: Math.max(codings.length, listed),
+      max: MAX_CODINGS,
+    });
   }
   const unknown = codings.find((c) => !DECODABLE.has(c));
   if (unknown !== undefined) return refuse({ why: "unsupported_coding", coding: unknown });
@@ -361,11 +367,35 @@ export async function readBounded(
   return read.ok ? read.body : null;
 }
 
-function contentEncodings(headers: HeaderMap): string[] {
-  return (headers["content-encoding"] ?? [])
-    .flatMap((v) => v.split(","))
-    .map((v) => v.trim().toLowerCase())
-    .filter((v) => v !== "" && v !== "identity");
+/**
+ * The body's content codings, outermost last, and how many the header lists. Only the first
+ * MAX_CODINGS + 1 are copied out: a hostile header lists thousands, and the rest are only counted.
+ */
+function contentEncodings(headers: HeaderMap): { codings: string[]; listed: number } {
+  const codings: string[] = [];
+  let listed = 0;
+  for (const value of headers["content-encoding"] ?? []) {
+    for (let start = 0; start <= value.length;) {
+      const comma = value.indexOf(",", start);
+      const end = comma < 0 ? value.length : comma;
+      if (codings.length <= MAX_CODINGS) {
+        const token = value.slice(start, end).trim().toLowerCase();
+        if (token !== "" && token !== "identity") codings.push(token);
+      } else if (!isBlank(value, start, end)) {
+        listed++;
+      }
+      start = end + 1;
+    }
+  }
+  return { codings, listed: listed + codings.length };
+}
+
+function isBlank(text: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x09) return false;
+  }
+  return true;
 }
 
 /**
@@ -409,7 +439,8 @@ export async function probeFile(
       return { kind: "response", url: url.href, status: res.statusCode, contentType, body: null };
     }
     try {
-      let read = await readBody(res.body, contentEncodings(headers));
+      const { codings, listed } = contentEncodings(headers);
+      let read = await readBody(res.body, codings, BODY_LIMIT, listed);
       // A sitemap.xml.gz-style file served without Content-Encoding: recognise gzip by its magic.
       if (opts.gunzipByMagic && read.ok && read.body[0] === 0x1f && read.body[1] === 0x8b) {
         read = await readBody(Readable.from([read.body]), ["gzip"]);
