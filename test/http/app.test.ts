@@ -2,7 +2,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_BODY_BYTES } from "../../src/http/app.js";
+import { MAX_BODY_BYTES } from "../../src/http/index.js";
 import {
   DemoSnapshotResultSchema,
   SnapshotError,
