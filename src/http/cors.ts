@@ -4,7 +4,7 @@
  */
 
 /** Response headers browser x402 clients must be able to read; Retry-After for a 503 and 429. */
-export const CORS_EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After"];
+const CORS_EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After"];
 
 /** The CORS headers of every answer except the preflight. */
 export const CORS_HEADERS: Readonly<Record<string, string>> = {

@@ -3,11 +3,11 @@
  * server that runs both. Other folders import only from here.
  */
 export { createApp } from "./app.js";
-export type { AppDeps, AppEnv } from "./app.js";
+export type { AppEnv } from "./app.js";
 export { createChallengeFastPath } from "./challenge-fast-path.js";
 export type { ChallengeFastPathOptions, NodeFront } from "./challenge-fast-path.js";
 export { createOpenApiDocument } from "./openapi.js";
 export { startServer } from "./server.js";
-export type { FetchApp, RunningServer } from "./server.js";
+export type { RunningServer } from "./server.js";
 export { MAX_BODY_BYTES } from "./snapshot-input.js";
 export type { SnapshotInput } from "./snapshot-input.js";

@@ -21,7 +21,7 @@ export const HealthSchema = z
   .strict();
 
 /** Every non-report error: 404, 405, 500 and the payment layer's 429 and 503. */
-export const ServiceErrorSchema = z
+const ServiceErrorSchema = z
   .object({ error: z.string().describe("Human-readable message.") })
   .describe("Error that is not about the submitted URL.");
 

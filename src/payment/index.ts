@@ -9,9 +9,6 @@ export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facil
 export { createPaymentGate, paymentGateOptionsFromConfig } from "./gate.js";
 export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate.js";
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
-export type { PayerBudget, Reservation } from "./payer-budget.js";
 export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
-export type { ReplayStore } from "./replay-guard.js";
-export { USDC_ADDRESSES, usdcAmount } from "./route.js";
+export { usdcAmount } from "./route.js";
 export { setupX402Payment } from "./setup.js";
-export type { X402Setup } from "./setup.js";

@@ -48,7 +48,7 @@ export function readRequestProof(
  * PaymentPayload shape with an EIP-3009 authorization (what our challenge asks for), whose
  * `from` is the payer. A failure says why in words a client can act on.
  */
-export function readPaymentProof(header: string): ProofReading {
+function readPaymentProof(header: string): ProofReading {
   if (header.length > MAX_PROOF_HEADER_BYTES) {
     return refuse(
       `PAYMENT-SIGNATURE is ${header.length} bytes; at most ${MAX_PROOF_HEADER_BYTES} are read`,

@@ -9,7 +9,7 @@ import { snapshotDiscoveryExtension } from "./discovery.js";
 export const PAID_ROUTE = "POST /v1/snapshot";
 
 /** USDC per network (docs/contract.md §7.1). Devnet puts its token at the Base Sepolia address. */
-export const USDC_ADDRESSES: Readonly<Record<string, `0x${string}`>> = {
+const USDC_ADDRESSES: Readonly<Record<string, `0x${string}`>> = {
   [NETWORK_IDS.base]: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
   [NETWORK_IDS["base-sepolia"]]: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
 };

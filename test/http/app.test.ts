@@ -211,7 +211,7 @@ describe("CORS for browser x402 clients", () => {
   });
 });
 
-describe("POST /v1/snapshot input (SPEC §2): always 400, never the engine", () => {
+describe("POST /v1/snapshot input (docs/contract.md §3): always 400, never the engine", () => {
   const long = "https://example.com/" + "a".repeat(2048);
   const cases: Array<[string, string, string, string?]> = [
     // name, body, expected requested_url, content type
