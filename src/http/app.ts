@@ -4,20 +4,22 @@ import { cors } from "hono/cors";
 import { etag } from "hono/etag";
 import { HTTPException } from "hono/http-exception";
 import type { z } from "zod";
-import type { SnapshotEngine } from "../snapshot/index.js";
-import { demoSnapshot } from "../snapshot/demo.js";
+import { errorAnswer, jsonAnswer, toResponse, type Answer } from "../payment/index.js";
 import {
   DemoSnapshotResultSchema,
   SnapshotError,
   SnapshotErrorBodySchema,
   SnapshotResultSchema,
+  demoSnapshot,
+  type SnapshotEngine,
   type SnapshotErrorBody,
-} from "../snapshot/result.js";
-import type { UrlPolicy } from "../snapshot/url-rules.js";
+  type UrlPolicy,
+} from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { readBodyText } from "./body.js";
-import { NO_STORE, jsonError } from "./errors.js";
-import { HealthSchema, createOpenApiDocument } from "./openapi.js";
+import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
+import { INTERNAL_ERROR } from "./errors.js";
+import { HealthSchema, STATIC_CACHE_CONTROL, createOpenApiDocument } from "./openapi.js";
 import {
   MAX_BODY_BYTES,
   checkSnapshotRequest,
@@ -26,18 +28,12 @@ import {
   type SnapshotInput,
 } from "./snapshot-input.js";
 
-export type { UrlPolicy, SnapshotInput };
-export { MAX_BODY_BYTES };
-
-/** Static answers (demo, OpenAPI) may be cached by browsers and proxies for an hour. */
-export const STATIC_CACHE_CONTROL = "public, max-age=3600";
-
 /** Hono environment of the app: `c.get("snapshotInput")` is set for every request that reaches payment. */
 export interface AppEnv {
   Variables: { snapshotInput: SnapshotInput };
 }
 
-export type Logger = (message: string, error?: unknown) => void;
+type Logger = (message: string, error?: unknown) => void;
 
 export interface AppDeps {
   engine: SnapshotEngine;
@@ -47,25 +43,10 @@ export interface AppDeps {
    * settle only when `c.res.status === 200`. Without it the live snapshot is served unpaid.
    */
   paymentMiddleware?: MiddlewareHandler<AppEnv>;
+  /** The configured price the API description states (X402_PRICE_USDC); default its default. */
+  priceUsdc?: string;
   /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
   log?: Logger;
-}
-
-/** Response headers browser x402 clients must be able to read; Retry-After for a 503. */
-const CORS_EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After"] as const;
-
-/** The CORS headers of every answer except the preflight. */
-export const CORS_HEADERS: Readonly<Record<string, string>> = {
-  "Access-Control-Allow-Origin": "*",
-  "Access-Control-Expose-Headers": CORS_EXPOSED_HEADERS.join(","),
-};
-/** Made once: the CORS middleware runs on every request. */
-const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
-
-/** @hono/node-server hands the Node response to the app as `env.outgoing`. */
-function nodeResponse(c: Context): ServerResponse | undefined {
-  const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
-  return outgoing instanceof ServerResponse ? outgoing : undefined;
 }
 
 /** The methods each known path answers; everything else on these paths is 405 with Allow. */
@@ -76,57 +57,53 @@ const ALLOWED_METHODS = {
   "/openapi.json": "GET, HEAD, OPTIONS",
 } as const;
 
+/** The HTTP API: CORS, the paid snapshot route, the free routes, then 405/404/500. */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
-  const { engine, urlPolicy } = deps;
   const log: Logger = deps.log ?? ((message, error) => console.error(message, error ?? ""));
+  const checkShape = shapeChecker(log);
+  const app = new Hono<AppEnv>();
+  app.use("*", corsMiddleware());
+  addSnapshotRoute(app, deps, checkShape);
+  addFreeRoutes(app, deps, checkShape);
+  addFallbacks(app, log);
+  return app;
+}
 
-  /**
-   * Responses are checked against the published schemas. A mismatch is a bug in this service:
-   * it is logged, and the answer is still sent as it is, because withholding a (possibly paid)
-   * report over a schema slip would hurt the client more than the slip itself.
-   */
-  function checkShape<T>(schema: z.ZodType<T>, value: unknown, what: string): void {
+/**
+ * Responses are checked against the published schemas. A mismatch is a bug in this service:
+ * it is logged, and the answer is still sent as it is, because withholding a (possibly paid)
+ * report over a schema slip would hurt the client more than the slip itself.
+ */
+type ShapeCheck = (schema: z.ZodType, value: unknown, what: string) => void;
+
+function shapeChecker(log: Logger): ShapeCheck {
+  return (schema, value, what) => {
     const parsed = schema.safeParse(value);
     if (!parsed.success) log(`response drifted from the ${what} schema`, parsed.error.issues);
-  }
+  };
+}
 
-  function sendSnapshotError(body: SnapshotErrorBody): Response {
-    checkShape(SnapshotErrorBodySchema, body, "SnapshotError");
-    const answer = snapshotErrorAnswer(body);
-    return new Response(answer.body, { status: answer.status, headers: { ...answer.headers } });
-  }
+/** @hono/node-server hands the Node response to the app as `env.outgoing`. */
+function nodeResponse(c: Context): ServerResponse | undefined {
+  const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
+  return outgoing instanceof ServerResponse ? outgoing : undefined;
+}
 
-  // Built once: both are fixed for the life of the process.
-  const demo = demoSnapshot();
-  checkShape(DemoSnapshotResultSchema, demo, "DemoSnapshotResult");
-  const openApiDocument = createOpenApiDocument();
+/** Made once: the CORS middleware runs on every request. */
+const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
 
-  const app = new Hono<AppEnv>();
-
-  // CORS for browser x402 clients (SPEC §6). hono/cors answers the preflight; on every other
-  // request it sets its headers through `c.res` before the handler runs, which makes Hono rebuild
-  // each response around a ReadableStream — that cost 3/4 of GET /health's throughput
-  // (measured). The two headers a real request needs go on the Node response instead, which
-  // merges them into whatever the handler answers: `c.header()` would make every later answer
-  // copy its headers through an undici Headers object, and for the 402 challenge's ~3 KB header
-  // that copy cost more than sending it (bench/payment.ts). Without a Node response
-  // (`app.request()` in tests, other runtimes) `c.header()` after the handler does the same job.
-  const preflight = cors({
-    origin: "*",
-    allowMethods: ["GET", "HEAD", "POST", "OPTIONS"],
-    // @x402/fetch's paid retry also sends an `Access-Control-Expose-Headers` request header; a
-    // preflight that does not allow it stops the official client in every browser.
-    allowHeaders: [
-      "Content-Type",
-      "PAYMENT-SIGNATURE",
-      "X-PAYMENT",
-      "Access-Control-Expose-Headers",
-    ],
-    exposeHeaders: [...CORS_EXPOSED_HEADERS],
-    maxAge: 600,
-  });
-  app.use("*", async (c, next) => {
-    // A preflight only for the paths that exist; OPTIONS on anything else is 404 like any method.
+/**
+ * CORS (docs/contract.md §7.6). hono/cors answers the preflight, for the paths that exist. On
+ * every other request the headers go on the Node response, which merges them into whatever the
+ * handler answers: setting them through `c.res` or `c.header()` makes Hono rebuild or copy
+ * every answer, which cost most of the throughput (docs/benchmarks.md, payment, item 1). Without
+ * a Node response (`app.request()` in tests, other runtimes) `c.header()` after the handler does
+ * the same job.
+ */
+function corsMiddleware(): MiddlewareHandler<AppEnv> {
+  const preflight = cors(CORS_PREFLIGHT);
+  return async (c, next) => {
+    // OPTIONS on a path that does not exist is 404 like any method.
     if (c.req.method === "OPTIONS") {
       return Object.hasOwn(ALLOWED_METHODS, c.req.path) ? preflight(c, next) : next();
     }
@@ -135,15 +112,23 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       for (const [name, value] of CORS_HEADER_ENTRIES) outgoing.setHeader(name, value);
     }
     await next();
-    // After the handler, so answers built as plain Responses (not c.json) get them too.
+    // After the handler, so answers built as plain Responses get them too.
     if (!outgoing) for (const [name, value] of CORS_HEADER_ENTRIES) c.header(name, value);
-  });
+  };
+}
 
-  /** SPEC §2 before payment (checkSnapshotRequest); the valid input goes in the context. */
+/** POST /v1/snapshot: input check (docs/contract.md §3) → payment → snapshot. */
+function addSnapshotRoute(app: Hono<AppEnv>, deps: AppDeps, checkShape: ShapeCheck): void {
+  const refuse = (body: SnapshotErrorBody): Response => {
+    checkShape(SnapshotErrorBodySchema, body, "SnapshotError");
+    return toResponse(snapshotErrorAnswer(body));
+  };
+
+  /** Before payment: a request that cannot work is never charged. */
   const validateInput: MiddlewareHandler<AppEnv> = async (c, next) => {
     const read = await readBodyText(c, MAX_BODY_BYTES);
-    const checked = checkSnapshotRequest(c.req.header("content-type"), read, urlPolicy);
-    if (!checked.ok) return sendSnapshotError(checked.error);
+    const checked = checkSnapshotRequest(c.req.header("content-type"), read, deps.urlPolicy);
+    if (!checked.ok) return refuse(checked.error);
     c.set("snapshotInput", checked.input);
     await next();
   };
@@ -151,47 +136,52 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const runSnapshot = async (c: Context<AppEnv>): Promise<Response> => {
     const { raw } = c.get("snapshotInput");
     try {
-      const result = await engine.snapshot(raw);
+      const result = await deps.engine.snapshot(raw);
       checkShape(SnapshotResultSchema, result, "SnapshotResult");
-      return c.json(result, 200, { "Cache-Control": NO_STORE });
+      return toResponse(jsonAnswer(200, result));
     } catch (err) {
-      if (err instanceof SnapshotError) return sendSnapshotError(snapshotErrorBody(err, raw));
+      if (err instanceof SnapshotError) return refuse(snapshotErrorBody(err, raw));
       throw err;
     }
   };
 
   const noPayment: MiddlewareHandler<AppEnv> = (_c, next) => next();
   app.post("/v1/snapshot", validateInput, deps.paymentMiddleware ?? noPayment, runSnapshot);
+}
 
-  app.get("/demo/snapshot", etag(), (c) =>
-    c.json(demo, 200, { "Cache-Control": STATIC_CACHE_CONTROL }),
-  );
+/** The demo, health and the API description; the first and last are fixed, so built once. */
+function addFreeRoutes(app: Hono<AppEnv>, deps: AppDeps, checkShape: ShapeCheck): void {
+  const demo = demoSnapshot();
+  checkShape(DemoSnapshotResultSchema, demo, "DemoSnapshotResult");
+  const cacheable = { "cache-control": STATIC_CACHE_CONTROL };
+  const demoAnswer = jsonAnswer(200, demo, cacheable);
+  const openApiAnswer = jsonAnswer(200, createOpenApiDocument(deps.priceUsdc), cacheable);
 
-  app.get("/health", (c) => {
+  app.get("/demo/snapshot", etag(), () => toResponse(demoAnswer));
+  app.get("/health", () => {
     const body = { status: "ok", version: SERVICE_VERSION } as const;
     checkShape(HealthSchema, body, "Health");
-    return c.json(body, 200, { "Cache-Control": NO_STORE });
+    return toResponse(jsonAnswer(200, body));
   });
+  app.get("/openapi.json", etag(), () => toResponse(openApiAnswer));
+}
 
-  app.get("/openapi.json", etag(), (c) =>
-    c.json(openApiDocument, 200, { "Cache-Control": STATIC_CACHE_CONTROL }),
-  );
-
+/** 405 with Allow on known paths, 404 elsewhere, and the last-resort 500. */
+function addFallbacks(app: Hono<AppEnv>, log: Logger): void {
   for (const [path, allow] of Object.entries(ALLOWED_METHODS)) {
-    app.all(path, (c) => jsonError(c, 405, `method ${c.req.method} not allowed`, { Allow: allow }));
+    app.all(path, (c) =>
+      toResponse(errorAnswer(405, `method ${c.req.method} not allowed`, { allow })),
+    );
   }
-
-  app.notFound((c) => jsonError(c, 404, "not found"));
-
-  // Last resort only: every expected failure above has its own answer.
+  app.notFound(() => toResponse(NOT_FOUND));
   app.onError((err, c) => {
     // A middleware (the payment layer) may signal an HTTP status by exception: keep it, as JSON.
     if (err instanceof HTTPException && err.status < 500) {
-      return jsonError(c, err.status, err.message || "request refused");
+      return toResponse(errorAnswer(err.status, err.message || "request refused"));
     }
     log(`unhandled error on ${c.req.method} ${c.req.path}`, err);
-    return jsonError(c, 500, "internal error");
+    return toResponse(INTERNAL_ERROR);
   });
-
-  return app;
 }
+
+const NOT_FOUND: Answer = errorAnswer(404, "not found");

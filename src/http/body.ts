@@ -20,9 +20,9 @@ function declaredTooLarge(c: Context, max: number): boolean {
 type ReadOutcome = "ok" | "too_large" | "unreadable";
 
 /**
- * Collects one Node request body up to `max` bytes. A class rather than closures: tsx (esbuild
- * keepNames) wraps every named closure in an `Object.defineProperty` call, and the five listeners
- * made per request cost 4% of the 402 path (perf); bound methods cost nothing of the kind.
+ * Collects one Node request body up to `max` bytes. A class with bound methods rather than
+ * closures: esbuild's keepNames wraps every named closure made per request, a cost the hot 402
+ * path shows (docs/benchmarks.md).
  */
 class NodeBodyReader {
   readonly chunks: Buffer[] = [];
@@ -80,11 +80,10 @@ async function readWebBody(body: ReadableStream<Uint8Array>, max: number): Promi
 
 /**
  * Reads a request body as UTF-8, refusing it as soon as it passes `max` bytes (a larger
- * Content-Length is refused without reading). Hand-written rather than hono/body-limit plus
- * `c.req.text()`: on @hono/node-server that builds a WHATWG Request and ReadableStream per
- * request, which cost more than the rest of the route together and made the unpaid 402 path
- * half as fast as GET /health (bench/payment.ts). Reading the Node stream directly avoids it;
- * other runtimes (and `app.request()` in tests) read the web body with the same limit.
+ * Content-Length is refused without reading). The Node stream is read directly, not through
+ * hono/body-limit and `c.req.text()`, which build a WHATWG Request and stream per request
+ * (docs/benchmarks.md, payment, item 2); other runtimes (and `app.request()` in tests) read the
+ * web body with the same limit.
  */
 export async function readBodyText(c: Context, max: number): Promise<BodyText> {
   if (declaredTooLarge(c, max)) return { ok: false, reason: "too_large" };

@@ -1,21 +1,10 @@
-import type { Context } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
-import { SnapshotError, type SnapshotErrorBody } from "../snapshot/result.js";
+import { errorAnswer, type Answer } from "../payment/index.js";
+import { SnapshotError, type SnapshotErrorBody } from "../snapshot/index.js";
 
-/** Cache-Control for answers that must never be reused: live results, errors, health. */
-export const NO_STORE = "no-store";
+/** The last-resort answer of a bug; the same from both serving paths. */
+export const INTERNAL_ERROR: Answer = errorAnswer(500, "internal error");
 
-/** A plain `{"error": "..."}` JSON answer (404, 405, 500; the payment layer's 503 has the same shape). */
-export function jsonError(
-  c: Context,
-  status: ContentfulStatusCode,
-  message: string,
-  headers: Record<string, string> = {},
-): Response {
-  return c.json({ error: message }, status, { "Cache-Control": NO_STORE, ...headers });
-}
-
-/** The SnapshotError body of an input that failed SPEC §2 before anything else ran. */
+/** The SnapshotError body of an input that failed docs/contract.md §3 before anything else ran. */
 export function invalidInput(requestedUrl: string, message: string): SnapshotErrorBody {
   return new SnapshotError("invalid_url", message, requestedUrl).toBody();
 }

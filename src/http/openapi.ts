@@ -1,12 +1,18 @@
 import { z } from "zod";
+import { NETWORK_IDS, loadPaymentConfig } from "../config.js";
+import { NO_STORE, SnapshotRequestSchema, usdcAmount } from "../payment/index.js";
 import {
   DemoSnapshotResultSchema,
   SnapshotErrorBodySchema,
   SnapshotResultSchema,
-} from "../snapshot/result.js";
+} from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
+import { MAX_BODY_BYTES } from "./snapshot-input.js";
 
-/** GET /health (SERVICE.md §2.4). */
+/** Static answers (demo, OpenAPI) may be cached by browsers and proxies for an hour. */
+export const STATIC_CACHE_CONTROL = "public, max-age=3600";
+
+/** GET /health (docs/contract.md §2.6). */
 export const HealthSchema = z
   .object({
     status: z.literal("ok").describe("ok when healthy."),
@@ -15,23 +21,14 @@ export const HealthSchema = z
   .strict();
 
 /** Every non-report error: 404, 405, 500 and the payment layer's 429 and 503. */
-export const ServiceErrorSchema = z
+const ServiceErrorSchema = z
   .object({ error: z.string().describe("Human-readable message.") })
   .describe("Error that is not about the submitted URL.");
 
-/** Input of POST /v1/snapshot (SPEC §2); other fields are ignored. */
-export const SnapshotRequestSchema = z
-  .object({
-    url: z
-      .string()
-      .describe(
-        "A public http(s) URL, at most 2048 characters; without a scheme, https:// is assumed.",
-      ),
-  })
-  .describe("Other fields are ignored. The whole body may be at most 16 KiB.");
-
 const COMPONENTS = {
-  SnapshotRequest: SnapshotRequestSchema,
+  SnapshotRequest: SnapshotRequestSchema.describe(
+    `Other fields are ignored. The whole body may be at most ${MAX_BODY_BYTES / 1024} KiB.`,
+  ),
   SnapshotResult: SnapshotResultSchema,
   DemoSnapshotResult: DemoSnapshotResultSchema,
   SnapshotError: SnapshotErrorBodySchema,
@@ -70,8 +67,14 @@ const notAllowed = {
   content: json("ServiceError"),
 };
 
-/** The OpenAPI 3.1 document served at GET /openapi.json ("the interface description"). */
-export function createOpenApiDocument(): Record<string, unknown> {
+/**
+ * The OpenAPI 3.1 document served at GET /openapi.json, stating the configured price (without
+ * one, the configuration's own default).
+ */
+export function createOpenApiDocument(
+  priceUsdc: string = loadPaymentConfig({}).priceUsdc,
+): Record<string, unknown> {
+  const price = `${priceUsdc} USDC`;
   return {
     openapi: "3.1.0",
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
@@ -81,20 +84,21 @@ export function createOpenApiDocument(): Record<string, unknown> {
       summary: "A JSON snapshot of a website's basic security hygiene, paid per call with x402.",
       description:
         "POST /v1/snapshot fetches one public URL and reports reachability, HTTPS, six security " +
-        "headers and three well-known files. It costs 0.05 USDC per call, paid with the x402 " +
-        "protocol version 2 (scheme `exact`, USDC on Base `eip155:8453` or Base Sepolia " +
-        "`eip155:84532`). Input is checked before payment is asked for, and a 400 is never " +
-        "charged. GET /demo/snapshot and GET /health are free. Every answer is JSON; CORS allows " +
-        "any origin.",
+        `headers and three well-known files. It costs ${price} per call, paid with the x402 ` +
+        "protocol version 2 (scheme `exact`, USDC on Base " +
+        `\`${NETWORK_IDS.base}\` or Base Sepolia \`${NETWORK_IDS["base-sepolia"]}\`). Input ` +
+        "is checked before payment is asked for, and a 400 is never charged. GET /demo/snapshot " +
+        "and GET /health are free. Every answer is JSON; CORS allows any origin.",
       license: { name: "MIT", identifier: "MIT" },
     },
     paths: {
       "/v1/snapshot": {
         post: {
           operationId: "createSnapshot",
-          summary: "Run a live security snapshot of one URL (x402, 0.05 USDC).",
+          summary: `Run a live security snapshot of one URL (x402, ${price}).`,
           description:
-            "Checks, in order and before any payment: body at most 16 KiB, `Content-Type: " +
+            `Checks, in order and before any payment: body at most ${MAX_BODY_BYTES / 1024} KiB, ` +
+            "`Content-Type: " +
             "application/json`, a JSON object with a string `url`, then the URL rules (a blocked " +
             "target is `ssrf`). Any failure is 400 `invalid_url` (or `ssrf`) with " +
             '`requested_url` = the submitted `url` string, or `""` when there was none. Then the ' +
@@ -116,7 +120,7 @@ export function createOpenApiDocument(): Record<string, unknown> {
             "200": {
               description: "The report. Payment was settled.",
               headers: {
-                ...cacheControl("no-store"),
+                ...cacheControl(NO_STORE),
                 "PAYMENT-RESPONSE": {
                   description: "x402 v2 settlement receipt: base64-encoded JSON SettleResponse.",
                   schema: { type: "string" },
@@ -127,7 +131,7 @@ export function createOpenApiDocument(): Record<string, unknown> {
             "400": {
               description:
                 "The URL was invalid, blocked (SSRF), timed out or unreachable. Never charged.",
-              headers: cacheControl("no-store"),
+              headers: cacheControl(NO_STORE),
               content: json("SnapshotError"),
             },
             "402": {
@@ -140,7 +144,8 @@ export function createOpenApiDocument(): Record<string, unknown> {
                 "PAYMENT-REQUIRED": {
                   description:
                     "Base64-encoded JSON PaymentRequired (`x402Version` 2): one `accepts` " +
-                    "entry per network, scheme `exact`, USDC amount `50000` (6 decimals).",
+                    `entry per network, scheme \`exact\`, USDC amount \`${usdcAmount(priceUsdc)}\` ` +
+                    "(6 decimals).",
                   required: true,
                   schema: { type: "string" },
                 },
@@ -184,7 +189,7 @@ export function createOpenApiDocument(): Record<string, unknown> {
             "200": {
               description: "Always the same content.",
               headers: {
-                ...cacheControl("public, max-age=3600"),
+                ...cacheControl(STATIC_CACHE_CONTROL),
                 ETag: { schema: { type: "string" } },
               },
               content: json("DemoSnapshotResult"),
@@ -201,7 +206,7 @@ export function createOpenApiDocument(): Record<string, unknown> {
           responses: {
             "200": {
               description: "The service is up.",
-              headers: cacheControl("no-store"),
+              headers: cacheControl(NO_STORE),
               content: json("Health"),
             },
             "405": notAllowed,
@@ -215,7 +220,7 @@ export function createOpenApiDocument(): Record<string, unknown> {
           responses: {
             "200": {
               description: "OpenAPI 3.1 description of the service.",
-              headers: cacheControl("public, max-age=3600"),
+              headers: cacheControl(STATIC_CACHE_CONTROL),
               content: { "application/json": { schema: { type: "object" } } },
             },
             "405": notAllowed,

@@ -1,29 +1,26 @@
-import { SnapshotError, type SnapshotErrorBody } from "../snapshot/result.js";
-import { parseInputUrl, type UrlPolicy } from "../snapshot/url-rules.js";
+import { jsonAnswer, type Answer } from "../payment/index.js";
+import {
+  SnapshotError,
+  parseInputUrl,
+  type SnapshotErrorBody,
+  type UrlPolicy,
+} from "../snapshot/index.js";
 import type { BodyText } from "./body.js";
-import { NO_STORE, invalidInput } from "./errors.js";
+import { invalidInput } from "./errors.js";
 
-/** SPEC §2: the POST body limit, enforced while the body is read. */
+/** The POST body limit (docs/contract.md §3.1), enforced while the body is read. */
 export const MAX_BODY_BYTES = 16 * 1024;
 
 /** The validated input of POST /v1/snapshot, put in the context before payment runs. */
 export interface SnapshotInput {
   /** The `url` string exactly as submitted (untrimmed); it becomes `requested_url`. */
   raw: string;
-  /** The parsed, policy-checked URL (SPEC §2). */
+  /** The parsed, policy-checked URL (docs/contract.md §3.2). */
   url: URL;
 }
 
 export type InputCheck =
   { ok: true; input: SnapshotInput } | { ok: false; error: SnapshotErrorBody };
-
-/** A complete answer prepared as plain data, sent as it is by either serving path. */
-export interface PreparedAnswer {
-  status: number;
-  /** Header names in lower case. */
-  headers: Readonly<Record<string, string>>;
-  body: string;
-}
 
 function isJsonContentType(header: string | undefined): boolean {
   const mediaType = header?.split(";", 1)[0]?.trim().toLowerCase();
@@ -37,8 +34,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 const refuse = (error: SnapshotErrorBody): InputCheck => ({ ok: false, error });
 
 /**
- * SPEC §2 for POST /v1/snapshot, all of it pure and before payment, so nobody pays for a request
- * that cannot work. The one implementation behind both serving paths (the Hono route and the
+ * docs/contract.md §3 for POST /v1/snapshot, all of it pure and before payment (§7.2 step 1), so
+ * nobody pays for a request that cannot work. The one implementation behind both serving paths (the Hono route and the
  * unpaid-challenge fast path), so they cannot disagree on what is valid.
  */
 export function checkSnapshotRequest(
@@ -87,11 +84,7 @@ export function snapshotErrorBody(err: SnapshotError, raw: string): SnapshotErro
   return { ...err.toBody(), requested_url: raw };
 }
 
-/** The 400 answer of a SnapshotError (SPEC §5), the same from both serving paths. */
-export function snapshotErrorAnswer(body: SnapshotErrorBody): PreparedAnswer {
-  return {
-    status: 400,
-    headers: { "content-type": "application/json", "cache-control": NO_STORE },
-    body: JSON.stringify(body),
-  };
+/** The 400 answer of a SnapshotError (docs/contract.md §2.5), the same from both serving paths. */
+export function snapshotErrorAnswer(body: SnapshotErrorBody): Answer {
+  return jsonAnswer(400, body);
 }

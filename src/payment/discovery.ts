@@ -1,11 +1,24 @@
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { z } from "zod";
 import { sampleReport } from "../snapshot/demo.js";
-import type { SnapshotResult } from "../snapshot/result.js";
+import type { SnapshotResult } from "../snapshot/index.js";
+import { MAX_URL_LENGTH } from "../snapshot/url-rules.js";
 
-/** The request body of POST /v1/snapshot as the Bazaar describes it (SPEC §2: `{url}`). */
-const SnapshotRequestSchema = z.object({
-  url: z.string().max(2048).describe("Public http(s) URL to inspect; https:// is assumed."),
+/**
+ * The request body of POST /v1/snapshot (docs/contract.md §3.1: `{url}`), as /openapi.json
+ * publishes it. Lives here, below the HTTP layer, because the Bazaar discovery describes it too.
+ */
+export const SnapshotRequestSchema = z.object({
+  url: z
+    .string()
+    .describe(
+      `A public http(s) URL, at most ${MAX_URL_LENGTH} characters; without a scheme, https:// is assumed.`,
+    ),
+});
+
+/** The same body as the Bazaar sees it: with the URL's length bound, without prose. */
+const DiscoveredRequestSchema = SnapshotRequestSchema.extend({
+  url: z.string().max(MAX_URL_LENGTH),
 });
 
 /**
@@ -26,8 +39,7 @@ function embeddedJsonSchema(schema: z.ZodType): Record<string, unknown> {
 
 /**
  * The report's example: a sample site missing one header, so it shows a note. Smaller than the
- * demo (four notes) on purpose: it travels in every challenge, and a 402 kept under ~3.2 KB on
- * the wire is sent markedly faster on loopback here than one just above (docs/benchmarks.md).
+ * demo on purpose: it travels in every challenge, whose size sets its speed (docs/benchmarks.md).
  */
 function exampleResult(): SnapshotResult {
   return sampleReport({
@@ -50,7 +62,7 @@ export function snapshotDiscoveryExtension(): Record<string, unknown> {
   return declareDiscoveryExtension({
     bodyType: "json",
     input: { url: "https://example.com" },
-    inputSchema: embeddedJsonSchema(SnapshotRequestSchema),
+    inputSchema: embeddedJsonSchema(DiscoveredRequestSchema),
     output: { example: exampleResult() },
   });
 }

@@ -1,7 +1,14 @@
-export { createPaymentGate, paymentGateOptionsFromConfig, USDC_ADDRESSES } from "./gate.js";
-export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate.js";
+/**
+ * The payment layer's public face: x402 for the paid route, its answers, and the stores a
+ * shared deployment replaces. Other folders import only from here.
+ */
+export { NO_STORE, errorAnswer, jsonAnswer, toResponse } from "./answer.js";
+export type { Answer } from "./answer.js";
+export { SnapshotRequestSchema } from "./discovery.js";
 export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator-client.js";
-export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
-export type { ReplayStore } from "./replay-guard.js";
+export { createPaymentGate, paymentGateOptionsFromConfig } from "./gate.js";
+export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate.js";
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
-export type { PayerBudget, Reservation } from "./payer-budget.js";
+export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
+export { usdcAmount } from "./route.js";
+export { setupX402Payment } from "./setup.js";

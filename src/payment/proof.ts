@@ -14,13 +14,41 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 export type ProofReading = { ok: true; payer: `0x${string}` } | { ok: false; why: string };
 
+/** One x402 protocol generation as the gate meets it: the request header its proof comes in. */
+export interface ProofGeneration {
+  /** Lower-case request header name. */
+  readonly header: string;
+  /** Bounded reading of the header; undefined leaves the proof to the SDK alone. */
+  readonly read?: (header: string) => ProofReading;
+}
+
+/**
+ * Every generation the gate knows, newest first: a request carrying any of these headers is a
+ * payment attempt, never the plain challenge. x402 v1 (`X-PAYMENT`) has no reader yet.
+ */
+export const PROOF_GENERATIONS: readonly ProofGeneration[] = [
+  { header: "payment-signature", read: readPaymentProof },
+  { header: "x-payment" },
+];
+
+/** The first (non-empty) proof header the request carries, read by its generation's reader. */
+export function readRequestProof(
+  header: (name: string) => string | undefined,
+): ProofReading | undefined {
+  for (const generation of PROOF_GENERATIONS) {
+    const value = header(generation.header);
+    if (value) return generation.read?.(value);
+  }
+  return undefined;
+}
+
 /**
  * Reads a PAYMENT-SIGNATURE header with bounded work, before the SDK or anything recursive sees
  * it: size, base64, UTF-8, nesting depth (scanned without recursion), JSON, then the x402 v2
  * PaymentPayload shape with an EIP-3009 authorization (what our challenge asks for), whose
  * `from` is the payer. A failure says why in words a client can act on.
  */
-export function readPaymentProof(header: string): ProofReading {
+function readPaymentProof(header: string): ProofReading {
   if (header.length > MAX_PROOF_HEADER_BYTES) {
     return refuse(
       `PAYMENT-SIGNATURE is ${header.length} bytes; at most ${MAX_PROOF_HEADER_BYTES} are read`,
@@ -91,4 +119,9 @@ function nestingDepth(text: string): number {
     }
   }
   return deepest;
+}
+
+/** True when the request carries a proof of any generation. */
+export function carriesProof(header: (name: string) => string | undefined): boolean {
+  return PROOF_GENERATIONS.some((generation) => Boolean(header(generation.header)));
 }

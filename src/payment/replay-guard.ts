@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
+import type { x402ResourceServer } from "@x402/core/server";
 
 /**
- * Serves each payment proof at most once (SPEC §6). A proof is claimed atomically before the
+ * Serves each payment proof at most once (docs/contract.md §7.4). A proof is claimed atomically before the
  * snapshot runs, released when the answer is not served (400, failed settlement) so the client
  * may retry with the same proof, and marked spent once settled. Releases after work that was
  * not paid for (a refused snapshot, a client that hung up) are counted, and a claim can refuse a
@@ -177,4 +178,85 @@ export function paymentProofTtlMs(payload: PaymentProof, now = Date.now()): numb
   const validBeforeMs = auth ? Number(auth.validBefore) * 1000 : NaN;
   const ttl = Number.isFinite(validBeforeMs) ? validBeforeMs - now + 60_000 : MAX_TTL_MS;
   return Math.min(MAX_TTL_MS, Math.max(MIN_TTL_MS, ttl));
+}
+
+/** The verify reason (the challenge's `error`) of a proof released too often. */
+const PROOF_EXHAUSTED = "payment_proof_exhausted";
+
+function proofExhaustedMessage(releases: number): string {
+  return `this payment proof was already used for ${releases} refused snapshots; sign a new one`;
+}
+
+/** A rejected proof's reason in words, where this guard gave the reason. */
+export function explainRejection(reason: string, maxReleases: number): string | undefined {
+  return reason === PROOF_EXHAUSTED ? proofExhaustedMessage(maxReleases) : undefined;
+}
+
+/**
+ * docs/contract.md §7.4 "a payment proof is served at most once", as SDK hooks: the proof is
+ * claimed atomically right after the facilitator verified it, so of several copies arriving at
+ * once only one reaches the handler. Released when nothing was charged (handler answered 400,
+ * settlement failed) so the client may retry with the same proof; marked spent once settled. A
+ * release after a snapshot ran unpaid (refused, or the client hung up) is counted, and a proof
+ * released `maxReleases` times is refused: one signature buys a bounded number of refused
+ * snapshots. `notRunStatuses` are the answers the gate gives in place of the snapshot.
+ */
+export function guardReplays(
+  server: x402ResourceServer,
+  store: ReplayStore,
+  maxReleases: number,
+  notRunStatuses: ReadonlySet<number>,
+  log: (line: string) => void,
+): void {
+  // Claims this process made, by payload object: only those are released or marked spent.
+  const claimed = new WeakMap<object, string>();
+  server.onAfterVerify(async ({ paymentPayload, result }) => {
+    if (!result.isValid) return;
+    const key = paymentProofKey(paymentPayload);
+    try {
+      if (await store.claim(key, paymentProofTtlMs(paymentPayload), maxReleases)) {
+        claimed.set(paymentPayload, key);
+        return;
+      }
+      const releases = await store.releases(key);
+      if (releases >= maxReleases) {
+        return {
+          abort: true,
+          reason: PROOF_EXHAUSTED,
+          message: proofExhaustedMessage(releases),
+        };
+      }
+      return {
+        abort: true,
+        reason: "payment_already_used",
+        message: "This payment proof was already used or is in use by another request.",
+      };
+    } catch (error) {
+      log(`replay store failed: ${String(error)}`);
+      return { abort: true, reason: "replay_check_failed", message: "Try again." };
+    }
+  });
+  const release = async (paymentPayload: object, counted: boolean): Promise<void> => {
+    const key = claimed.get(paymentPayload);
+    if (key === undefined) return;
+    claimed.delete(paymentPayload);
+    await store.release(key, counted);
+  };
+  // The snapshot ran unless the gate itself answered before it (over budget, budget store down).
+  server.onVerifiedPaymentCanceled(({ paymentPayload, responseStatus }) =>
+    release(paymentPayload, responseStatus === undefined || !notRunStatuses.has(responseStatus)),
+  );
+  // Not the payer's doing (facilitator down) or not a refusal of the target: not counted.
+  server.onSettleFailure(({ paymentPayload }) => release(paymentPayload, false));
+  server.onAfterSettle(async ({ paymentPayload }) => {
+    const key = claimed.get(paymentPayload);
+    if (key === undefined) return;
+    claimed.delete(paymentPayload);
+    // Settled: the client has paid, so the report goes out whatever the store says. If this
+    // fails the claim still stands until the authorization expires, and the chain refuses
+    // the nonce a second time anyway.
+    await store.markSpent(key).catch((error: unknown) => {
+      log(`replay store could not mark a settled proof spent: ${String(error)}`);
+    });
+  });
 }

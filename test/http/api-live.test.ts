@@ -1,6 +1,6 @@
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createOpenApiDocument } from "../../src/http/openapi.js";
+import { createOpenApiDocument } from "../../src/http/index.js";
 import { createSnapshotEngine, type SnapshotEngine } from "../../src/snapshot/index.js";
 import { startTarget } from "../fixtures/held-target.js";
 import { closedPort } from "../fixtures/targets.js";

@@ -2,7 +2,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_BODY_BYTES } from "../../src/http/app.js";
+import { MAX_BODY_BYTES } from "../../src/http/index.js";
 import {
   DemoSnapshotResultSchema,
   SnapshotError,
@@ -211,7 +211,7 @@ describe("CORS for browser x402 clients", () => {
   });
 });
 
-describe("POST /v1/snapshot input (SPEC §2): always 400, never the engine", () => {
+describe("POST /v1/snapshot input (docs/contract.md §3): always 400, never the engine", () => {
   const long = "https://example.com/" + "a".repeat(2048);
   const cases: Array<[string, string, string, string?]> = [
     // name, body, expected requested_url, content type

@@ -1,7 +1,7 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { readBodyText } from "../../src/http/body.js";
-import { startServer } from "../../src/http/server.js";
+import { startServer } from "../../src/http/index.js";
 
 /** An app that reports what readBodyText made of the body (limit 16 bytes). */
 function echoApp(): Hono {

@@ -7,11 +7,15 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createApp } from "../../src/http/app.js";
-import { createChallengeFastPath, type NodeFront } from "../../src/http/challenge-fast-path.js";
-import { MAX_BODY_BYTES } from "../../src/http/snapshot-input.js";
-import { startServer, type RunningServer } from "../../src/http/server.js";
-import { createPaymentGate, type PaymentGate } from "../../src/payment/gate.js";
+import {
+  createApp,
+  createChallengeFastPath,
+  type NodeFront,
+  MAX_BODY_BYTES,
+  startServer,
+  type RunningServer,
+} from "../../src/http/index.js";
+import { createPaymentGate, type PaymentGate } from "../../src/payment/index.js";
 import { createUrlPolicy } from "../../src/snapshot/index.js";
 import {
   DEFAULT_PORTS,
@@ -124,7 +128,7 @@ describe("unpaid challenge fast path", () => {
     expect(engine.calls).toEqual([]);
   });
 
-  // Every SPEC §2 refusal the route gives, given by the fast path identically.
+  // Every docs/contract.md §3 refusal the route gives, given by the fast path identically.
   const refused: Array<[string, string]> = [
     ["a blocked address", post(JSON.stringify({ url: "http://127.0.0.1/" }))],
     ["localhost", post(JSON.stringify({ url: "http://localhost:8080/" }))],

@@ -1,7 +1,6 @@
 import { connect } from "node:net";
 import type { MiddlewareHandler } from "hono";
-import { createApp, type AppEnv } from "../../src/http/app.js";
-import { startServer, type RunningServer } from "../../src/http/server.js";
+import { createApp, type AppEnv, startServer, type RunningServer } from "../../src/http/index.js";
 import { createUrlPolicy, type SnapshotEngine } from "../../src/snapshot/index.js";
 import type { SnapshotResult } from "../../src/snapshot/result.js";
 

@@ -1,7 +1,7 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createOpenApiDocument } from "../../src/http/openapi.js";
+import { createOpenApiDocument } from "../../src/http/index.js";
 import { ScriptedEngine, sampleResult, serveApp, type Served } from "./helpers.js";
 
 let served: Served;

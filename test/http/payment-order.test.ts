@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import type { AppEnv, SnapshotInput } from "../../src/http/app.js";
+import type { AppEnv, SnapshotInput } from "../../src/http/index.js";
 import { SnapshotError } from "../../src/snapshot/result.js";
 import { ScriptedEngine, sampleResult, serveApp, type Served } from "./helpers.js";
 

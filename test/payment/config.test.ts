@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadPaymentConfig } from "../../src/config.js";
-import { paymentGateOptionsFromConfig } from "../../src/payment/gate.js";
+import { paymentGateOptionsFromConfig } from "../../src/payment/index.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const production = {

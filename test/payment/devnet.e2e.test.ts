@@ -25,10 +25,13 @@ import { DEV_USDC_ABI, DEVNET_ACCOUNTS } from "../../src/devnet/constants.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/app.js";
 import { payCommand } from "../../src/cli/pay.js";
-import { createApp } from "../../src/http/app.js";
-import { createChallengeFastPath } from "../../src/http/challenge-fast-path.js";
-import { startServer, type RunningServer } from "../../src/http/server.js";
-import { createPaymentGate } from "../../src/payment/gate.js";
+import {
+  createApp,
+  createChallengeFastPath,
+  startServer,
+  type RunningServer,
+} from "../../src/http/index.js";
+import { createPaymentGate } from "../../src/payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
 
@@ -203,7 +206,7 @@ async function handSignedHeaders(
 }
 
 describe("challenge", () => {
-  it("decodes to x402 v2 with exactly the SPEC §6 fields and the Bazaar extension", async () => {
+  it("decodes to x402 v2 with exactly the docs/contract.md §7.1 fields and the Bazaar extension", async () => {
     const required = await challenge();
     expect(required.x402Version).toBe(2);
     expect(required.resource?.url).toBe(`${service.url}/v1/snapshot`);

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import {
   FacilitatorUnavailableError,
   ResilientFacilitatorClient,
-} from "../../src/payment/facilitator-client.js";
+} from "../../src/payment/index.js";
 
 const ANSWER_DELAY_MS = 600;
 let server: Server;

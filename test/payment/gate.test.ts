@@ -17,8 +17,11 @@ import {
 import { Hono } from "hono";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createPaymentGate, type PaymentGateOptions } from "../../src/payment/gate.js";
-import { MemoryReplayStore } from "../../src/payment/replay-guard.js";
+import {
+  createPaymentGate,
+  type PaymentGateOptions,
+  MemoryReplayStore,
+} from "../../src/payment/index.js";
 import { SnapshotResultSchema } from "../../src/snapshot/result.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";

@@ -15,14 +15,18 @@ import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import { createApp } from "../../src/http/app.js";
-import { createChallengeFastPath, type NodeFront } from "../../src/http/challenge-fast-path.js";
-import { startServer, type RunningServer } from "../../src/http/server.js";
+import {
+  createApp,
+  createChallengeFastPath,
+  type NodeFront,
+  startServer,
+  type RunningServer,
+} from "../../src/http/index.js";
 import {
   createPaymentGate,
   type PaidRequestTimings,
   type PaymentGateOptions,
-} from "../../src/payment/gate.js";
+} from "../../src/payment/index.js";
 import {
   createSnapshotEngine,
   createUrlPolicy,

@@ -1,6 +1,6 @@
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { describe, expect, it } from "vitest";
-import { RateLimiterPayerBudget, memoryPayerBudget } from "../../src/payment/payer-budget.js";
+import { RateLimiterPayerBudget, memoryPayerBudget } from "../../src/payment/index.js";
 
 const PAYER = "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC";
 

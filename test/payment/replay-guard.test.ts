@@ -1,9 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  MemoryReplayStore,
-  paymentProofKey,
-  paymentProofTtlMs,
-} from "../../src/payment/replay-guard.js";
+import { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "../../src/payment/index.js";
 
 const accepted = { network: "eip155:84532", asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e" };
 function proof(overrides: Record<string, unknown> = {}, signature = "0xaa") {

@@ -1,0 +1,13 @@
+/**
+ * The HTTP layer's public face: the app, the unpaid-challenge fast path in front of it, and the
+ * server that runs both. Other folders import only from here.
+ */
+export { createApp } from "./app.js";
+export type { AppEnv } from "./app.js";
+export { createChallengeFastPath } from "./challenge-fast-path.js";
+export type { ChallengeFastPathOptions, NodeFront } from "./challenge-fast-path.js";
+export { createOpenApiDocument } from "./openapi.js";
+export { startServer } from "./server.js";
+export type { RunningServer } from "./server.js";
+export { MAX_BODY_BYTES } from "./snapshot-input.js";
+export type { SnapshotInput } from "./snapshot-input.js";

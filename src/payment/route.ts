@@ -1,0 +1,63 @@
+import type { RouteConfig } from "@x402/core/server";
+import type { Network } from "@x402/core/types";
+import { getDefaultAsset } from "@x402/evm";
+import { parseUnits } from "viem";
+import { NETWORK_IDS } from "../config.js";
+import { snapshotDiscoveryExtension } from "./discovery.js";
+
+/** The one priced route (docs/contract.md §1.2). */
+export const PAID_ROUTE = "POST /v1/snapshot";
+
+/** USDC per network (docs/contract.md §7.1). Devnet puts its token at the Base Sepolia address. */
+const USDC_ADDRESSES: Readonly<Record<string, `0x${string}`>> = {
+  [NETWORK_IDS.base]: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+  [NETWORK_IDS["base-sepolia"]]: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+};
+const USDC_DECIMALS = 6;
+
+/** A decimal USDC price as the token's integer amount: "0.05" → "50000". */
+export function usdcAmount(priceUsdc: string): string {
+  return parseUnits(priceUsdc, USDC_DECIMALS).toString();
+}
+
+/** What the route asks for: the payee, the networks offered and the price. */
+export interface RouteOffer {
+  payTo: `0x${string}`;
+  networks: readonly Network[];
+  priceUsdc: string;
+  /** Public URL of the resource in the challenge; default the request URL. */
+  resourceUrl?: string;
+}
+
+/** The SDK's configuration of the paid route: one `exact` USDC entry per network. */
+export function paidRouteConfig(offer: RouteOffer): RouteConfig {
+  const amount = usdcAmount(offer.priceUsdc);
+  return {
+    accepts: offer.networks.map((network) => {
+      const asset = USDC_ADDRESSES[network];
+      if (!asset) throw new Error(`no USDC address known for network ${network}`);
+      // EIP-712 domain (name, version) of USDC on that network, which the payer signs over.
+      const { name, version } = getDefaultAsset(network);
+      return {
+        scheme: "exact",
+        network,
+        payTo: offer.payTo,
+        price: { amount, asset, extra: { name, version } },
+        maxTimeoutSeconds: 300,
+      };
+    }),
+    ...(offer.resourceUrl !== undefined && { resource: offer.resourceUrl }),
+    description: "Live security-hygiene snapshot of one public URL",
+    mimeType: "application/json",
+    serviceName: "secsnap",
+    extensions: snapshotDiscoveryExtension(),
+    unpaidResponseBody: () => ({
+      contentType: "application/json",
+      body: { error: "Payment required: see the PAYMENT-REQUIRED header (x402 v2)." },
+    }),
+    settlementFailedResponseBody: (_ctx, failure) => ({
+      contentType: "application/json",
+      body: { error: `Payment settlement failed: ${failure.errorReason}` },
+    }),
+  };
+}
