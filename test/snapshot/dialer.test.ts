@@ -6,15 +6,15 @@ import type { TLSSocket } from "node:tls";
 import { fetch, request } from "undici";
 import type { Dispatcher } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startCanary, startWithCanaryOnSamePort } from "../../test/fixtures/canary.js";
-import type { Canary } from "../../test/fixtures/canary.js";
-import { startDnsServer } from "../../test/fixtures/dns-server.js";
-import type { DnsFixture } from "../../test/fixtures/dns-server.js";
-import { startDroppedSynHost } from "../../test/fixtures/hostile-network.js";
-import type { DroppedSynHost } from "../../test/fixtures/hostile-network.js";
-import { createCa, issueLeaf, loadTestCa } from "../../test/fixtures/tls.js";
-import type { TestLeaf } from "../../test/fixtures/tls.js";
-import { createAddressPolicy } from "./address-policy.js";
+import { startCanary, startWithCanaryOnSamePort } from "../fixtures/canary.js";
+import type { Canary } from "../fixtures/canary.js";
+import { startDnsServer } from "../fixtures/dns-server.js";
+import type { DnsFixture } from "../fixtures/dns-server.js";
+import { startDroppedSynHost } from "../fixtures/hostile-network.js";
+import type { DroppedSynHost } from "../fixtures/hostile-network.js";
+import { createCa, issueLeaf, loadTestCa } from "../fixtures/tls.js";
+import type { TestLeaf } from "../fixtures/tls.js";
+import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
 import {
   BlockedAddressError,
   BlockedPortError,
@@ -22,10 +22,10 @@ import {
   findConnectPhase,
   findError,
   findErrorCode,
-} from "./dialer.js";
-import type { TargetDispatcherOptions } from "./dialer.js";
-import { HostNotFoundError, createResolver } from "./resolver.js";
-import type { ResolveHost } from "./resolver.js";
+} from "../../src/snapshot/dialer.js";
+import type { TargetDispatcherOptions } from "../../src/snapshot/dialer.js";
+import { HostNotFoundError, createResolver } from "../../src/snapshot/resolver.js";
+import type { ResolveHost } from "../../src/snapshot/resolver.js";
 
 /**
  * The pinned dialler against real parts: a real DNS server, real HTTP(S) servers on 127.0.0.2
