@@ -20,10 +20,9 @@ import {
   BlockedPortError,
   createTargetDispatcher,
   findConnectPhase,
-  findError,
-  findErrorCode,
 } from "../../src/snapshot/dialer.js";
 import type { TargetDispatcherOptions } from "../../src/snapshot/dialer.js";
+import { errorChain, errorCodes } from "../../src/snapshot/error-chain.js";
 import { HostNotFoundError, createResolver } from "../../src/snapshot/resolver.js";
 import type { ResolveHost } from "../../src/snapshot/resolver.js";
 
@@ -109,6 +108,19 @@ function harness(extra: Partial<TargetDispatcherOptions> = {}, ports = [target.p
   });
   dispatchers.push(dispatcher);
   return { dispatcher, dialled, resolved };
+}
+
+/** The nearest code in an error's chain (what the fetch layer classifies by). */
+function findErrorCode(err: unknown): string | undefined {
+  return errorCodes(err)[0];
+}
+
+/** The nearest error of `type` in an error's chain. */
+function findError<T extends Error>(
+  err: unknown,
+  type: abstract new (...args: never[]) => T,
+): T | undefined {
+  return errorChain(err).find((e): e is T => e instanceof type);
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
