@@ -7,7 +7,7 @@ import { headerNotes } from "./notes.js";
 import { buildReport } from "./result.js";
 import type { DemoSnapshotResult, SnapshotResult } from "./result.js";
 
-export const DEMO_NOTE =
+const DEMO_NOTE =
   "This is a static example report; no site was fetched. The live operation is the paid POST /v1/snapshot (0.05 USDC via x402).";
 
 /**

@@ -8,6 +8,7 @@ import { errorCodes, errorChain } from "./error-chain.js";
 import { dropUnsolicitedContinue } from "./interim.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
+import { effectivePort } from "./url-rules.js";
 
 /**
  * The pinned dialler of docs/contract.md §5.2: the only way a target is ever connected to.
@@ -260,7 +261,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     signal?.throwIfAborted();
     const startedAt = Date.now();
     const host = withoutBrackets(params.hostname);
-    const port = params.port ? Number(params.port) : params.protocol === "https:" ? 443 : 80;
+    const port = effectivePort(params);
     if (!opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
     if (budget(startedAt) <= 0) throw deadlineError(host);
 

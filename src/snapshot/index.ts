@@ -8,7 +8,6 @@ export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./url-rules.js";
 export type { UrlPolicy } from "./url-rules.js";
 export { demoSnapshot, sampleReport } from "./demo.js";
 export { CHECKS, CHECK_NAMES } from "./checks/registry.js";
-export type { CheckName } from "./checks/registry.js";
 export {
   DemoSnapshotResultSchema,
   SnapshotError,

@@ -12,10 +12,10 @@ import { requestFailureOf } from "./types.js";
 import type { Chain, RequestFailure, Undecodable } from "./types.js";
 
 /** Why a request produced no response, as noted: every RequestFailure, and two more. */
-export type FailureCause =
+type FailureCause =
   RequestFailure | { kind: "no_response" } | { kind: "redirect_cap"; max: number };
 
-export type Note =
+type Note =
   | { code: "header_missing"; header: HeaderCheckName }
   | { code: "https_failed"; url: string; failure: FailureCause }
   | { code: "http_final_although_https_works"; url: string }

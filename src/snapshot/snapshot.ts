@@ -57,22 +57,24 @@ const SPECULATIVE_HOPS = 2;
 
 /** The three well-known files of `origin`, probed and judged. */
 async function probeWellKnown(origin: URL, ctx: FetchContext): Promise<FileVerdicts> {
-  const failed = (path: string): FileProbe => ({ kind: "failed", url: path, reason: "protocol" });
-  const safe = (p: Promise<FileProbe>, path: string) => p.catch(() => failed(path));
+  // probeFile never throws by contract; anything unexpected still ends as that file's null.
+  const probe = (path: string, opts?: { gunzipByMagic: boolean }): Promise<FileProbe> =>
+    probeFile(origin, path, ctx, opts).catch(() => ({
+      kind: "failed",
+      url: path,
+      reason: "protocol",
+    }));
+  const [first, second] = SECURITY_TXT_PATHS;
   // docs/contract.md §4.5: the second security.txt location is asked only when the first
   // answers 4xx; it then goes over the keep-alive connection the first one freed.
-  const security = safe(probeFile(origin, SECURITY_TXT_PATHS[0], ctx), SECURITY_TXT_PATHS[0]).then(
-    async (first) => ({
-      first,
-      second: needsSecondLocation(first)
-        ? await safe(probeFile(origin, SECURITY_TXT_PATHS[1], ctx), SECURITY_TXT_PATHS[1])
-        : null,
-    }),
-  );
-  const [{ first: sec1, second: sec2 }, robots, sitemap] = await Promise.all([
+  const security = probe(first).then(async (sec1) => ({
+    sec1,
+    sec2: needsSecondLocation(sec1) ? await probe(second) : null,
+  }));
+  const [{ sec1, sec2 }, robots, sitemap] = await Promise.all([
     security,
-    safe(probeFile(origin, ROBOTS_TXT_PATH, ctx), ROBOTS_TXT_PATH),
-    safe(probeFile(origin, SITEMAP_XML_PATH, ctx, { gunzipByMagic: true }), SITEMAP_XML_PATH),
+    probe(ROBOTS_TXT_PATH),
+    probe(SITEMAP_XML_PATH, { gunzipByMagic: true }),
   ]);
   return {
     security_txt: checkSecurityTxt(sec1, sec2),

@@ -30,8 +30,8 @@ const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:[/\\]{2}/i;
 /** Scheme-relative input (`//example.com/`): only the scheme is missing. */
 const SCHEME_RELATIVE = /^[/\\]{2}/;
 
-/** Effective port of an http(s) URL (80/443 default). */
-export function effectivePort(url: URL): number {
+/** Effective port of an http(s) URL or connection (80/443 default). */
+export function effectivePort(url: Pick<URL, "port" | "protocol">): number {
   if (url.port !== "") return Number(url.port);
   return url.protocol === "https:" ? 443 : 80;
 }

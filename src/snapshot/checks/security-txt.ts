@@ -7,7 +7,7 @@ export const SECURITY_TXT_PATHS = ["/.well-known/security.txt", "/security.txt"]
 const CONTACT_LINE = /^\s*contact\s*:\s*\S/i;
 
 /** 200, not HTML, with a `Contact:` line (RFC 9116's only required field). */
-export function securityTxtContentOk(text: string, contentType: string | undefined): boolean {
+function securityTxtContentOk(text: string, contentType: string | undefined): boolean {
   if (isHtml(text, contentType)) return false;
   return lines(text).some((line) => CONTACT_LINE.test(line));
 }

@@ -36,7 +36,7 @@ export type FileVerdicts = Record<FileCheckName, FileVerdict>;
 export type ContentTest = (text: string, contentType: string | undefined) => boolean;
 
 /** The body as text: UTF-8, without a BOM. */
-export function bodyText(body: Buffer): string {
+function bodyText(body: Buffer): string {
   return new TextDecoder("utf-8").decode(body).replace(/^\uFEFF/, "");
 }
 
