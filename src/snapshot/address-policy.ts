@@ -1,13 +1,13 @@
 import ipaddr from "ipaddr.js";
 
 /**
- * SPEC §4: which addresses a target may never be (everything that is not globally reachable
- * unicast). Two layers, both must pass:
+ * docs/contract.md §5.1: which addresses a target may never be (everything that is not globally
+ * reachable unicast). Two layers, both must pass:
  *  1. ipaddr.js `range()` must say "unicast" (it knows the IANA special-purpose registries);
- *  2. an explicit list written from SPEC §4, so the contract does not depend on a library's
- *     table, plus what ipaddr.js misses: for IPv6 only 2000::/3 is eligible at all, which
- *     blocks IPv4-compatible `::/96` (ipaddr calls `::7f00:1` "unicast"), `100:0:0:1::/64`
- *     and every unallocated prefix.
+ *  2. an explicit list written from docs/contract.md §5.1, so the contract does not depend on a
+ *     library's table, plus what ipaddr.js misses: for IPv6 only 2000::/3 is eligible at all,
+ *     which blocks IPv4-compatible `::/96` (ipaddr calls `::7f00:1` "unicast"),
+ *     `100:0:0:1::/64` and every unallocated prefix.
  * Addresses inside an allow CIDR (SNAPSHOT_ALLOW_CIDRS) are treated as public.
  */
 
@@ -67,9 +67,14 @@ function inAny(addr: ipaddr.IPv4 | ipaddr.IPv6, list: readonly Cidr[]): boolean 
   return list.some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
 }
 
+/** A host as a resolver or this policy wants it: an IPv6 literal without its URL brackets. */
+export function withoutBrackets(host: string): string {
+  return host.replace(/^\[(.*)\]$/, "$1");
+}
+
 /** Parses any textual IPv4/IPv6 form (bracketed or not); undefined when it is not an address. */
-export function parseAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
-  const text = ip.trim().replace(/^\[(.*)\]$/, "$1");
+function parseAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  const text = withoutBrackets(ip.trim());
   if (text === "" || !ipaddr.isValid(text)) return undefined;
   try {
     return ipaddr.parse(text);

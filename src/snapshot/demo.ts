@@ -1,37 +1,34 @@
 /**
- * The fixed demo of SERVICE.md §4.2: a pre-made report of a sample site, never a live fetch.
- * Its notes come from the same table as live reports, so the wording cannot drift.
+ * The fixed demo of docs/contract.md §2.4: a pre-made report of a sample site, never a live
+ * fetch. Its notes come from the same table as live reports, so the wording cannot drift.
  */
-import { headerPresenceFields, type HeaderPresence } from "./checks/headers.js";
-import { missingHeaderNotes, renderNotes } from "./notes.js";
-import { checksOf } from "./result.js";
+import type { HeaderPresence } from "./checks/headers.js";
+import { headerNotes } from "./notes.js";
+import { buildReport } from "./result.js";
 import type { DemoSnapshotResult, SnapshotResult } from "./result.js";
 
-export const DEMO_NOTE =
+const DEMO_NOTE =
   "This is a static example report; no site was fetched. The live operation is the paid POST /v1/snapshot (0.05 USDC via x402).";
 
 /**
  * A report of a sample site at https://example.com with the given headers present, everything
  * else in order. Shared by the demo and the Bazaar discovery example so both read like real
- * reports: the notes come from the same table as live ones.
+ * reports.
  */
 export function sampleReport(headers: HeaderPresence): SnapshotResult {
-  const fields = {
-    requested_url: "https://example.com",
-    normalized_url: "https://example.com/",
-    final_url: "https://example.com/",
-    fetched_at: "2026-01-01T00:00:00.000Z",
-    reachable: true,
-    final_status_code: 200,
-    redirect_count: 0,
-    https_ok: true,
-    ...headerPresenceFields(headers),
-    security_txt_present: true,
-    robots_txt_present: true,
-    sitemap_xml_present: true,
-    notes: renderNotes(missingHeaderNotes(headers)),
-  };
-  return { ...fields, checks: checksOf(fields) };
+  return buildReport(
+    {
+      requested_url: "https://example.com",
+      normalized_url: "https://example.com/",
+      final_url: "https://example.com/",
+      fetched_at: "2026-01-01T00:00:00.000Z",
+      reachable: true,
+      final_status_code: 200,
+      redirect_count: 0,
+    },
+    { https: true, ...headers, security_txt: true, robots_txt: true, sitemap_xml: true },
+    headerNotes(headers),
+  );
 }
 
 const DEMO: DemoSnapshotResult = {

@@ -3,12 +3,15 @@ import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
 import { Agent, buildConnector, errors } from "undici";
 import type { Dispatcher } from "undici";
+import { withoutBrackets } from "./address-policy.js";
+import { errorCodes, errorChain } from "./error-chain.js";
 import { dropUnsolicitedContinue } from "./interim.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
+import { effectivePort } from "./url-rules.js";
 
 /**
- * The pinned dialler of SPEC §4: the only way a target is ever connected to.
+ * The pinned dialler of docs/contract.md §5.2: the only way a target is ever connected to.
  *
  * For every new connection undici asks our `connect` function; it resolves the host itself,
  * refuses the whole connection if ANY answer is blocked, and hands undici's own connector
@@ -26,8 +29,8 @@ import type { ResolveHost } from "./resolver.js";
  *
  * How errors reach callers: undici passes the error given to the connector callback unchanged
  * to the request, so `undici.request(url, { dispatcher })` rejects with exactly these objects;
- * `undici.fetch` wraps them as `TypeError("fetch failed", { cause })`. Use `findErrorCode(err)`
- * (walks `cause`) to recognise them:
+ * `undici.fetch` wraps them as `TypeError("fetch failed", { cause })`. Their codes, found with
+ * `errorCodes(err)` (error-chain.ts):
  *  - "SECSNAP_BLOCKED"      BlockedAddressError: a resolved or literal address is blocked → ssrf
  *  - "SECSNAP_BLOCKED_PORT" BlockedPortError: the port is not allowed → ssrf
  *  - "ENOTFOUND"            HostNotFoundError (resolver.ts): the name does not resolve
@@ -38,8 +41,8 @@ import type { ResolveHost } from "./resolver.js";
  *  - TLS: "ERR_TLS_CERT_ALTNAME_INVALID", "DEPTH_ZERO_SELF_SIGNED_CERT", "CERT_HAS_EXPIRED",
  *    "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "ERR_SSL_*", "EPROTO", ...
  * `findConnectPhase(err)` tells whether a connection error happened before the TCP connection
- * existed ("tcp"), or after it, during the TLS handshake ("tls") — SPEC §3 separates "refused
- * or reset before any TLS" (unreachable) from "TLS handshake failed".
+ * existed ("tcp"), or after it, during the TLS handshake ("tls"): docs/contract.md §4.2
+ * separates "refused or reset before any TLS" (unreachable) from "TLS handshake failed".
  */
 
 export class BlockedAddressError extends Error {
@@ -71,48 +74,12 @@ export class BlockedPortError extends Error {
 export type ConnectPhase = "tcp" | "tls";
 const PHASE = Symbol.for("secsnap.connectPhase");
 
-/** Every string `code` on an error, its `cause` chain and AggregateError members (undici nests
- * them), nearest first. */
-export function findErrorCodes(err: unknown): string[] {
-  const codes: string[] = [];
-  const seen = new Set<unknown>();
-  const queue: unknown[] = [err];
-  while (queue.length > 0) {
-    const e = queue.shift();
-    if (e === null || typeof e !== "object" || seen.has(e)) continue;
-    seen.add(e);
-    const { code, cause, errors } = e as { code?: unknown; cause?: unknown; errors?: unknown };
-    if (typeof code === "string") codes.push(code);
-    queue.push(cause);
-    if (Array.isArray(errors)) queue.push(...(errors as unknown[]));
-  }
-  return codes;
-}
-
-/** The nearest string `code` in the `cause` chain (and AggregateError members). */
-export function findErrorCode(err: unknown): string | undefined {
-  return findErrorCodes(err)[0];
-}
-
-/** Finds the first error in the `cause` chain that is an instance of `type`. */
-export function findError<T extends Error>(
-  err: unknown,
-  type: abstract new (...args: never[]) => T,
-): T | undefined {
-  for (let e = err, depth = 0; e && depth < 10; depth++) {
-    if (e instanceof type) return e;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
 /** "tcp" when a connection failed before the TCP connection was established, "tls" when it
  * failed afterwards during the handshake; undefined for errors that are not connect failures. */
 export function findConnectPhase(err: unknown): ConnectPhase | undefined {
-  for (let e = err, depth = 0; e && depth < 10; depth++) {
+  for (const e of errorChain(err)) {
     const phase = (e as { [PHASE]?: ConnectPhase })[PHASE];
     if (phase) return phase;
-    e = (e as { cause?: unknown }).cause;
   }
   return undefined;
 }
@@ -135,12 +102,11 @@ function tagBytesRead(err: Error, bytes: number): void {
  * raw TCP bytes) or from undici's SocketError socket info. Undefined when unknown.
  */
 export function findBytesRead(err: unknown): number | undefined {
-  for (let e = err, depth = 0; e && depth < 10; depth++) {
+  for (const e of errorChain(err)) {
     const tagged = (e as { [BYTES_READ]?: number })[BYTES_READ];
     if (typeof tagged === "number") return tagged;
     const info = (e as { socket?: { bytesRead?: unknown } }).socket;
     if (typeof info?.bytesRead === "number") return info.bytesRead;
-    e = (e as { cause?: unknown }).cause;
   }
   return undefined;
 }
@@ -229,8 +195,8 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
       let tcpConnected = false;
       let settled = false;
       // For https the TCP socket is ours (undici's `httpSocket`), so a failed handshake can tell
-      // whether the server had sent anything: SPEC §3 separates a reset before any TLS exchange
-      // (unreachable) from a TLS handshake that failed.
+      // whether the server had sent anything: docs/contract.md §4.2 separates a reset before any
+      // TLS exchange (unreachable) from a TLS handshake that failed.
       const tcp =
         params.protocol === "https:"
           ? netConnect({ host: address, port, lookup: refuseLookup })
@@ -294,8 +260,8 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
   const connect = async (params: buildConnector.Options): Promise<Socket> => {
     signal?.throwIfAborted();
     const startedAt = Date.now();
-    const host = params.hostname.replace(/^\[(.*)\]$/, "$1");
-    const port = params.port ? Number(params.port) : params.protocol === "https:" ? 443 : 80;
+    const host = withoutBrackets(params.hostname);
+    const port = effectivePort(params);
     if (!opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
     if (budget(startedAt) <= 0) throw deadlineError(host);
 
@@ -309,7 +275,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
       signal?.throwIfAborted();
       if (timeUp.aborted && !(err instanceof HostNotFoundError)) {
         // Cut by the deadline: a timeout. Cut by the connect bound alone: the name does not
-        // resolve in time (SPEC §3).
+        // resolve in time (docs/contract.md §4.2).
         if (deadlineFirst(startedAt)) throw deadlineError(host);
         throw new HostNotFoundError(host, "ETIMEOUT");
       }
@@ -335,7 +301,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
         return await dialOne(params, address, port, servername, left / (attempts.length - i));
       } catch (err) {
         lastError = err;
-        if (!TRY_NEXT_ADDRESS.has(findErrorCode(err) ?? "")) break;
+        if (!TRY_NEXT_ADDRESS.has(errorCodes(err)[0] ?? "")) break;
       }
     }
     throw lastError ?? deadlineError(host);

@@ -22,16 +22,17 @@ import type {
   TlsReason,
   Undecodable,
 } from "./types.js";
-import { findBytesRead, findConnectPhase, findErrorCodes } from "./dialer.js";
-import { resolveRedirect } from "./url-rules.js";
+import { findBytesRead, findConnectPhase } from "./dialer.js";
+import { errorChain, errorCodes } from "./error-chain.js";
+import { httpsProbeUrl, resolveRedirect, withoutFragment } from "./url-rules.js";
 import type { UrlPolicy } from "./url-rules.js";
 
-/** SPEC §3: bodies are never read beyond what a check needs. */
+/** docs/contract.md §4.1: bodies are never read beyond what a check needs. */
 export const BODY_LIMIT = 64 * 1024;
 /** Encoded bytes one decoding stage takes in before giving up on reaching BODY_LIMIT. */
 const STAGE_INPUT_LIMIT = 4 * BODY_LIMIT;
-/** Well-known probes follow at most this many redirects (SPEC §3). */
-export const FILE_PROBE_MAX_REDIRECTS = 3;
+/** Well-known probes follow at most this many redirects (docs/contract.md §4.5). */
+const FILE_PROBE_MAX_REDIRECTS = 3;
 
 const REQUEST_HEADERS = {
   "user-agent": USER_AGENT,
@@ -88,15 +89,6 @@ function discard(res: Dispatcher.ResponseData, ctx: FetchContext): void {
   res.body.dump({ limit: BODY_LIMIT, signal: ctx.signal }).catch(() => undefined);
 }
 
-function errorNames(err: unknown): string[] {
-  const names: string[] = [];
-  for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
-    names.push(String((e as { name?: unknown }).name));
-    e = (e as { cause?: unknown }).cause;
-  }
-  return names;
-}
-
 const TLS_REASONS: Record<string, TlsReason> = {
   CERT_HAS_EXPIRED: "expired",
   CERT_NOT_YET_VALID: "not_yet_valid",
@@ -116,20 +108,23 @@ const TLS_REASONS: Record<string, TlsReason> = {
 const REFUSED_ANSWER_MESSAGES = new Set(["bad response", "bad upgrade"]);
 
 function refusedAnswer(err: unknown): boolean {
-  for (let e = err, depth = 0; typeof e === "object" && e !== null && depth < 10; depth++) {
+  return errorChain(err).some((e) => {
     const { code, message } = e as { code?: unknown; message?: unknown };
-    if (code === "UND_ERR_SOCKET" && REFUSED_ANSWER_MESSAGES.has(String(message))) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
+    return code === "UND_ERR_SOCKET" && REFUSED_ANSWER_MESSAGES.has(String(message));
+  });
+}
+
+/** The dialer bounds each connect with AbortSignal.timeout, whose reason is a TimeoutError. */
+function isTimeoutError(err: unknown): boolean {
+  return errorChain(err).some((e) => (e as { name?: unknown }).name === "TimeoutError");
 }
 
 /**
- * SPEC §3: only a connection "refused or reset before any TLS or HTTP exchange" makes the first
- * request unreachable. A connection that failed before TCP was up had no exchange; one that
- * failed during the TLS handshake had one if the server had sent any handshake byte; one that
- * failed later had a completed handshake (https) or, on http, an exchange if the server had sent
- * any byte of an answer.
+ * docs/contract.md §4.2: only a connection "refused or reset before any TLS or HTTP exchange"
+ * makes the first request unreachable. A connection that failed before TCP was up had no
+ * exchange; one that failed during the TLS handshake had one if the server had sent any
+ * handshake byte; one that failed later had a completed handshake (https) or, on http, an
+ * exchange if the server had sent any byte of an answer.
  */
 function exchangeBegan(err: unknown, url: URL): boolean {
   const phase = findConnectPhase(err);
@@ -140,15 +135,17 @@ function exchangeBegan(err: unknown, url: URL): boolean {
   return (findBytesRead(err) ?? 0) > 0;
 }
 
-/** Turns whatever undici or the dialer threw for a request to `url` into what the snapshot needs to know. */
-export function classifyError(err: unknown, ctx: FetchContext, url: URL): RequestFailure {
-  const codes = findErrorCodes(err);
+/**
+ * Turns whatever undici or the dialer threw for a request to `url` into what the snapshot needs to
+ * know.
+ */
+function classifyError(err: unknown, ctx: FetchContext, url: URL): RequestFailure {
+  const codes = errorCodes(err);
   const has = (...wanted: string[]) => codes.some((c) => wanted.includes(c));
   if (has("SECSNAP_BLOCKED", "SECSNAP_BLOCKED_PORT")) {
     return { kind: "blocked", message: err instanceof Error ? err.message : String(err) };
   }
-  // The dialer bounds each connect with AbortSignal.timeout, whose reason is a TimeoutError.
-  if (ctx.deadlinePassed() || errorNames(err).includes("TimeoutError")) return { kind: "timeout" };
+  if (ctx.deadlinePassed() || isTimeoutError(err)) return { kind: "timeout" };
   for (const code of codes) {
     const reason = TLS_REASONS[code];
     if (reason) return { kind: "tls", reason, code };
@@ -183,14 +180,6 @@ export function classifyError(err: unknown, ctx: FetchContext, url: URL): Reques
     return { kind: "network", code: codes[0] };
   }
   return { kind: "protocol", code: codes[0] };
-}
-
-/** A fragment is never sent, so it is no part of a URL requested (final_url, hop URLs). */
-function withoutFragment(url: URL): URL {
-  if (!url.href.includes("#")) return url; // (an empty fragment, "…/#", has hash "")
-  const copy = new URL(url.href);
-  copy.hash = "";
-  return copy;
 }
 
 function isBlockedRedirect(err: unknown): err is SnapshotError {
@@ -253,7 +242,7 @@ function drop(stream: Readable | Transform): void {
  * Content codings decoded in one body. Real servers send one (two when a proxy compresses
  * again); every coding costs a decoder, so a longer chain is refused before any is built.
  */
-export const MAX_CODINGS = 2;
+const MAX_CODINGS = 2;
 
 const DECODABLE = new Set(["gzip", "x-gzip", "deflate", "br"]);
 
@@ -264,12 +253,13 @@ function decoderFor(coding: string): Transform {
   if (coding === "br") {
     return zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH });
   }
-  // "deflate" is the zlib format (RFC 9110 §8.4.1.2); unzip also takes gzip, raw deflate is refused.
+  // "deflate" is the zlib format (RFC 9110 §8.4.1.2); unzip also takes gzip, raw deflate is
+  // refused.
   return coding === "deflate" ? zlib.createUnzip(lenient) : zlib.createGunzip(lenient);
 }
 
 /** A body as far as it was read, or why its content coding could not be decoded. */
-export type BodyRead = { ok: true; body: Buffer } | { ok: false; undecodable: Undecodable };
+type BodyRead = { ok: true; body: Buffer } | { ok: false; undecodable: Undecodable };
 
 /**
  * Reads at most `limit` DECODED bytes of a body, decoding `encodings` (outermost last, as in
@@ -357,16 +347,6 @@ export async function readBody(
   return { ok: true, body: Buffer.concat(chunks, total) };
 }
 
-/** readBody's decoded bytes, or null for a body whose content coding cannot be decoded. */
-export async function readBounded(
-  source: Readable,
-  encodings: readonly string[],
-  limit = BODY_LIMIT,
-): Promise<Buffer | null> {
-  const read = await readBody(source, encodings, limit);
-  return read.ok ? read.body : null;
-}
-
 /**
  * The body's content codings, outermost last, and how many the header lists. Only the first
  * MAX_CODINGS + 1 are copied out: a hostile header lists thousands, and the rest are only counted.
@@ -434,9 +414,15 @@ export async function probeFile(
       continue;
     }
     const contentType = lastHeader(headers, "content-type");
+    const answer = {
+      kind: "response",
+      url: url.href,
+      status: res.statusCode,
+      contentType,
+    } as const;
     if (res.statusCode !== 200) {
       discard(res, ctx);
-      return { kind: "response", url: url.href, status: res.statusCode, contentType, body: null };
+      return { ...answer, body: null };
     }
     try {
       const { codings, listed } = contentEncodings(headers);
@@ -445,27 +431,12 @@ export async function probeFile(
       if (opts.gunzipByMagic && read.ok && read.body[0] === 0x1f && read.body[1] === 0x8b) {
         read = await readBody(Readable.from([read.body]), ["gzip"]);
       }
-      if (!read.ok) {
-        const { undecodable } = read;
-        return {
-          kind: "response",
-          url: url.href,
-          status: 200,
-          contentType,
-          body: null,
-          undecodable,
-        };
-      }
-      return { kind: "response", url: url.href, status: 200, contentType, body: read.body };
+      return read.ok
+        ? { ...answer, body: read.body }
+        : { ...answer, body: null, undecodable: read.undecodable };
     } catch {
-      return {
-        kind: "response",
-        url: url.href,
-        status: 200,
-        contentType,
-        body: null,
-        bodyFailed: true,
-      };
+      // The body broke off in transit (reset, deadline): it could not be read.
+      return { ...answer, body: null };
     }
   }
 }
@@ -476,9 +447,7 @@ export async function probeHttps(
   port: number,
   ctx: FetchContext,
 ): Promise<HttpsProbe> {
-  const url = new URL("https://probe.invalid/");
-  url.hostname = hostname;
-  url.port = String(port);
+  const url = httpsProbeUrl(hostname, port);
   if (!ctx.policy.allowedPorts.has(port)) {
     return { ok: false, failure: { kind: "blocked", message: `port ${port} is not allowed` } };
   }

@@ -1,24 +1,17 @@
 /**
- * The snapshot engine's public face: what the HTTP layer, the CLI and the benchmark use.
+ * The snapshot engine's public face: what the HTTP layer, the payment layer, the CLI and the
+ * benchmarks use. Nothing here knows of serving or payment.
  */
-export { createSnapshotEngine, createUrlPolicy } from "./snapshot.js";
+export { createSnapshotEngine } from "./snapshot.js";
 export type { EngineOptions, SnapshotEngine } from "./snapshot.js";
-export { parseInputUrl, normalizeUrl } from "./url-rules.js";
+export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./url-rules.js";
 export type { UrlPolicy } from "./url-rules.js";
-export { demoSnapshot, DEMO_NOTE } from "./demo.js";
+export { demoSnapshot, sampleReport } from "./demo.js";
+export { CHECKS, CHECK_NAMES } from "./checks/registry.js";
 export {
-  CHECK_NAMES,
-  ChecksSchema,
   DemoSnapshotResultSchema,
-  SNAPSHOT_ERROR_TYPES,
   SnapshotError,
   SnapshotErrorBodySchema,
   SnapshotResultSchema,
 } from "./result.js";
-export type {
-  CheckName,
-  DemoSnapshotResult,
-  SnapshotErrorBody,
-  SnapshotErrorType,
-  SnapshotResult,
-} from "./result.js";
+export type { SnapshotErrorBody, SnapshotResult } from "./result.js";

@@ -1,44 +1,30 @@
 /**
- * The one table that turns findings into the sentences of `notes` (SPEC §3, in the manner of
- * MDN Observatory). Missing headers come first in the fixed order; every other finding follows
- * in the order it was found. Nothing is said about what is fine.
+ * The notes of a report (docs/contract.md §4.6): which findings a snapshot notes, and the one
+ * table that turns them into sentences. Missing headers come first, in report order; every other
+ * finding follows in the order it is listed in `findNotes`. Nothing is said about what is fine.
  */
-import type { HeaderCheck } from "./checks/headers.js";
-import { SECURITY_HEADERS } from "./checks/headers.js";
-import type { FileVerdict } from "./checks/well-known.js";
-import type { RequestFailure, Undecodable } from "./types.js";
-
-export type WellKnownFile = "security_txt" | "robots_txt" | "sitemap_xml";
+import type { HeaderPresence } from "./checks/headers.js";
+import type { HttpsVerdict } from "./checks/https.js";
+import { FILE_CHECKS, HEADER_CHECKS, checkNamed } from "./checks/registry.js";
+import type { FileCheckName, HeaderCheckName } from "./checks/registry.js";
+import type { FileVerdict, FileVerdicts } from "./checks/well-known.js";
+import { requestFailureOf } from "./types.js";
+import type { Chain, RequestFailure, Undecodable } from "./types.js";
 
 /** Why a request produced no response, as noted: every RequestFailure, and two more. */
-export type FailureCause =
+type FailureCause =
   RequestFailure | { kind: "no_response" } | { kind: "redirect_cap"; max: number };
 
-export type Note =
-  | { code: "header_missing"; header: HeaderCheck }
+type Note =
+  | { code: "header_missing"; header: HeaderCheckName }
   | { code: "https_failed"; url: string; failure: FailureCause }
   | { code: "http_final_although_https_works"; url: string }
   | { code: "hsts_over_http" }
   | { code: "chain_broken"; url: string; failure: FailureCause }
   | { code: "redirect_cap"; url: string; max: number }
-  | { code: "file"; file: WellKnownFile; verdict: FileVerdict };
+  | { code: "file"; file: FileCheckName; verdict: FileVerdict };
 
 type NoteOf<C extends Note["code"]> = Extract<Note, { code: C }>;
-
-const HEADER_SENTENCES: Record<HeaderCheck, string> = {
-  hsts: "Strict-Transport-Security (HSTS) header is missing.",
-  csp: "Content-Security-Policy (CSP) header is missing.",
-  x_frame_options: "X-Frame-Options header is missing.",
-  x_content_type_options: "X-Content-Type-Options header is missing.",
-  referrer_policy: "Referrer-Policy header is missing.",
-  permissions_policy: "Permissions-Policy header is missing.",
-};
-
-const FILE_NAMES: Record<WellKnownFile, string> = {
-  security_txt: "security.txt",
-  robots_txt: "robots.txt",
-  sitemap_xml: "sitemap.xml",
-};
 
 /** "…because <cause>": why a request produced no HTTP response. */
 function cause(f: FailureCause): string {
@@ -111,7 +97,7 @@ function undecodableReason(u: Undecodable): string {
 }
 
 function fileSentence(n: NoteOf<"file">): string | null {
-  const name = FILE_NAMES[n.file];
+  const name = checkNamed(n.file).fileName;
   const v = n.verdict;
   switch (v.why) {
     case "ok":
@@ -145,7 +131,7 @@ function fileSentence(n: NoteOf<"file">): string | null {
 
 /** THE table: one sentence (or none) per finding. */
 const SENTENCES: { [C in Note["code"]]: (n: NoteOf<C>) => string | null } = {
-  header_missing: (n) => HEADER_SENTENCES[n.header],
+  header_missing: (n) => checkNamed(n.header).missingNote,
   https_failed: (n) => `HTTPS does not work (${n.url}): ${cause(n.failure)}.`,
   http_final_although_https_works: (n) =>
     `The site ends on plain HTTP (${n.url}) although HTTPS works; it should redirect to HTTPS.`,
@@ -162,9 +148,9 @@ function sentence<C extends Note["code"]>(n: NoteOf<C>): string | null {
   return (SENTENCES[n.code] as (n: NoteOf<C>) => string | null)(n);
 }
 
-/** The notes array: missing headers first in the SPEC order, then the other findings in order. */
+/** The sentences: missing headers first in report order, then the other findings in order. */
 export function renderNotes(notes: readonly Note[]): string[] {
-  const order = SECURITY_HEADERS.map((h) => h.check);
+  const order: readonly HeaderCheckName[] = HEADER_CHECKS.map((h) => h.name);
   const headers = notes
     .filter((n): n is NoteOf<"header_missing"> => n.code === "header_missing")
     .sort((a, b) => order.indexOf(a.header) - order.indexOf(b.header));
@@ -172,10 +158,54 @@ export function renderNotes(notes: readonly Note[]): string[] {
   return [...headers, ...others].map((n) => sentence(n)).filter((s): s is string => s !== null);
 }
 
-/** Header notes for every header that is absent, in the SPEC order. */
-export function missingHeaderNotes(presence: Record<HeaderCheck, boolean>): Note[] {
-  return SECURITY_HEADERS.filter((h) => !presence[h.check]).map((h) => ({
+/** A note for every header that is absent, in report order. */
+function missingHeaderNotes(presence: HeaderPresence): Note[] {
+  return HEADER_CHECKS.filter((h) => !presence[h.name]).map((h) => ({
     code: "header_missing" as const,
-    header: h.check,
+    header: h.name,
   }));
+}
+
+/** What the notes of a live report are drawn from. */
+export interface NoteEvidence {
+  chain: Chain;
+  headers: HeaderPresence;
+  https: HttpsVerdict;
+  /** The well-known files of the final origin; null when the site was not reachable. */
+  files: FileVerdicts | null;
+}
+
+/** Which findings a live report notes, and in what order. */
+function findNotes({ chain, headers, https, files }: NoteEvidence): Note[] {
+  const finalUrl = chain.finalUrl.href;
+  const isHttpFinal = chain.finalUrl.protocol === "http:";
+  const requestFailure = requestFailureOf(chain);
+  const notes = missingHeaderNotes(headers);
+  if (!https.ok) notes.push({ code: "https_failed", url: https.url, failure: https.failure });
+  if (chain.failure?.kind === "redirect_cap") {
+    notes.push({ code: "redirect_cap", url: finalUrl, max: chain.failure.max });
+  } else if (requestFailure && !(!https.ok && https.url === finalUrl)) {
+    // A failed https final request is already explained by the HTTPS note.
+    notes.push({ code: "chain_broken", url: finalUrl, failure: requestFailure });
+  }
+  if (chain.final !== null && isHttpFinal && https.ok) {
+    notes.push({ code: "http_final_although_https_works", url: finalUrl });
+  }
+  if (isHttpFinal && headers.hsts) notes.push({ code: "hsts_over_http" });
+  if (files) {
+    for (const { name } of FILE_CHECKS) {
+      notes.push({ code: "file", file: name, verdict: files[name] });
+    }
+  }
+  return notes;
+}
+
+/** The notes of a live report. */
+export function snapshotNotes(evidence: NoteEvidence): string[] {
+  return renderNotes(findNotes(evidence));
+}
+
+/** The notes of a report whose only findings are its headers (the demo and sample reports). */
+export function headerNotes(headers: HeaderPresence): string[] {
+  return renderNotes(missingHeaderNotes(headers));
 }

@@ -1,14 +1,15 @@
 import nodeDns, { promises as dns } from "node:dns";
 import { isIP } from "node:net";
+import { withoutBrackets } from "./address-policy.js";
 
 /**
- * Name resolution for target hosts (SPEC §4). The dialer checks every address returned here
- * and dials only one of them, so this module only has to return the answers it got, bounded in
- * time and cancellable.
+ * Name resolution for target hosts (docs/contract.md §5.2). The dialer checks every address
+ * returned here and dials only one of them, so this module only has to return the answers it got,
+ * bounded in time and cancellable.
  *
  * Always c-ares (node:dns Resolver), never getaddrinfo: getaddrinfo runs on libuv's four-thread
- * pool and cannot be cancelled, so four names whose queries go unanswered would hold every
- * thread and starve all other lookups (and fs, crypto) of the process.
+ * pool and cannot be cancelled, so four names whose queries go unanswered would hold every thread
+ * and starve all other lookups (and fs, crypto) of the process.
  */
 
 export type ResolveHost = (hostname: string, signal?: AbortSignal) => Promise<string[]>;
@@ -16,8 +17,8 @@ export type ResolveHost = (hostname: string, signal?: AbortSignal) => Promise<st
 /**
  * The name did not resolve to any address: NXDOMAIN, NODATA on both families, SERVFAIL, no
  * answer from the servers in time. `reason` keeps the resolver's own code (ENOTFOUND, ENODATA,
- * ETIMEOUT, ESERVFAIL, ECONNREFUSED, ABORTED, ...). SPEC §3 treats all of them as "does not
- * resolve" (→ unreachable); only the whole-snapshot deadline makes a timeout.
+ * ETIMEOUT, ESERVFAIL, ECONNREFUSED, ABORTED, ...). docs/contract.md §4.2 treats all of them as
+ * "does not resolve" (→ unreachable); only the whole-snapshot deadline makes a timeout.
  */
 export class HostNotFoundError extends Error {
   readonly code = "ENOTFOUND";
@@ -38,7 +39,7 @@ export interface ResolverOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
-/** RFC 8305 §3 "Resolution Delay": a family that answered is used after 50 ms without the other. */
+/** RFC 8305 §3 "Resolution Delay": an answered family is used 50 ms later without the other. */
 const DEFAULT_FAMILY_GRACE_MS = 50;
 /** c-ares tries: the first waits half the bound (c-ares drops an answer to a try it gave up on,
  * so a slow server needs a long first try), the second, doubled, outlasts the bound. */
@@ -49,7 +50,7 @@ function codeOf(err: unknown): string {
   return typeof code === "string" ? code : "ERROR";
 }
 
-/** Rejects when the signal aborts, whatever the underlying lookup is doing. */
+/** `work`, or the signal's reason as soon as it aborts (then `onAbort` runs first). */
 function raceSignal<T>(work: Promise<T>, signal: AbortSignal, onAbort?: () => void): Promise<T> {
   if (signal.aborted) {
     onAbort?.();
@@ -126,7 +127,7 @@ export function createResolver(
   const graceMs = options.familyGraceMs ?? DEFAULT_FAMILY_GRACE_MS;
 
   return async (hostname, signal) => {
-    const bare = hostname.replace(/^\[(.*)\]$/, "$1");
+    const bare = withoutBrackets(hostname);
     if (isIP(bare) !== 0) return [bare];
     const special = specialName(bare);
     if (special === "nxdomain") throw new HostNotFoundError(bare, "ENOTFOUND");
@@ -162,5 +163,68 @@ export function createResolver(
     // NXDOMAIN says more than NODATA, which says more than a transport error.
     const reason = ["ENOTFOUND", "ENODATA"].find((c) => reasons.includes(c)) ?? reasons[0];
     throw new HostNotFoundError(bare, reason ?? "ENODATA");
+  };
+}
+
+/** How long one name's answer is shared between the connections of a snapshot. */
+const ANSWER_SHARE_MS = 2000;
+const MAX_SHARED_ANSWERS = 1000;
+
+interface SharedLookup {
+  /** When the answer arrived (shared for ANSWER_SHARE_MS from then). */
+  at: number;
+  answer: Promise<string[]>;
+  /** Callers still waiting; when the last one gives up, the lookup is cancelled. */
+  waiting: number;
+  settled: boolean;
+  cancel: AbortController;
+}
+
+/**
+ * A snapshot opens up to six connections to the same host at once; they share one lookup
+ * instead of asking the DNS server six times. Safe for SSRF: the dialer still checks every
+ * address it gets and dials only a checked one; sharing only means the same checked answer.
+ * Each caller waits only as long as its own signal allows, and a lookup nobody waits for any
+ * more is cancelled, so abandoned lookups do not pile up.
+ */
+export function shareAnswers(resolve: ResolveHost): ResolveHost {
+  const shared = new Map<string, SharedLookup>();
+  return (hostname, signal) => {
+    signal?.throwIfAborted();
+    const now = Date.now();
+    let entry = shared.get(hostname);
+    if (!entry || (entry.settled && now - entry.at >= ANSWER_SHARE_MS)) {
+      const cancel = new AbortController();
+      const answer = resolve(hostname, cancel.signal);
+      const fresh: SharedLookup = { at: now, answer, waiting: 0, settled: false, cancel };
+      void answer.then(
+        () => {
+          fresh.settled = true;
+          fresh.at = Date.now();
+        },
+        () => {
+          fresh.settled = true;
+          if (shared.get(hostname) === fresh) shared.delete(hostname);
+        },
+      );
+      if (shared.size >= MAX_SHARED_ANSWERS) shared.clear();
+      shared.set(hostname, fresh);
+      entry = fresh;
+    }
+    if (!signal) return entry.answer;
+    const joined = entry;
+    joined.waiting++;
+    let waiting = true;
+    const leave = () => {
+      if (waiting) joined.waiting--;
+      waiting = false;
+    };
+    return raceSignal(joined.answer, signal, () => {
+      leave();
+      if (joined.waiting === 0 && !joined.settled) {
+        joined.cancel.abort();
+        if (shared.get(hostname) === joined) shared.delete(hostname);
+      }
+    }).finally(leave);
   };
 }

@@ -1,27 +1,17 @@
 import { z } from "zod";
 
+import { CHECKS } from "./checks/registry.js";
+import type { CheckField, CheckName } from "./checks/registry.js";
+
 /**
- * The report shapes of SERVICE.md §2, as zod schemas. They are the single source of truth:
+ * The report shapes of docs/contract.md §2, as zod schemas. They are the single source of truth:
  * the engine builds values of these types, the HTTP layer validates responses with them and the
  * OpenAPI document is generated from them, so the description cannot drift from the code.
- * Key order follows SERVICE.md §2.1 (SPEC §3 "Field presence").
+ * Key order is that of docs/contract.md §2.1; the check fields and `checks` follow the checks
+ * registry (checks/registry.ts), which a test holds them to.
  */
 
-export const CHECK_NAMES = [
-  "https",
-  "hsts",
-  "csp",
-  "x_frame_options",
-  "x_content_type_options",
-  "referrer_policy",
-  "permissions_policy",
-  "security_txt",
-  "robots_txt",
-  "sitemap_xml",
-] as const;
-export type CheckName = (typeof CHECK_NAMES)[number];
-
-export const ChecksSchema = z
+const ChecksSchema = z
   .object({
     https: z.boolean(),
     hsts: z.boolean(),
@@ -70,19 +60,38 @@ export const SnapshotResultSchema = z
   .strict();
 export type SnapshotResult = z.infer<typeof SnapshotResultSchema>;
 
-/** `checks` from the fields (SERVICE.md §2.1 rule 2: each entry equals its field, in SPEC order). */
-export function checksOf(fields: Omit<SnapshotResult, "checks">): SnapshotResult["checks"] {
+/** Each check's value by check name: the `checks` object of a report. */
+export type CheckValues = SnapshotResult["checks"];
+
+/** What a report says besides its checks and notes. */
+export type ReportFacts = Omit<SnapshotResult, CheckField | "notes" | "checks">;
+
+/**
+ * A report in the key order of docs/contract.md §2.1: the facts, each check's field, the notes,
+ * then `checks`, whose every entry equals its field (§2.3).
+ */
+export function buildReport(
+  facts: ReportFacts,
+  values: CheckValues,
+  notes: string[],
+): SnapshotResult {
+  const fields: Partial<Record<CheckField, boolean | null>> = {};
+  const checks: Partial<Record<CheckName, boolean | null>> = {};
+  for (const { name, field } of CHECKS) {
+    fields[field] = values[name];
+    checks[name] = values[name];
+  }
   return {
-    https: fields.https_ok,
-    hsts: fields.hsts_present,
-    csp: fields.csp_present,
-    x_frame_options: fields.x_frame_options_present,
-    x_content_type_options: fields.x_content_type_options_present,
-    referrer_policy: fields.referrer_policy_present,
-    permissions_policy: fields.permissions_policy_present,
-    security_txt: fields.security_txt_present,
-    robots_txt: fields.robots_txt_present,
-    sitemap_xml: fields.sitemap_xml_present,
+    requested_url: facts.requested_url,
+    normalized_url: facts.normalized_url,
+    final_url: facts.final_url,
+    fetched_at: facts.fetched_at,
+    reachable: facts.reachable,
+    final_status_code: facts.final_status_code,
+    redirect_count: facts.redirect_count,
+    ...(fields as Pick<SnapshotResult, CheckField>),
+    notes,
+    checks: checks as CheckValues,
   };
 }
 
@@ -92,7 +101,7 @@ export const DemoSnapshotResultSchema = SnapshotResultSchema.extend({
 }).strict();
 export type DemoSnapshotResult = z.infer<typeof DemoSnapshotResultSchema>;
 
-export const SNAPSHOT_ERROR_TYPES = ["ssrf", "timeout", "unreachable", "invalid_url"] as const;
+const SNAPSHOT_ERROR_TYPES = ["ssrf", "timeout", "unreachable", "invalid_url"] as const;
 export type SnapshotErrorType = (typeof SNAPSHOT_ERROR_TYPES)[number];
 
 export const SnapshotErrorBodySchema = z
@@ -104,7 +113,7 @@ export const SnapshotErrorBodySchema = z
   .strict();
 export type SnapshotErrorBody = z.infer<typeof SnapshotErrorBodySchema>;
 
-/** Thrown by the engine for every 400 outcome of SPEC §2–§4. */
+/** Thrown by the engine for every 400 outcome (docs/contract.md §3 and §4.2). */
 export class SnapshotError extends Error {
   constructor(
     readonly errorType: SnapshotErrorType,

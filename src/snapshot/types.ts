@@ -1,6 +1,6 @@
 /**
  * The data that flows from the network layer (fetch.ts) into the pure checks (checks/*.ts) and
- * the notes table. Nothing here does I/O.
+ * the notes. Nothing here does I/O.
  */
 
 /** Response header values by lower-case name; a repeated header keeps every instance. */
@@ -43,6 +43,11 @@ export interface Chain {
   failure: RequestFailure | { kind: "redirect_cap"; max: number } | null;
 }
 
+/** Why the last request of a chain produced no response; null when it did or the cap was hit. */
+export function requestFailureOf(chain: Chain): RequestFailure | null {
+  return chain.failure && chain.failure.kind !== "redirect_cap" ? chain.failure : null;
+}
+
 /** Why the content coding of a body could not be decoded (the body is then not judged). */
 export type Undecodable =
   /** A coding we do not decode (zstd, compress, anything unknown). */
@@ -62,8 +67,6 @@ export type FileProbe =
       contentType: string | undefined;
       /** Decoded body (≤ 64 KiB), read only for status 200; null otherwise or on a read error. */
       body: Buffer | null;
-      /** A 200 whose body could not be read (timeout, reset mid-body). */
-      bodyFailed?: boolean;
       /** A 200 whose body arrived but whose content coding could not be decoded. */
       undecodable?: Undecodable;
     }

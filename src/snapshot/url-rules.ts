@@ -1,9 +1,10 @@
 import { isIPv4 } from "node:net";
+import { createAddressPolicy, withoutBrackets } from "./address-policy.js";
 import { SnapshotError } from "./result.js";
 import type { SnapshotErrorType } from "./result.js";
 
 /**
- * SPEC §2 (input) and the per-hop half of §3: pure URL rules, no network.
+ * docs/contract.md §3.2 (input) and the per-hop half of §4.1: pure URL rules, no network.
  * Parsing is Node's WHATWG `URL` and nothing else. WHATWG already canonicalises the hostile host
  * spellings (decimal/octal/hex/short IPv4, percent-encoded and full-width digits, backslashes,
  * trailing dots on IPv4, IPv6 forms), so the checks below only ever see the canonical host.
@@ -29,22 +30,40 @@ const HAS_SCHEME = /^[a-z][a-z0-9+.-]*:[/\\]{2}/i;
 /** Scheme-relative input (`//example.com/`): only the scheme is missing. */
 const SCHEME_RELATIVE = /^[/\\]{2}/;
 
-/** Effective port of an http(s) URL (80/443 default). */
-export function effectivePort(url: URL): number {
+/** Effective port of an http(s) URL or connection (80/443 default). */
+export function effectivePort(url: Pick<URL, "port" | "protocol">): number {
   if (url.port !== "") return Number(url.port);
   return url.protocol === "https:" ? 443 : 80;
 }
 
-/** SPEC §3 normalized_url: WHATWG serialization without the fragment. */
-export function normalizeUrl(url: URL): string {
+/** A fragment is never sent, so it is no part of a URL requested (final_url, hop URLs). */
+export function withoutFragment(url: URL): URL {
+  if (!url.href.includes("#")) return url; // (an empty fragment, "…/#", has hash "")
   const copy = new URL(url.href);
   copy.hash = "";
-  return copy.href;
+  return copy;
 }
 
-/** The host without IPv6 brackets, as a resolver or an address policy wants it. */
-export function bareHost(url: URL): string {
-  return url.hostname.replace(/^\[(.*)\]$/, "$1");
+/** docs/contract.md §4.1 normalized_url: WHATWG serialization without the fragment. */
+export function normalizeUrl(url: URL): string {
+  return withoutFragment(url).href;
+}
+
+/** `https://<host>:<port>/`, the URL whose answer proves HTTPS for a host (port 443: no port). */
+export function httpsProbeUrl(hostname: string, port: number): URL {
+  const url = new URL("https://probe.invalid/");
+  url.hostname = hostname;
+  url.port = String(port);
+  return url;
+}
+
+/** The URL rules for a configuration: the input's and every hop's, and the dialer's addresses. */
+export function createUrlPolicy(config: {
+  allowedPorts: ReadonlySet<number>;
+  allowCidrs: readonly string[];
+}): UrlPolicy {
+  const addresses = createAddressPolicy(config.allowCidrs);
+  return { allowedPorts: config.allowedPorts, isBlockedAddress: (ip) => addresses.isBlocked(ip) };
 }
 
 /** What a rule found wrong; the caller decides what error it becomes (input vs redirect). */
@@ -78,10 +97,10 @@ function isValidHostName(name: string, labels: readonly string[]): boolean {
 }
 
 /**
- * Shared checks for the input and for every redirect hop, in SPEC §2 order:
+ * Shared checks for the input and for every redirect hop, in the order of docs/contract.md §3.3:
  * scheme → userinfo → host syntax (invalid_url) → localhost, blocked literal, port (ssrf).
  * Returns what is wrong rather than throwing through a callback: this runs on every request,
- * and a closure per call (wrapped by tsx's keepNames) showed up in the 402 path's profile.
+ * the unpaid 402 path included, so it builds no closure per call (docs/benchmarks.md).
  */
 function validateParsed(url: URL, policy: UrlPolicy): Violation | undefined {
   const early = schemeAndUserinfo(url);
@@ -114,7 +133,7 @@ function validateParsed(url: URL, policy: UrlPolicy): Violation | undefined {
   if (isLocalhostName) {
     return violation("ssrf", `"${host}" is a local host name and cannot be snapshotted.`);
   }
-  if (isLiteral && policy.isBlockedAddress(bareHost(url))) {
+  if (isLiteral && policy.isBlockedAddress(withoutBrackets(host))) {
     return violation("ssrf", `${host} is a private, reserved or otherwise non-public address.`);
   }
   const port = effectivePort(url);
@@ -126,8 +145,8 @@ function validateParsed(url: URL, policy: UrlPolicy): Violation | undefined {
 }
 
 /**
- * SPEC §2 for the user input (string already extracted from the body). Returns the parsed URL.
- * The error's requestedUrl is the raw input as given.
+ * docs/contract.md §3.2 for the user input (string already extracted from the body). Returns the
+ * parsed URL. The error's requestedUrl is the raw input as given.
  *
  * Decisions worth knowing: input without `<scheme>://` gets `https://` in front, so
  * `javascript:alert(1)` becomes `https://javascript:alert(1)`, which WHATWG rejects (port
@@ -166,8 +185,9 @@ export function parseInputUrl(raw: string, policy: UrlPolicy): URL {
  * Resolves a redirect Location against the current URL (WHATWG only) and re-validates it like
  * the input. Any failure (unparseable, non-http(s) scheme such as file:, credentials, bad host,
  * localhost, blocked literal, port) is SnapshotError("ssrf"): the server tried to send us
- * somewhere we must not go. The 2048-character input limit does not apply to hops (SPEC §3
- * lists what is re-validated; long redirect URLs are ordinary, and undici caps header size).
+ * somewhere we must not go. The 2048-character input limit does not apply to hops
+ * (docs/contract.md §4.1 lists what is re-validated; long redirect URLs are ordinary, and undici
+ * caps header size).
  */
 export function resolveRedirect(
   location: string,

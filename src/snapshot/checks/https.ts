@@ -15,8 +15,8 @@ export interface HttpsEvidence {
 }
 
 /**
- * SPEC §3 https_ok: an https final URL that answered is the proof (its handshake was fully
- * validated by the dispatcher); for an http final URL the port-443 probe decides.
+ * docs/contract.md §4.4 https_ok: an https final URL that answered is the proof (its handshake was
+ * fully validated by the dispatcher); for an http final URL the port-443 probe decides.
  */
 export function checkHttps(e: HttpsEvidence): HttpsVerdict {
   if (e.finalUrl.protocol === "https:") {

@@ -1,5 +1,5 @@
 import type { FileProbe } from "../types.js";
-import { fileVerdict, isHtml } from "./well-known.js";
+import { fileVerdict, isHtml, lines } from "./well-known.js";
 import type { FileVerdict } from "./well-known.js";
 
 export const SECURITY_TXT_PATHS = ["/.well-known/security.txt", "/security.txt"] as const;
@@ -7,19 +7,19 @@ export const SECURITY_TXT_PATHS = ["/.well-known/security.txt", "/security.txt"]
 const CONTACT_LINE = /^\s*contact\s*:\s*\S/i;
 
 /** 200, not HTML, with a `Contact:` line (RFC 9116's only required field). */
-export function securityTxtContentOk(text: string, contentType: string | undefined): boolean {
+function securityTxtContentOk(text: string, contentType: string | undefined): boolean {
   if (isHtml(text, contentType)) return false;
-  return text.split(/\r\n|\r|\n/).some((line) => CONTACT_LINE.test(line));
+  return lines(text).some((line) => CONTACT_LINE.test(line));
 }
 
-/** SPEC: the second location is consulted only when the first answered 4xx. */
+/** docs/contract.md §4.5: the second location is consulted only when the first answered 4xx. */
 export function needsSecondLocation(first: FileProbe): boolean {
   return first.kind === "response" && first.status >= 400 && first.status < 500;
 }
 
 /**
- * Precedence of SPEC §3: true if either location passes; else null if either answer is in the
- * null column; else false. `second` is ignored unless the first location answered 4xx.
+ * Precedence of docs/contract.md §4.5: true if either location passes; else null if either answer
+ * is in the null column; else false. `second` is ignored unless the first location answered 4xx.
  */
 export function checkSecurityTxt(first: FileProbe, second: FileProbe | null): FileVerdict {
   const a = fileVerdict(first, securityTxtContentOk);

@@ -5,7 +5,7 @@ import type { FileVerdict } from "./well-known.js";
 export const SITEMAP_XML_PATH = "/sitemap.xml";
 
 /** 200 whose (decoded, gunzipped) body contains `<urlset` or `<sitemapindex`. */
-export function sitemapContentOk(text: string): boolean {
+function sitemapContentOk(text: string): boolean {
   return text.includes("<urlset") || text.includes("<sitemapindex");
 }
 

@@ -1,11 +1,13 @@
 import type { FileProbe, Undecodable } from "../types.js";
+import type { FileCheckName } from "./registry.js";
 
 /**
- * What the three well-known file checks share: the status column of SPEC §3's table, the
- * "HTML" definition and text decoding. Each file's own content test lives in its own module.
+ * What the three well-known file checks share: the status column of the table of
+ * docs/contract.md §4.5, the "HTML" definition and text decoding. Each file's own content test
+ * lives in its own module.
  */
 
-export type FileWhy =
+type FileWhy =
   | "ok"
   | "missing" // 404/410/other 4xx (false)
   | "soft_404" // 200 that fails the content test (false)
@@ -28,14 +30,25 @@ export interface FileVerdict {
   undecodable?: Undecodable;
 }
 
+/** The verdict on each well-known file of one origin. */
+export type FileVerdicts = Record<FileCheckName, FileVerdict>;
+
 export type ContentTest = (text: string, contentType: string | undefined) => boolean;
 
 /** The body as text: UTF-8, without a BOM. */
-export function bodyText(body: Buffer): string {
+function bodyText(body: Buffer): string {
   return new TextDecoder("utf-8").decode(body).replace(/^\uFEFF/, "");
 }
 
-/** SPEC §3 "HTML": Content-Type text/html…, or a body starting with `<!doctype html`/`<html`. */
+/** The lines of a text file, whatever its line ends. */
+export function lines(text: string): string[] {
+  return text.split(/\r\n|\r|\n/);
+}
+
+/**
+ * docs/contract.md §4.5 "HTML": Content-Type text/html…, or a body starting with `<!doctype
+ * html`/`<html`.
+ */
 export function isHtml(text: string, contentType: string | undefined): boolean {
   if (contentType !== undefined && /^\s*text\/html/i.test(contentType)) return true;
   return /^[\s\uFEFF]*(<!doctype\s+html|<html)/i.test(text);

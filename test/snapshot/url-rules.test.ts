@@ -1,9 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { createAddressPolicy } from "./address-policy.js";
-import { SnapshotError } from "./result.js";
-import type { SnapshotErrorType } from "./result.js";
-import { effectivePort, normalizeUrl, parseInputUrl, resolveRedirect } from "./url-rules.js";
-import type { UrlPolicy } from "./url-rules.js";
+import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
+import { SnapshotError } from "../../src/snapshot/result.js";
+import type { SnapshotErrorType } from "../../src/snapshot/result.js";
+import {
+  effectivePort,
+  normalizeUrl,
+  parseInputUrl,
+  resolveRedirect,
+} from "../../src/snapshot/url-rules.js";
+import type { UrlPolicy } from "../../src/snapshot/url-rules.js";
 
 const addressPolicy = createAddressPolicy([]);
 const policy: UrlPolicy = {
@@ -102,7 +107,7 @@ const invalid: string[] = [
   "https://[::1/",
   "https://%2e%2e/",
   `https://example.com/${"a".repeat(2048)}`,
-  // SPEC §2 order: length and host syntax (invalid_url) are checked before the ssrf rules.
+  // docs/contract.md §3.3 order: length and host syntax (invalid_url) are checked before the ssrf rules.
   `http://127.0.0.1/${"a".repeat(2048)}`,
   `http://localhost/${"a".repeat(2048)}`,
   `http://${"a".repeat(64)}.localhost/`,
@@ -145,7 +150,7 @@ const ssrf: string[] = [
   "http://8.8.8.8:6379/",
 ];
 
-describe("parseInputUrl: rejections (SPEC §2)", () => {
+describe("parseInputUrl: rejections (docs/contract.md §3.2)", () => {
   it.each(invalid)("%j → invalid_url", (raw) => {
     const err = inputError(raw);
     expect(err.errorType).toBe<SnapshotErrorType>("invalid_url");
@@ -176,7 +181,7 @@ describe("parseInputUrl: rejections (SPEC §2)", () => {
   });
 });
 
-describe("resolveRedirect (SPEC §3 hops)", () => {
+describe("resolveRedirect (docs/contract.md §4.1 hops)", () => {
   const base = new URL("https://example.com/dir/page?q=1");
   const redirectError = (location: string, from = base) =>
     errorOf(() => resolveRedirect(location, from, policy, "example.com"));

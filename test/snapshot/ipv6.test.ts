@@ -1,9 +1,9 @@
 /**
- * IPv6 targets end to end. SPEC §4 blocks ::1 like 127.0.0.1, so these tests open exactly
- * `::1/128` through allowCidrs (as an operator would open one range with SNAPSHOT_ALLOW_CIDRS)
- * and check that everything the engine dials (the page, redirects, the well-known probes, the
- * HTTPS probe) works over IPv6, by literal and by an AAAA-only name, with the certificate
- * checked against the name; and that opening ::1 opens nothing else.
+ * IPv6 targets end to end. docs/contract.md §5.1 blocks ::1 like 127.0.0.1, so these tests open
+ * exactly `::1/128` through allowCidrs (as an operator would open one range with
+ * SNAPSHOT_ALLOW_CIDRS) and check that everything the engine dials (the page, redirects, the
+ * well-known probes, the HTTPS probe) works over IPv6, by literal and by an AAAA-only name, with
+ * the certificate checked against the name; and that opening ::1 opens nothing else.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";

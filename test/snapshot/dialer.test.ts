@@ -6,26 +6,25 @@ import type { TLSSocket } from "node:tls";
 import { fetch, request } from "undici";
 import type { Dispatcher } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startCanary, startWithCanaryOnSamePort } from "../../test/fixtures/canary.js";
-import type { Canary } from "../../test/fixtures/canary.js";
-import { startDnsServer } from "../../test/fixtures/dns-server.js";
-import type { DnsFixture } from "../../test/fixtures/dns-server.js";
-import { startDroppedSynHost } from "../../test/fixtures/hostile-network.js";
-import type { DroppedSynHost } from "../../test/fixtures/hostile-network.js";
-import { createCa, issueLeaf, loadTestCa } from "../../test/fixtures/tls.js";
-import type { TestLeaf } from "../../test/fixtures/tls.js";
-import { createAddressPolicy } from "./address-policy.js";
+import { startCanary, startWithCanaryOnSamePort } from "../fixtures/canary.js";
+import type { Canary } from "../fixtures/canary.js";
+import { startDnsServer } from "../fixtures/dns-server.js";
+import type { DnsFixture } from "../fixtures/dns-server.js";
+import { startDroppedSynHost } from "../fixtures/hostile-network.js";
+import type { DroppedSynHost } from "../fixtures/hostile-network.js";
+import { createCa, issueLeaf, loadTestCa } from "../fixtures/tls.js";
+import type { TestLeaf } from "../fixtures/tls.js";
+import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
 import {
   BlockedAddressError,
   BlockedPortError,
   createTargetDispatcher,
   findConnectPhase,
-  findError,
-  findErrorCode,
-} from "./dialer.js";
-import type { TargetDispatcherOptions } from "./dialer.js";
-import { HostNotFoundError, createResolver } from "./resolver.js";
-import type { ResolveHost } from "./resolver.js";
+} from "../../src/snapshot/dialer.js";
+import type { TargetDispatcherOptions } from "../../src/snapshot/dialer.js";
+import { errorChain, errorCodes } from "../../src/snapshot/error-chain.js";
+import { HostNotFoundError, createResolver } from "../../src/snapshot/resolver.js";
+import type { ResolveHost } from "../../src/snapshot/resolver.js";
 
 /**
  * The pinned dialler against real parts: a real DNS server, real HTTP(S) servers on 127.0.0.2
@@ -109,6 +108,19 @@ function harness(extra: Partial<TargetDispatcherOptions> = {}, ports = [target.p
   });
   dispatchers.push(dispatcher);
   return { dispatcher, dialled, resolved };
+}
+
+/** The nearest code in an error's chain (what the fetch layer classifies by). */
+function findErrorCode(err: unknown): string | undefined {
+  return errorCodes(err)[0];
+}
+
+/** The nearest error of `type` in an error's chain. */
+function findError<T extends Error>(
+  err: unknown,
+  type: abstract new (...args: never[]) => T,
+): T | undefined {
+  return errorChain(err).find((e): e is T => e instanceof type);
 }
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {

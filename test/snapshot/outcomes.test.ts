@@ -1,6 +1,6 @@
 /**
- * Every row of SPEC §3's outcome table, plus redirect-chain handling, against real servers and
- * a real DNS server.
+ * Every row of the outcome table of docs/contract.md §4.2, plus redirect-chain handling, against
+ * real servers and a real DNS server.
  */
 import { once } from "node:events";
 import { createServer as createTcpServer } from "node:net";
@@ -115,7 +115,7 @@ afterAll(async () => {
   for (const server of [tlsCutOff, tlsSilentClose]) server.close();
 });
 
-describe("input (SPEC §2) → 400 before any network", () => {
+describe("input (docs/contract.md §3) → 400 before any network", () => {
   it("a non-http scheme is invalid_url and keeps the input as requested_url", async () => {
     const err = await failure(engine.snapshot("gopher://127.0.0.1/"));
     expect(err.errorType).toBe("invalid_url");

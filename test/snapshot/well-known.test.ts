@@ -1,6 +1,6 @@
 /**
- * The well-known file table of SPEC §3 (security.txt, robots.txt, sitemap.xml): every true /
- * false / null row, soft 404s, redirects of the probes, the security.txt precedence rule.
+ * The well-known file table of docs/contract.md §4.5 (security.txt, robots.txt, sitemap.xml): every
+ * true / false / null row, soft 404s, redirects of the probes, the security.txt precedence rule.
  * Each case gets its own real server (the paths are fixed, so one origin per scenario).
  */
 import { gzipSync } from "node:zlib";
@@ -169,7 +169,7 @@ describe("security.txt", () => {
     ["first 404, second 404", secTxt(respond.status(404), respond.status(404)), false],
     ["first 410, second 200 soft 404", secTxt(respond.status(410), SOFT_404), false],
     ["first 200 soft 404, second 404", secTxt(SOFT_404, respond.status(404)), false],
-    // The second location is consulted only when the first answered 4xx (SPEC's probe column).
+    // The second location is consulted only when the first answered 4xx (docs/contract.md §4.5).
     ["first 200 soft 404, second valid", secTxt(SOFT_404, respond.text(VALID)), false],
     ["first 503 (second not consulted)", secTxt(respond.status(503), respond.status(404)), null],
     ["first 404, second 503", secTxt(respond.status(404), respond.status(503)), null],

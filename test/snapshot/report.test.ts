@@ -234,7 +234,7 @@ describe("https_ok", () => {
 });
 
 describe("report shape", () => {
-  it("every field, in SERVICE.md order; checks with all ten keys in order, equal to the fields", async () => {
+  it("every field, in docs/contract.md §2.1 order; checks with all ten keys in order, equal to the fields", async () => {
     const r = await engine.snapshot(secure.url("/", "site.test"));
     expect(Object.keys(r)).toEqual(FIELD_ORDER);
     expect(Object.keys(r.checks)).toEqual([...CHECK_NAMES]);

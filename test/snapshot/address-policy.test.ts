@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { createAddressPolicy } from "./address-policy.js";
+import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
 
 const policy = createAddressPolicy([]);
 
-// One address inside each SPEC §4 IPv4 range, plus both edges where a neighbour is public.
+// One address inside each docs/contract.md §5.1 IPv4 range, plus both edges where a neighbour is
+// public.
 const blockedV4 = [
   "0.0.0.0",
   "0.255.255.255",
@@ -98,7 +99,7 @@ const allowedV6 = [
   "3fff:1000::1", // just above 3fff::/20
 ];
 
-describe("address policy (SPEC §4)", () => {
+describe("address policy (docs/contract.md §5.1)", () => {
   it.each(blockedV4)("blocks IPv4 %s", (ip) => {
     expect(policy.isBlocked(ip)).toBe(true);
   });
