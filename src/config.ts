@@ -1,7 +1,7 @@
+import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { ConfigError } from "./config-error.js";
-import { CDP_FACILITATOR_URL, parseCdpApiKeySecret, type CdpApiKey } from "./payment/cdp-auth.js";
 
 /**
  * The service's environment in one typed, validated place (docs/contract.md §6). A bad value
@@ -125,6 +125,59 @@ export function loadSnapshotConfig(env: Env = process.env): SnapshotConfig {
     allowCidrs: read(env, "SNAPSHOT_ALLOW_CIDRS", list(isCidr, "CIDRs (e.g. 127.0.0.0/8)"), ""),
     dnsServers: read(env, "SNAPSHOT_DNS_SERVERS", list(isDnsServer, "ip[:port] DNS servers"), ""),
   };
+}
+
+/** CDP's facilitator, as `@coinbase/x402` configures it. */
+export const CDP_FACILITATOR_URL = "https://api.cdp.coinbase.com/platform/v2/x402";
+
+export interface CdpApiKey {
+  /** The key's id (CDP_API_KEY_ID), sent as `kid` and `sub`. */
+  apiKeyId: string;
+  /** CDP_API_KEY_SECRET: an EC P-256 PEM key, or base64 of a 64-byte Ed25519 seed + public key. */
+  apiKeySecret: string;
+}
+
+export interface CdpSigningKey {
+  alg: "ES256" | "EdDSA";
+  key: KeyObject;
+}
+
+/**
+ * The signing key in a CDP API key secret, in either format CDP issues. Throws an Error whose
+ * message says what is wrong without echoing the secret.
+ */
+export function parseCdpApiKeySecret(secret: string): CdpSigningKey {
+  const trimmed = secret.trim();
+  if (trimmed.includes("-----BEGIN")) {
+    // A PEM pasted into a one-line env var often arrives with literal "\n" (as in CDP's JSON key file).
+    const pem = trimmed.replace(/\\n/g, "\n");
+    let key: KeyObject;
+    try {
+      key = createPrivateKey(pem); // node reads both SEC1 ("EC PRIVATE KEY") and PKCS#8
+    } catch {
+      throw new Error("is a PEM block but not a readable private key");
+    }
+    if (key.asymmetricKeyType !== "ec" || key.asymmetricKeyDetails?.namedCurve !== "prime256v1") {
+      throw new Error("is a PEM key but not an EC P-256 private key (CDP signs with ES256)");
+    }
+    return { alg: "ES256", key };
+  }
+  // Strict base64: Buffer.from(_, "base64") silently skips junk, which would hide a bad paste.
+  const bytes = /^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) ? Buffer.from(trimmed, "base64") : undefined;
+  if (bytes?.length !== 64) {
+    throw new Error(
+      "must be an EC P-256 PEM private key or base64 of a 64-byte Ed25519 key (as CDP issues them)",
+    );
+  }
+  const d = bytes.subarray(0, 32).toString("base64url");
+  const x = bytes.subarray(32).toString("base64url");
+  const key = createPrivateKey({ key: { kty: "OKP", crv: "Ed25519", d, x }, format: "jwk" });
+  // The second half is the public key of the first: a mismatch means a damaged or mixed-up
+  // secret, which would otherwise only show up as 401s from CDP.
+  if (createPublicKey(key).export({ format: "jwk" }).x !== x) {
+    throw new Error("is 64 bytes but its public half does not match its private half");
+  }
+  return { alg: "EdDSA", key };
 }
 
 /** CDP_API_KEY_ID + CDP_API_KEY_SECRET (the names @coinbase/x402 reads): both or neither. */
