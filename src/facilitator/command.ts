@@ -1,5 +1,5 @@
 import { createPublicClient, formatEther, http } from "viem";
-import { loadFacilitatorConfig } from "./config.js";
+import { loadFacilitatorConfig } from "../config.js";
 import { fetchRpcChainId, startFacilitator } from "./app.js";
 import type { RunningFacilitator } from "./app.js";
 
