@@ -1,8 +1,7 @@
 import { createPublicClient, createWalletClient, defineChain, http } from "viem";
 import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startFacilitator } from "../facilitator/app.js";
-import type { RunningFacilitator } from "../facilitator/app.js";
+import { startFacilitator, type RunningFacilitator } from "../facilitator/index.js";
 import { startAnvil } from "./anvil.js";
 import type { AnvilProcess } from "./anvil.js";
 import { compileDevnetContracts } from "./compile.js";
