@@ -11,8 +11,6 @@ export const DEVNET_USDC_ADDRESS: Address = "0x036CbD53842c5426634e7929541eC2318
 /** The canonical Multicall3 address (present on Base, absent from a fresh anvil). */
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
-/** EIP-712 domain name/version of the token, as x402 payment requirements carry in `extra`. */
-export const DEVNET_USDC_EIP712 = { name: "USDC", version: "2" } as const;
 export const USDC_DECIMALS = 6;
 
 /** Anvil's default test mnemonic (public; never use these keys on a real network). */

@@ -8,16 +8,13 @@ import { fileURLToPath } from "node:url";
 import { createPublicClient, createWalletClient, hashDomain, http, parseSignature } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { compileDevnetContracts } from "./compile.js";
+import { compileDevnetContracts } from "../../src/devnet/compile.js";
 import {
-  DEV_USDC_ABI,
-  DEVNET_ACCOUNTS,
   DEVNET_USDC_ADDRESS,
   MULTICALL3_ADDRESS,
   PAYER_START_BALANCE,
-} from "./constants.js";
-import { startDevnet } from "./devnet.js";
-import type { Devnet } from "./devnet.js";
+} from "../../src/devnet/constants.js";
+import { DEV_USDC_ABI, DEVNET_ACCOUNTS, startDevnet, type Devnet } from "../../src/devnet/index.js";
 import { authorizationTypes } from "@x402/evm";
 
 let devnet: Devnet;
@@ -304,7 +301,7 @@ describe("a facilitator without its chain", () => {
 });
 
 describe("anvil lifecycle", () => {
-  const fixture = join(fileURLToPath(new URL(".", import.meta.url)), "fixtures", "devnet-child.ts");
+  const fixture = fileURLToPath(new URL("../fixtures/devnet-child.ts", import.meta.url));
 
   async function runChild(mode: "exit" | "wait") {
     const child = spawn(process.execPath, ["--import", "tsx", fixture, mode], {
@@ -347,7 +344,7 @@ describe("anvil lifecycle", () => {
 });
 
 describe("anvil and an owner that handles signals itself", () => {
-  const fixture = join(fileURLToPath(new URL(".", import.meta.url)), "fixtures", "devnet-child.ts");
+  const fixture = fileURLToPath(new URL("../fixtures/devnet-child.ts", import.meta.url));
 
   it("keeps the chain up while the owner shuts down after SIGTERM, then dies with the process", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", fixture, "owned"], {
