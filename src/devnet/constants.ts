@@ -1,6 +1,7 @@
+import { pbkdf2Sync } from "node:crypto";
 import { parseAbi, toHex } from "viem";
 import type { Address, Hex } from "viem";
-import { mnemonicToAccount } from "viem/accounts";
+import { HDKey, hdKeyToAccount } from "viem/accounts";
 
 /** Base Sepolia's chain id: the devnet poses as Base Sepolia so clients need no special case. */
 export const DEVNET_CHAIN_ID = 84532;
@@ -25,9 +26,17 @@ export interface DevnetAccount {
   privateKey: Hex;
 }
 
+/**
+ * The mnemonic's BIP-39 seed (PBKDF2-HMAC-SHA512, 2048 rounds, salt "mnemonic"), made once with
+ * Node's native crypto: viem's mnemonicToAccount makes it again in JavaScript for every account.
+ */
+const ROOT_KEY = HDKey.fromMasterSeed(
+  pbkdf2Sync(ANVIL_MNEMONIC.normalize("NFKD"), "mnemonic", 2048, 64, "sha512"),
+);
+
 /** Accounts 0–9 of the default mnemonic: 0 pays settlement gas, 1 is payTo, 2–9 are payers. */
 export const DEVNET_ACCOUNTS: readonly DevnetAccount[] = Array.from({ length: 10 }, (_, index) => {
-  const account = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: index });
+  const account = hdKeyToAccount(ROOT_KEY, { addressIndex: index });
   const key = account.getHdKey().privateKey;
   if (!key) throw new Error(`cannot derive devnet account ${index}`);
   return { index, address: account.address, privateKey: toHex(key) };
@@ -42,6 +51,8 @@ function account(index: number): DevnetAccount {
 export const GAS_PAYER = account(0);
 export const PAY_TO = account(1);
 export const PAYERS: readonly DevnetAccount[] = DEVNET_ACCOUNTS.slice(2);
+/** The first payer: what `secsnap pay` signs with against the devnet unless given a key. */
+export const DEFAULT_PAYER = account(2);
 
 /** The part of DevUSDC's interface the TypeScript side calls (typed for viem). */
 export const DEV_USDC_ABI = parseAbi([

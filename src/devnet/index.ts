@@ -5,6 +5,7 @@
 export { startDevnet } from "./devnet.js";
 export type { Devnet, DevnetOptions } from "./devnet.js";
 export {
+  DEFAULT_PAYER,
   DEV_USDC_ABI,
   DEVNET_ACCOUNTS,
   DEVNET_NETWORK,
