@@ -1,7 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadSnapshotConfig } from "../config.js";
-import { createSnapshotEngine } from "../snapshot/index.js";
-import { SnapshotError } from "../snapshot/result.js";
+import { SnapshotError, createSnapshotEngine } from "../snapshot/index.js";
 import { UsageError, type Command } from "./command.js";
 import { formatReport, formatSnapshotError, useColor } from "./format.js";
 
