@@ -6,10 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createPublicClient, createWalletClient, hashDomain, http, parseSignature } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compileDevnetContracts } from "../../src/devnet/compile.js";
 import {
+  ANVIL_MNEMONIC,
   DEVNET_USDC_ADDRESS,
   MULTICALL3_ADDRESS,
   PAYER_START_BALANCE,
@@ -48,6 +49,18 @@ async function waitUntilDead(pid: number, ms = 10_000): Promise<boolean> {
 }
 
 describe("startDevnet from nothing", () => {
+  it("names anvil's own accounts: those of ANVIL_MNEMONIC, with their keys", async () => {
+    const onChain = await createWalletClient({ transport: http(devnet.rpcUrl) }).getAddresses();
+    expect(onChain.map((a) => a.toLowerCase())).toEqual(
+      DEVNET_ACCOUNTS.map((a) => a.address.toLowerCase()),
+    );
+    for (const account of DEVNET_ACCOUNTS) {
+      const derived = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: account.index });
+      expect(account.address).toBe(derived.address);
+      expect(privateKeyToAccount(account.privateKey).address).toBe(account.address);
+    }
+  });
+
   it("runs anvil as chain 84532 on loopback and reports what it started", async () => {
     expect(devnet.reused).toBe(false);
     expect(devnet.facilitatorReused).toBe(false);
