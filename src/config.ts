@@ -80,7 +80,7 @@ function isDnsServer(s: string): boolean {
 }
 
 export const NETWORK_IDS = { base: "eip155:8453", "base-sepolia": "eip155:84532" } as const;
-export type NetworkName = keyof typeof NETWORK_IDS;
+type NetworkName = keyof typeof NETWORK_IDS;
 
 export interface SnapshotConfig {
   timeoutMs: number;

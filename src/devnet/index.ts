@@ -3,12 +3,11 @@
  * anvil posing as Base Sepolia, DevUSDC at its USDC address, funded accounts and a facilitator.
  */
 export { startDevnet } from "./devnet.js";
-export type { Devnet, DevnetOptions } from "./devnet.js";
+export type { Devnet } from "./devnet.js";
 export {
   DEFAULT_PAYER,
   DEV_USDC_ABI,
   DEVNET_ACCOUNTS,
   DEVNET_NETWORK,
-  PAY_TO,
   USDC_DECIMALS,
 } from "./constants.js";

@@ -1,6 +1,6 @@
 /**
- * SPEC §5 for the snapshot settings: the defaults, and one clear error naming the variable for
- * every bad value (the CLI prints that error as its one line).
+ * docs/contract.md §6.1 for the snapshot settings: the defaults, and one clear error naming the
+ * variable for every bad value (§6.2; the CLI prints that error as its one line).
  */
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, loadSnapshotConfig } from "../../src/config.js";
@@ -15,8 +15,8 @@ function configError(env: Record<string, string>): ConfigError {
   throw new Error("expected a ConfigError");
 }
 
-describe("snapshot configuration (SPEC §5)", () => {
-  it("has the SPEC defaults", () => {
+describe("snapshot configuration (docs/contract.md §6.1)", () => {
+  it("has the defaults of docs/contract.md §6.1", () => {
     const config = loadSnapshotConfig({});
     expect(config.timeoutMs).toBe(10_000);
     expect(config.maxRedirects).toBe(10);
