@@ -1,27 +1,41 @@
+import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { ConfigError } from "./config-error.js";
-import { CDP_FACILITATOR_URL, parseCdpApiKeySecret, type CdpApiKey } from "./payment/cdp-auth.js";
 
 /**
- * The service's environment in one typed, validated place (docs/contract.md §6). A bad value
- * stops the process at start with one line naming the variable. (The stand-alone facilitator, a
- * separate program, reads its FACILITATOR_* variables in src/facilitator/config.ts the same way.)
+ * All environment in one typed, validated place (docs/contract.md §6.1): the service's, and the
+ * stand-alone facilitator's FACILITATOR_* (docs/facilitator.md). A bad value stops the process
+ * at start with one line naming the variable (§6.2). Imports nothing of the layers above.
  */
 
 export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 
-function read<T>(env: Env, name: string, schema: z.ZodType<T>, fallback: string): T {
+/**
+ * One variable through its schema; unset or blank means `fallback`. The error names the
+ * variable and quotes the bad value, except for a secret, which is never echoed.
+ */
+function read<T>(
+  env: Env,
+  name: string,
+  schema: z.ZodType<T>,
+  fallback: string,
+  { secret = false } = {},
+): T {
   const raw = env[name]?.trim();
   const parsed = schema.safeParse(raw === undefined || raw === "" ? fallback : raw);
   if (!parsed.success) {
     const why = parsed.error.issues[0]?.message ?? "is invalid";
-    throw new ConfigError(name, `${why} (got ${JSON.stringify(raw)})`);
+    const got = raw && !secret ? ` (got ${JSON.stringify(raw)})` : "";
+    throw new ConfigError(name, `${why}${got}`);
   }
   return parsed.data;
 }
+
+/** A variable without a default: blank is "must be set (what it is)". */
+const required = (what: string) => z.string().min(1, `must be set (${what})`);
 
 const int = (min: number, max: number, what: string) =>
   z.coerce
@@ -31,6 +45,10 @@ const int = (min: number, max: number, what: string) =>
     .max(max, `must be ${what}`);
 
 const port = int(1, 65535, "a TCP port (1-65535)");
+/** A port to listen on; 0 picks a free one. */
+const listenPort = int(0, 65535, "a TCP port (0-65535)");
+
+const httpUrl = z.url({ protocol: /^https?$/, message: "must be an http(s) URL" });
 
 const list = (item: (s: string) => boolean, what: string) =>
   z
@@ -62,7 +80,7 @@ function isDnsServer(s: string): boolean {
 }
 
 export const NETWORK_IDS = { base: "eip155:8453", "base-sepolia": "eip155:84532" } as const;
-export type NetworkName = keyof typeof NETWORK_IDS;
+type NetworkName = keyof typeof NETWORK_IDS;
 
 export interface SnapshotConfig {
   timeoutMs: number;
@@ -127,6 +145,59 @@ export function loadSnapshotConfig(env: Env = process.env): SnapshotConfig {
   };
 }
 
+/** CDP's facilitator, as `@coinbase/x402` configures it. */
+export const CDP_FACILITATOR_URL = "https://api.cdp.coinbase.com/platform/v2/x402";
+
+export interface CdpApiKey {
+  /** The key's id (CDP_API_KEY_ID), sent as `kid` and `sub`. */
+  apiKeyId: string;
+  /** CDP_API_KEY_SECRET: an EC P-256 PEM key, or base64 of a 64-byte Ed25519 seed + public key. */
+  apiKeySecret: string;
+}
+
+export interface CdpSigningKey {
+  alg: "ES256" | "EdDSA";
+  key: KeyObject;
+}
+
+/**
+ * The signing key in a CDP API key secret, in either format CDP issues. Throws an Error whose
+ * message says what is wrong without echoing the secret.
+ */
+export function parseCdpApiKeySecret(secret: string): CdpSigningKey {
+  const trimmed = secret.trim();
+  if (trimmed.includes("-----BEGIN")) {
+    // A PEM pasted into a one-line env var often arrives with literal "\n" (as in CDP's JSON key file).
+    const pem = trimmed.replace(/\\n/g, "\n");
+    let key: KeyObject;
+    try {
+      key = createPrivateKey(pem); // node reads both SEC1 ("EC PRIVATE KEY") and PKCS#8
+    } catch {
+      throw new Error("is a PEM block but not a readable private key");
+    }
+    if (key.asymmetricKeyType !== "ec" || key.asymmetricKeyDetails?.namedCurve !== "prime256v1") {
+      throw new Error("is a PEM key but not an EC P-256 private key (CDP signs with ES256)");
+    }
+    return { alg: "ES256", key };
+  }
+  // Strict base64: Buffer.from(_, "base64") silently skips junk, which would hide a bad paste.
+  const bytes = /^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) ? Buffer.from(trimmed, "base64") : undefined;
+  if (bytes?.length !== 64) {
+    throw new Error(
+      "must be an EC P-256 PEM private key or base64 of a 64-byte Ed25519 key (as CDP issues them)",
+    );
+  }
+  const d = bytes.subarray(0, 32).toString("base64url");
+  const x = bytes.subarray(32).toString("base64url");
+  const key = createPrivateKey({ key: { kty: "OKP", crv: "Ed25519", d, x }, format: "jwk" });
+  // The second half is the public key of the first: a mismatch means a damaged or mixed-up
+  // secret, which would otherwise only show up as 401s from CDP.
+  if (createPublicKey(key).export({ format: "jwk" }).x !== x) {
+    throw new Error("is 64 bytes but its public half does not match its private half");
+  }
+  return { alg: "EdDSA", key };
+}
+
 /** CDP_API_KEY_ID + CDP_API_KEY_SECRET (the names @coinbase/x402 reads): both or neither. */
 function readCdpApiKey(env: Env): CdpApiKey | undefined {
   const apiKeyId = env.CDP_API_KEY_ID?.trim() || undefined;
@@ -146,20 +217,15 @@ function readCdpApiKey(env: Env): CdpApiKey | undefined {
   return { apiKeyId, apiKeySecret };
 }
 
+/** Blank (devnet mode) or an address that can be paid. */
+const payToAddress = z
+  .string()
+  .regex(/^(0x[0-9a-fA-F]{40})?$/, "must be a 0x-prefixed 20-byte EVM address")
+  .refine((a) => !/^0x0{40}$/.test(a), "must not be the zero address (nothing can be paid to it)")
+  .transform((a) => (a ? (a as `0x${string}`) : undefined));
+
 export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
-  const payTo = env.X402_PAY_TO?.trim();
-  if (payTo && !/^0x[0-9a-fA-F]{40}$/.test(payTo)) {
-    throw new ConfigError(
-      "X402_PAY_TO",
-      `must be a 0x-prefixed 20-byte EVM address (got ${JSON.stringify(payTo)})`,
-    );
-  }
-  if (payTo && /^0x0{40}$/.test(payTo)) {
-    throw new ConfigError(
-      "X402_PAY_TO",
-      "must not be the zero address (nothing can be paid to it)",
-    );
-  }
+  const payTo = read(env, "X402_PAY_TO", payToAddress, "");
   const networks = read(
     env,
     "X402_NETWORKS",
@@ -179,12 +245,7 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
   const facilitatorUrl =
     env.X402_FACILITATOR_URL?.trim() || (cdpApiKey ? CDP_FACILITATOR_URL : undefined);
   if (env.X402_FACILITATOR_URL?.trim()) {
-    read(
-      env,
-      "X402_FACILITATOR_URL",
-      z.url({ protocol: /^https?$/, message: "must be an http(s) URL" }),
-      "",
-    );
+    read(env, "X402_FACILITATOR_URL", httpUrl, "");
   }
   const authHeader = env.X402_FACILITATOR_AUTH_HEADER?.trim();
   const authMatch = authHeader
@@ -206,7 +267,7 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
     throw new ConfigError("X402_FACILITATOR_URL", "must be set when X402_PAY_TO is set");
   }
   return {
-    payTo: payTo ? (payTo as `0x${string}`) : undefined,
+    payTo,
     networks,
     facilitatorUrl,
     ...(authMatch?.[1] && authMatch[2] && { facilitatorHeaders: { [authMatch[1]]: authMatch[2] } }),
@@ -243,5 +304,70 @@ export function loadConfig(env: Env = process.env): Config {
     host: read(env, "HOST", z.string().min(1), "0.0.0.0"),
     snapshot: loadSnapshotConfig(env),
     payment: loadPaymentConfig(env),
+  };
+}
+
+/** Environment of the stand-alone facilitator, `secsnap facilitator` (docs/facilitator.md). */
+export interface FacilitatorConfig {
+  /** JSON-RPC URL of the chain it settles on (FACILITATOR_RPC_URL). */
+  rpcUrl: string;
+  /** The gas-paying hot key (FACILITATOR_PRIVATE_KEY); 0x is added when missing. */
+  privateKey: `0x${string}`;
+  /** CAIP-2 ids, all of one chain; undefined: the RPC's own chain. */
+  networks: string[] | undefined;
+  /** Default 127.0.0.1: private unless asked otherwise. */
+  host: string;
+  port: number;
+  /** When set, /verify and /settle need `Authorization: Bearer <authToken>`. */
+  authToken: string | undefined;
+}
+
+const evmPrivateKey = required("gas-paying key")
+  .transform((key) => (key.startsWith("0x") ? key : `0x${key}`))
+  .pipe(z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 32 bytes of hex (0x + 64 hex digits)"))
+  .transform((key) => key as `0x${string}`);
+
+/** Network names or eip155 ids, as CAIP-2 ids; one facilitator settles on one chain. */
+const facilitatorNetworks = z
+  .string()
+  .transform((s) =>
+    s
+      .split(",")
+      .map((n) => n.trim())
+      .filter(Boolean)
+      .map((n) => (n in NETWORK_IDS ? NETWORK_IDS[n as NetworkName] : n)),
+  )
+  .refine(
+    (ids) => ids.length > 0 && ids.every((id) => /^eip155:\d{1,15}$/.test(id)),
+    "must list base, base-sepolia or eip155:<chain id>",
+  )
+  .refine(
+    (ids) => new Set(ids).size === 1,
+    "must all be the chain of FACILITATOR_RPC_URL (run one facilitator per chain)",
+  )
+  .transform((ids) => [...new Set(ids)]);
+
+const authToken = z
+  .string()
+  .refine(
+    (token) => token === "" || (token.length >= 16 && !/\s/.test(token)),
+    "must be at least 16 characters without spaces",
+  );
+
+export function loadFacilitatorConfig(env: Env = process.env): FacilitatorConfig {
+  return {
+    rpcUrl: read(
+      env,
+      "FACILITATOR_RPC_URL",
+      required("JSON-RPC URL of the chain").pipe(httpUrl),
+      "",
+    ),
+    privateKey: read(env, "FACILITATOR_PRIVATE_KEY", evmPrivateKey, "", { secret: true }),
+    networks: env.FACILITATOR_NETWORKS?.trim()
+      ? read(env, "FACILITATOR_NETWORKS", facilitatorNetworks, "")
+      : undefined,
+    host: read(env, "FACILITATOR_HOST", z.string(), "127.0.0.1"),
+    port: read(env, "FACILITATOR_PORT", listenPort, "4022"),
+    authToken: read(env, "FACILITATOR_AUTH_TOKEN", authToken, "", { secret: true }) || undefined,
   };
 }

@@ -1,6 +1,52 @@
-import { ConfigError } from "../config-error.js";
-import { runFacilitatorCommand } from "../facilitator/command.js";
+import { createPublicClient, formatEther, http } from "viem";
+import { loadFacilitatorConfig } from "../config.js";
+import {
+  fetchRpcChainId,
+  startFacilitator,
+  type RunningFacilitator,
+} from "../facilitator/index.js";
 import type { Command } from "./command.js";
+
+/**
+ * The facilitator's chain is the RPC's: FACILITATOR_NETWORKS may only name it. The errors name
+ * the variables, for the operator to fix.
+ */
+async function networksOfRpc(rpcUrl: string, wanted: string[] | undefined): Promise<string[]> {
+  let rpcChainId: number;
+  try {
+    rpcChainId = await fetchRpcChainId(rpcUrl);
+  } catch (error) {
+    throw new Error(
+      `FACILITATOR_RPC_URL did not answer eth_chainId: ${(error as Error).message.split("\n")[0]}`,
+    );
+  }
+  const networks = wanted ?? [`eip155:${rpcChainId}`];
+  if (Number(networks[0]?.split(":")[1]) !== rpcChainId) {
+    throw new Error(
+      `FACILITATOR_NETWORKS is ${networks.join(",")} but FACILITATOR_RPC_URL is chain ${rpcChainId}`,
+    );
+  }
+  return networks;
+}
+
+/** An unfunded gas wallet fails every settlement: say so at start rather than per payment. */
+async function reportGasBalance(
+  rpcUrl: string,
+  running: RunningFacilitator,
+  log: (line: string) => void,
+): Promise<void> {
+  try {
+    const client = createPublicClient({ transport: http(rpcUrl, { timeout: 5_000 }) });
+    const balance = await client.getBalance({ address: running.address });
+    log(
+      balance === 0n
+        ? `warning: gas payer ${running.address} holds no ETH; settlements will fail until it is funded`
+        : `gas payer balance: ${formatEther(balance)} ETH`,
+    );
+  } catch {
+    log("warning: could not read the gas payer's balance");
+  }
+}
 
 export const facilitatorCommand: Command = {
   usage: [
@@ -14,27 +60,36 @@ export const facilitatorCommand: Command = {
   ].join("\n"),
 
   async run({ env, stdout, stderr }) {
-    let running: Awaited<ReturnType<typeof runFacilitatorCommand>>;
+    const log = (line: string) => stdout.write(`${line}\n`);
+    const config = loadFacilitatorConfig(env); // a ConfigError is printed by runCli as one line
+    let running: RunningFacilitator;
     try {
-      running = await runFacilitatorCommand({
-        env,
-        log: (line) => stdout.write(`${line}\n`),
-        handleSignals: false,
+      const networks = await networksOfRpc(config.rpcUrl, config.networks);
+      running = await startFacilitator({
+        rpcUrl: config.rpcUrl,
+        privateKey: config.privateKey,
+        networks,
+        host: config.host,
+        port: config.port,
+        authToken: config.authToken,
+        log,
       });
+      log(
+        `secsnap facilitator listening on ${running.url} for ${networks.join(", ")}; gas payer ${running.address}${config.authToken ? "; bearer token required" : ""}`,
+      );
     } catch (err) {
-      if (err instanceof ConfigError) throw err; // main prints it as one line
       // An unreachable or mismatched RPC is the operator's to fix, not a crash: one line.
       stderr.write(`secsnap facilitator: ${(err as Error).message}\n`);
       return 1;
     }
-    await new Promise<void>((resolve) => {
-      const stop = (signal: NodeJS.Signals) => {
-        stdout.write(`facilitator: ${signal}, shutting down\n`);
-        void running.close().then(resolve);
-      };
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
+    await reportGasBalance(config.rpcUrl, running, log);
+
+    const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      process.once("SIGINT", resolve);
+      process.once("SIGTERM", resolve);
     });
+    log(`facilitator: ${signal}, shutting down`);
+    await running.close();
     return 0;
   },
 };

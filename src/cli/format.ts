@@ -1,4 +1,4 @@
-import type { SnapshotErrorBody, SnapshotResult } from "../snapshot/result.js";
+import type { SnapshotErrorBody, SnapshotResult } from "../snapshot/index.js";
 import type { CliOutput } from "./command.js";
 
 /**

@@ -4,15 +4,10 @@ import { decodePaymentResponseHeader, wrapFetchWithPayment } from "@x402/fetch";
 import type { PaymentRequired } from "@x402/fetch";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { formatUnits } from "viem";
-import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
+import { privateKeyToAccount } from "viem/accounts";
 import type { LocalAccount } from "viem/accounts";
+import { DEFAULT_PAYER, DEVNET_NETWORK, USDC_DECIMALS } from "../devnet/index.js";
 import { UsageError, type Command } from "./command.js";
-
-/** anvil's default test mnemonic: its accounts 2–9 hold devnet USDC (docs/contract.md §7.7). */
-export const ANVIL_TEST_MNEMONIC = "test test test test test test test test test test test junk";
-export const DEVNET_PAYER_INDEX = 2;
-const DEVNET_NETWORK = "eip155:84532";
-const USDC_DECIMALS = 6;
 
 export interface PayOutcome {
   status: number;
@@ -21,7 +16,10 @@ export interface PayOutcome {
   settlement?: { success: boolean; transaction: string; network: string; payer?: string };
 }
 
-/** True when the challenge only offers the devnet chain (the embedded default of `npm start`). */
+/**
+ * True when the challenge only offers the devnet chain (the embedded default of `npm start`,
+ * docs/contract.md §7.7), whose funded test accounts may then pay.
+ */
 function looksLikeDevnet(challenge: PaymentRequired): boolean {
   return (
     challenge.accepts.length > 0 && challenge.accepts.every((a) => a.network === DEVNET_NETWORK)
@@ -39,10 +37,10 @@ function chooseAccount(
     return { account: privateKeyToAccount(key as `0x${string}`) };
   }
   if (looksLikeDevnet(challenge)) {
-    const account = mnemonicToAccount(ANVIL_TEST_MNEMONIC, { addressIndex: DEVNET_PAYER_INDEX });
+    const account = privateKeyToAccount(DEFAULT_PAYER.privateKey);
     return {
       account,
-      note: `devnet: paying from anvil test account ${DEVNET_PAYER_INDEX} (${account.address}); set SECSNAP_PRIVATE_KEY to use another`,
+      note: `devnet: paying from anvil test account ${DEFAULT_PAYER.index} (${account.address}); set SECSNAP_PRIVATE_KEY to use another`,
     };
   }
   throw new UsageError(

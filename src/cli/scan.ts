@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
+import { setFlagsFromString } from "node:v8";
 import { loadSnapshotConfig } from "../config.js";
-import { createSnapshotEngine } from "../snapshot/index.js";
-import { SnapshotError } from "../snapshot/result.js";
+import { SnapshotError, createSnapshotEngine } from "../snapshot/index.js";
 import { UsageError, type Command } from "./command.js";
 import { formatReport, formatSnapshotError, useColor } from "./format.js";
 
@@ -33,6 +33,10 @@ export const scanCommand: Command = {
     const pretty = !values.json && Boolean(stdout.isTTY);
     const color = pretty && useColor(stdout, env);
 
+    // One snapshot ends long before V8's optimizing compile of undici's WebAssembly HTTP parser
+    // would pay off, and the process would wait for it at exit: baseline code only
+    // (docs/benchmarks.md, "Start-up").
+    setFlagsFromString("--liftoff-only");
     const engine = createSnapshotEngine(loadSnapshotConfig(env));
     try {
       const result = await engine.snapshot(rawUrl);

@@ -1,12 +1,13 @@
 import { parseArgs } from "node:util";
-import type { MiddlewareHandler } from "hono";
-import { loadConfig, type Config } from "../config.js";
-import { createApp, type AppEnv } from "../http/app.js";
-import {
-  createChallengeFastPath,
-  type ChallengeFastPathOptions,
-} from "../http/challenge-fast-path.js";
+import { loadConfig, type PaymentConfig } from "../config.js";
+import { createApp } from "../http/app.js";
+import { createChallengeFastPath } from "../http/challenge-fast-path.js";
 import { startServer } from "../http/server.js";
+import {
+  createPaymentGate,
+  paymentGateOptionsFromConfig,
+  type PaymentGate,
+} from "../payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type Command } from "./command.js";
@@ -14,24 +15,67 @@ import { UsageError, type Command } from "./command.js";
 /** In-flight requests get the whole snapshot deadline plus this much to finish on shutdown. */
 export const SHUTDOWN_MARGIN_MS = 5_000;
 
-/** What the payment layer contributes to `serve`. */
-export interface PaymentSetup {
-  /** Said on the first output line, e.g. "unpaid" or "x402 devnet (eip155:84532)". */
+/** The payment side of `serve`: the gate, what the first line says of it, and what it started. */
+interface PaymentSetup {
+  gate: PaymentGate;
+  /** Said on the first output line. */
   mode: string;
-  /** Appended to the first line: how to pay this service at its URL. */
+  /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
   howToPay?: (serviceUrl: string) => string;
-  /** Inserted between the input check and the snapshot (see createApp). */
-  middleware?: MiddlewareHandler<AppEnv>;
-  /** The prepared 402 challenge, served without the framework once prepared. */
-  unpaidChallenge?: ChallengeFastPathOptions["unpaidChallenge"];
-  /** Stops whatever the payment layer started (devnet, facilitator), after the server closed. */
+  /** Stops the devnet when this start brought it up; after the server has closed. */
   close(): Promise<void>;
 }
 
-/** The x402 layer: X402_PAY_TO set → remote facilitator; unset → start or reuse the devnet. */
-async function setupPayment(config: Config): Promise<PaymentSetup> {
-  const { setupX402Payment } = await import("../payment/setup.js");
-  return setupX402Payment(config);
+/**
+ * X402_PAY_TO set: the configured networks and facilitator, whose /supported is fetched in the
+ * background; while it is down the paid route answers 503 (docs/contract.md §7.5). Unset: the
+ * embedded devnet (started, or reused when already running on its ports), offering only
+ * eip155:84532 (§7.7); loaded only then.
+ */
+async function setupPayment(config: PaymentConfig): Promise<PaymentSetup> {
+  const refusals = {
+    proofReleases: config.proofReleases,
+    refusedPerPayerPerMinute: config.refusedPerPayerPerMinute,
+  };
+  if (config.payTo) {
+    const gate = createPaymentGate({ ...paymentGateOptionsFromConfig(config), ...refusals });
+    void gate.warmUp();
+    return {
+      gate,
+      mode: `x402 on ${config.networks.join(", ")}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
+      close: async () => {},
+    };
+  }
+
+  const { startDevnet } = await import("../devnet/index.js");
+  const devnet = await startDevnet({
+    rpcPort: config.devnetRpcPort,
+    facilitatorPort: config.devnetFacilitatorPort,
+  });
+  try {
+    const gate = createPaymentGate({
+      ...paymentGateOptionsFromConfig(config, {
+        payTo: devnet.payTo,
+        facilitatorUrl: devnet.facilitatorUrl,
+        network: devnet.network,
+      }),
+      ...refusals,
+    });
+    await gate.warmUp();
+    return {
+      gate,
+      mode:
+        `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
+        `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +
+        `payTo ${devnet.payTo}`,
+      howToPay: (serviceUrl) =>
+        `pay with: ./bin/secsnap.js pay https://example.com --api ${serviceUrl} (funded test account 2)`,
+      close: () => devnet.close(),
+    };
+  } catch (err) {
+    await devnet.close();
+    throw err;
+  }
 }
 
 function nextShutdownSignal(): Promise<NodeJS.Signals> {
@@ -65,17 +109,16 @@ export const serveCommand: Command = {
     const config = loadConfig(env);
 
     const signal = nextShutdownSignal();
-    const payment = await setupPayment(config);
+    const payment = await setupPayment(config.payment);
     const engine = createSnapshotEngine(config.snapshot);
     const urlPolicy = createUrlPolicy(config.snapshot);
-    const app = createApp({ engine, urlPolicy, paymentMiddleware: payment.middleware });
-    const front =
-      payment.unpaidChallenge &&
-      createChallengeFastPath({ urlPolicy, unpaidChallenge: payment.unpaidChallenge });
+    const { gate } = payment;
+    const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware });
+    const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
 
     let server;
     try {
-      server = await startServer({ config, app, ...(front && { front }) });
+      server = await startServer({ config, app, front });
     } catch (err) {
       await Promise.allSettled([engine.close(), payment.close()]);
       const code = (err as NodeJS.ErrnoException).code ?? "error";

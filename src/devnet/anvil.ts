@@ -13,7 +13,7 @@ import { ANVIL_MNEMONIC, DEVNET_CHAIN_ID } from "./constants.js";
 
 const ARCH: Record<string, string> = { x64: "amd64", arm64: "arm64" };
 
-export function anvilBinary(): string {
+function anvilBinary(): string {
   const require = createRequire(import.meta.url);
   const exe = process.platform === "win32" ? "anvil.exe" : "anvil";
   const arch = ARCH[process.arch];

@@ -8,17 +8,17 @@ import type { Abi, Hex } from "viem";
 /**
  * Compiles the devnet's Solidity contracts (contracts/*.sol) with the `solc` npm package and
  * caches the result under `.cache/devnet-contracts/`, keyed by a hash of the sources, the solc
- * version and the compiler settings. soljson is a 9 MB emscripten module that takes seconds to
- * load and run, so it is only imported on a cache miss.
+ * version and the compiler settings. soljson (emscripten) is slow to load and run, so it is
+ * only imported on a cache miss (docs/benchmarks.md, "Start-up").
  */
 
 const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const CONTRACTS_DIR = join(PROJECT_ROOT, "contracts");
-export const DEFAULT_CACHE_DIR = join(PROJECT_ROOT, ".cache", "devnet-contracts");
+const CONTRACTS_DIR = join(PROJECT_ROOT, "contracts");
+const DEFAULT_CACHE_DIR = join(PROJECT_ROOT, ".cache", "devnet-contracts");
 
 /** The contracts the devnet places on chain, by file (each file holds one contract). */
 const CONTRACT_FILES = { DevUSDC: "DevUSDC.sol", Multicall3: "Multicall3.sol" } as const;
-export type DevnetContractName = keyof typeof CONTRACT_FILES;
+type DevnetContractName = keyof typeof CONTRACT_FILES;
 
 // cancun: supported by anvil's default hardfork and by Base, and predates opcodes solc may
 // start using by default in newer EVM versions.
@@ -28,7 +28,7 @@ const SETTINGS = {
   outputSelection: { "*": { "*": ["abi", "evm.bytecode.object", "evm.deployedBytecode.object"] } },
 } as const;
 
-export interface ContractArtifact {
+interface ContractArtifact {
   contractName: DevnetContractName;
   abi: Abi;
   /** Creation code (constructor + runtime). */
@@ -37,7 +37,7 @@ export interface ContractArtifact {
   deployedBytecode: Hex;
 }
 
-export type DevnetArtifacts = Record<DevnetContractName, ContractArtifact>;
+type DevnetArtifacts = Record<DevnetContractName, ContractArtifact>;
 
 export interface CompileResult {
   artifacts: DevnetArtifacts;

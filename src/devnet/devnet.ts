@@ -1,8 +1,6 @@
 import { createPublicClient, createWalletClient, defineChain, http } from "viem";
 import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { startFacilitator } from "../facilitator/app.js";
-import type { RunningFacilitator } from "../facilitator/app.js";
 import { startAnvil } from "./anvil.js";
 import type { AnvilProcess } from "./anvil.js";
 import { compileDevnetContracts } from "./compile.js";
@@ -289,7 +287,9 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
       facilitatorReused = true;
       log(`devnet: reusing the facilitator already running at ${facilitatorUrl}`);
     } else {
-      const facilitator: RunningFacilitator = await startFacilitator({
+      // Loaded here, not at the top: the devnet's constants (secsnap pay) need no HTTP server.
+      const { startFacilitator } = await import("../facilitator/index.js");
+      const facilitator = await startFacilitator({
         rpcUrl,
         privateKey: GAS_PAYER.privateKey,
         networks: [DEVNET_NETWORK],

@@ -2,7 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { ServerType } from "@hono/node-server";
 import { Hono } from "hono";
-import type { Context } from "hono";
+import type { Context, Handler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
@@ -28,10 +28,18 @@ import { parseFacilitatorRequest } from "./requests.js";
 /** Largest accepted request body. A real verify/settle body is about 2 KiB. */
 export const MAX_BODY_BYTES = 64 * 1024;
 
-export interface FacilitatorApp {
-  app: Hono;
-  handle: X402FacilitatorHandle;
+export interface RunningFacilitator {
+  /** Base URL, e.g. http://127.0.0.1:4022 (no trailing slash). */
+  url: string;
+  host: string;
+  port: number;
+  /** The gas payer's address. */
+  address: Address;
+  chainId: number;
+  close(): Promise<void>;
 }
+
+type Log = (line: string) => void;
 
 function errorMessage(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
@@ -39,23 +47,40 @@ function errorMessage(error: unknown): string {
   return (message.split("\n")[0] ?? message).slice(0, 300);
 }
 
-export function buildFacilitatorApp(opts: FacilitatorOptions): FacilitatorApp {
-  const handle = createX402Facilitator(opts);
-  const { facilitator, networks } = handle;
-  const log = opts.log ?? (() => {});
-  const app = new Hono();
-  // Settlements in progress, by authorization: a second settle of the same authorization
-  // while the first is still running is refused instead of racing it on chain.
-  const settling = new Set<string>();
+/** Asks the RPC for its chain id, bounded, so a wrong or dead RPC fails the start clearly. */
+export async function fetchRpcChainId(rpcUrl: string, timeoutMs = 5_000): Promise<number> {
+  const client = createPublicClient({
+    transport: http(rpcUrl, { timeout: timeoutMs, retryCount: 0 }),
+  });
+  return client.getChainId();
+}
 
+/** Settling on a chain other than the networks' would fail every payment: refuse to start. */
+async function checkRpcChain(rpcUrl: string, chainId: number): Promise<void> {
+  let rpcChainId: number;
+  try {
+    rpcChainId = await fetchRpcChainId(rpcUrl);
+  } catch (error) {
+    throw new Error(`facilitator: RPC ${rpcUrl} did not answer: ${errorMessage(error)}`);
+  }
+  if (rpcChainId !== chainId) {
+    throw new Error(
+      `facilitator: RPC ${rpcUrl} is chain ${rpcChainId}, but the networks are eip155:${chainId}`,
+    );
+  }
+}
+
+/** Every answer is JSON: refusals by middleware keep theirs, anything unexpected is a 500. */
+function answerErrorsAsJson(app: Hono, log: Log): void {
   app.onError((error, c) => {
-    // Middleware refusals (bearer auth) arrive as HTTPException with their own response.
     if (error instanceof HTTPException) return error.getResponse();
     log(`facilitator: unexpected error: ${errorMessage(error)}`);
     return c.json({ error: "internal error" }, 500);
   });
   app.notFound((c) => c.json({ error: `no route for ${c.req.method} ${c.req.path}` }, 404));
+}
 
+function limitBodies(app: Hono): void {
   app.use(
     "*",
     bodyLimit({
@@ -63,45 +88,38 @@ export function buildFacilitatorApp(opts: FacilitatorOptions): FacilitatorApp {
       onError: (c) => c.json({ error: `request body is larger than ${MAX_BODY_BYTES} bytes` }, 413),
     }),
   );
-  if (opts.authToken) {
-    const auth = bearerAuth({
-      token: opts.authToken,
-      noAuthenticationHeader: { message: { error: "missing bearer token" } },
-      invalidToken: { message: { error: "invalid bearer token" } },
-      invalidAuthenticationHeader: { message: { error: "invalid Authorization header" } },
-    });
-    app.use("/verify", auth);
-    app.use("/settle", auth);
+}
+
+/** /verify and /settle spend the gas wallet's time and money; /supported and /health stay open. */
+function requireBearerToken(app: Hono, token: string): void {
+  const auth = bearerAuth({
+    token,
+    noAuthenticationHeader: { message: { error: "missing bearer token" } },
+    invalidToken: { message: { error: "invalid bearer token" } },
+    invalidAuthenticationHeader: { message: { error: "invalid Authorization header" } },
+  });
+  app.use("/verify", auth);
+  app.use("/settle", auth);
+}
+
+async function readJson(c: Context): Promise<{ ok: true; body: unknown } | { ok: false }> {
+  try {
+    return { ok: true, body: await c.req.json() };
+  } catch {
+    return { ok: false };
   }
+}
 
-  app.get("/health", (c) =>
-    c.json({
-      status: "ok",
-      version: SERVICE_VERSION,
-      networks,
-      signer: handle.address,
-    }),
-  );
-
-  app.get("/supported", (c) => c.json(facilitator.getSupported()));
-
-  async function readBody(c: Context): Promise<{ ok: true; body: unknown } | { ok: false }> {
-    try {
-      return { ok: true, body: await c.req.json() };
-    } catch {
-      return { ok: false };
-    }
-  }
-
-  app.post("/verify", async (c) => {
-    const body = await readBody(c);
+function verifyHandler(handle: X402FacilitatorHandle, log: Log): Handler {
+  return async (c) => {
+    const body = await readJson(c);
     if (!body.ok) {
       return c.json(
         { isValid: false, invalidReason: "invalid_payload", invalidMessage: "body is not JSON" },
         400,
       );
     }
-    const parsed = parseFacilitatorRequest(body.body, networks);
+    const parsed = parseFacilitatorRequest(body.body, handle.networks);
     if (!parsed.ok) {
       return c.json(
         { isValid: false, invalidReason: parsed.reason, invalidMessage: parsed.message },
@@ -110,15 +128,20 @@ export function buildFacilitatorApp(opts: FacilitatorOptions): FacilitatorApp {
     }
     const { paymentPayload, paymentRequirements } = parsed.request;
     try {
-      return c.json(await facilitator.verify(paymentPayload, paymentRequirements));
+      return c.json(await handle.facilitator.verify(paymentPayload, paymentRequirements));
     } catch (error) {
       log(`facilitator: verify failed: ${errorMessage(error)}`);
       return c.json({ error: `verification could not be completed: ${errorMessage(error)}` }, 500);
     }
-  });
+  };
+}
 
-  app.post("/settle", async (c) => {
-    const body = await readBody(c);
+function settleHandler(handle: X402FacilitatorHandle, log: Log): Handler {
+  // Settlements in progress, by authorization: a second settle of the same authorization
+  // while the first is still running is refused instead of racing it on chain.
+  const settling = new Set<string>();
+  return async (c) => {
+    const body = await readJson(c);
     const network =
       (body.ok &&
         (body.body as { paymentRequirements?: { network?: unknown } } | null)?.paymentRequirements
@@ -132,7 +155,7 @@ export function buildFacilitatorApp(opts: FacilitatorOptions): FacilitatorApp {
       network: typeof network === "string" ? network : "",
     });
     if (!body.ok) return c.json(failure("invalid_payload", "body is not JSON"), 400);
-    const parsed = parseFacilitatorRequest(body.body, networks);
+    const parsed = parseFacilitatorRequest(body.body, handle.networks);
     if (!parsed.ok) return c.json(failure(parsed.reason, parsed.message), 400);
 
     const { paymentPayload, paymentRequirements, authorizationKey } = parsed.request;
@@ -144,7 +167,7 @@ export function buildFacilitatorApp(opts: FacilitatorOptions): FacilitatorApp {
     }
     settling.add(authorizationKey);
     try {
-      const result = await facilitator.settle(paymentPayload, paymentRequirements);
+      const result = await handle.facilitator.settle(paymentPayload, paymentRequirements);
       log(
         result.success
           ? `facilitator: settled ${paymentRequirements.amount} on ${result.network} in ${result.transaction}`
@@ -157,70 +180,55 @@ export function buildFacilitatorApp(opts: FacilitatorOptions): FacilitatorApp {
     } finally {
       settling.delete(authorizationKey);
     }
-  });
-
-  return { app, handle };
+  };
 }
 
-/** The Hono app alone, for mounting or for `app.request()` in tests. */
-export function createFacilitatorApp(opts: FacilitatorOptions): Hono {
-  return buildFacilitatorApp(opts).app;
+function facilitatorApp(handle: X402FacilitatorHandle, opts: FacilitatorOptions): Hono {
+  const log = opts.log ?? (() => {});
+  const app = new Hono();
+  answerErrorsAsJson(app, log);
+  limitBodies(app);
+  if (opts.authToken) requireBearerToken(app, opts.authToken);
+  app.get("/health", (c) =>
+    c.json({
+      status: "ok",
+      version: SERVICE_VERSION,
+      networks: handle.networks,
+      signer: handle.address,
+    }),
+  );
+  app.get("/supported", (c) => c.json(handle.facilitator.getSupported()));
+  app.post("/verify", verifyHandler(handle, log));
+  app.post("/settle", settleHandler(handle, log));
+  return app;
 }
 
-export interface RunningFacilitator {
-  /** Base URL, e.g. http://127.0.0.1:4022 (no trailing slash). */
-  url: string;
-  host: string;
-  port: number;
-  /** The gas payer's address. */
-  address: Address;
-  chainId: number;
-  close(): Promise<void>;
-}
-
-/** Asks the RPC for its chain id, bounded, so a wrong or dead RPC fails the start clearly. */
-export async function fetchRpcChainId(rpcUrl: string, timeoutMs = 5_000): Promise<number> {
-  const client = createPublicClient({
-    transport: http(rpcUrl, { timeout: timeoutMs, retryCount: 0 }),
-  });
-  return client.getChainId();
-}
-
-/**
- * Starts the facilitator on host:port (port 0 picks a free port). Unless `checkRpc` is false,
- * first checks that the RPC answers with the networks' chain id.
- */
-export async function startFacilitator(
-  opts: FacilitatorOptions & { host: string; port: number; checkRpc?: boolean },
-): Promise<RunningFacilitator> {
-  const { app, handle } = buildFacilitatorApp(opts);
-  if (opts.checkRpc !== false) {
-    let rpcChainId: number;
-    try {
-      rpcChainId = await fetchRpcChainId(opts.rpcUrl);
-    } catch (error) {
-      throw new Error(`facilitator: RPC ${opts.rpcUrl} did not answer: ${errorMessage(error)}`);
-    }
-    if (rpcChainId !== handle.chainId) {
-      throw new Error(
-        `facilitator: RPC ${opts.rpcUrl} is chain ${rpcChainId}, but the networks are eip155:${handle.chainId}`,
-      );
-    }
-  }
-
-  const server = await new Promise<ServerType>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: opts.host, port: opts.port });
-    s.once("listening", () => resolve(s));
-    s.once("error", (error: NodeJS.ErrnoException) =>
+function listen(app: Hono, host: string, port: number): Promise<ServerType> {
+  return new Promise<ServerType>((resolve, reject) => {
+    const server = serve({ fetch: app.fetch, hostname: host, port });
+    server.once("listening", () => resolve(server));
+    server.once("error", (error: NodeJS.ErrnoException) =>
       reject(
         new Error(
           error.code === "EADDRINUSE"
-            ? `facilitator: ${opts.host}:${opts.port} is already in use`
-            : `facilitator: cannot listen on ${opts.host}:${opts.port}: ${error.message}`,
+            ? `facilitator: ${host}:${port} is already in use`
+            : `facilitator: cannot listen on ${host}:${port}: ${error.message}`,
         ),
       ),
     );
   });
+}
+
+/**
+ * Starts the facilitator on host:port (port 0 picks a free port), once the RPC has answered
+ * with the networks' chain id.
+ */
+export async function startFacilitator(
+  opts: FacilitatorOptions & { host: string; port: number },
+): Promise<RunningFacilitator> {
+  const handle = createX402Facilitator(opts);
+  await checkRpcChain(opts.rpcUrl, handle.chainId);
+  const server = await listen(facilitatorApp(handle, opts), opts.host, opts.port);
   const { port } = server.address() as AddressInfo;
   const urlHost = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
   let closing: Promise<void> | undefined;

@@ -14,7 +14,7 @@ import type {
   WriteContractParameters,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { walletTxQueue } from "./txQueue.js";
+import { walletTxQueue } from "./tx-queue.js";
 
 /**
  * The x402 side of the facilitator: the official x402Facilitator with the official EVM `exact`
@@ -52,7 +52,7 @@ export interface X402FacilitatorHandle {
 const EIP155 = /^eip155:(\d{1,15})$/;
 
 /** Validates CAIP-2 EVM networks and returns their one shared chain id. */
-export function parseEvmNetworks(networks: readonly string[]): {
+function parseEvmNetworks(networks: readonly string[]): {
   chainId: number;
   networks: Network[];
 } {

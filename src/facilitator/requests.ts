@@ -38,9 +38,9 @@ const permit2Payload = z.object({
   }),
 });
 
-export const exactEvmPayloadSchema = z.union([eip3009Payload, permit2Payload]);
+const exactEvmPayloadSchema = z.union([eip3009Payload, permit2Payload]);
 
-export type FacilitatorRequest = {
+type FacilitatorRequest = {
   paymentPayload: PaymentPayload;
   paymentRequirements: PaymentRequirements;
   /** Identifies the authorization being spent, to refuse concurrent settles of the same one. */

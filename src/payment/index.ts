@@ -11,4 +11,3 @@ export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
 export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
 export { usdcAmount } from "./route.js";
-export { setupX402Payment } from "./setup.js";

@@ -14,12 +14,8 @@ import { Hono } from "hono";
 import { decodeProtectedHeader, jwtVerify } from "jose";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadPaymentConfig } from "../../src/config.js";
-import {
-  CDP_FACILITATOR_URL,
-  createCdpAuthHeaders,
-  parseCdpApiKeySecret,
-} from "../../src/payment/cdp-auth.js";
+import { CDP_FACILITATOR_URL, loadPaymentConfig, parseCdpApiKeySecret } from "../../src/config.js";
+import { createCdpAuthHeaders } from "../../src/payment/cdp-auth.js";
 import { createPaymentGate, paymentGateOptionsFromConfig } from "../../src/payment/gate.js";
 
 const API_KEY_ID = "organizations/org-1/apiKeys/key-1";

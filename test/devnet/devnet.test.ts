@@ -6,18 +6,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createPublicClient, createWalletClient, hashDomain, http, parseSignature } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { mnemonicToAccount, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { compileDevnetContracts } from "./compile.js";
+import { compileDevnetContracts } from "../../src/devnet/compile.js";
 import {
-  DEV_USDC_ABI,
-  DEVNET_ACCOUNTS,
+  ANVIL_MNEMONIC,
   DEVNET_USDC_ADDRESS,
   MULTICALL3_ADDRESS,
   PAYER_START_BALANCE,
-} from "./constants.js";
-import { startDevnet } from "./devnet.js";
-import type { Devnet } from "./devnet.js";
+} from "../../src/devnet/constants.js";
+import { DEV_USDC_ABI, DEVNET_ACCOUNTS, startDevnet, type Devnet } from "../../src/devnet/index.js";
 import { authorizationTypes } from "@x402/evm";
 
 let devnet: Devnet;
@@ -51,6 +49,18 @@ async function waitUntilDead(pid: number, ms = 10_000): Promise<boolean> {
 }
 
 describe("startDevnet from nothing", () => {
+  it("names anvil's own accounts: those of ANVIL_MNEMONIC, with their keys", async () => {
+    const onChain = await createWalletClient({ transport: http(devnet.rpcUrl) }).getAddresses();
+    expect(onChain.map((a) => a.toLowerCase())).toEqual(
+      DEVNET_ACCOUNTS.map((a) => a.address.toLowerCase()),
+    );
+    for (const account of DEVNET_ACCOUNTS) {
+      const derived = mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: account.index });
+      expect(account.address).toBe(derived.address);
+      expect(privateKeyToAccount(account.privateKey).address).toBe(account.address);
+    }
+  });
+
   it("runs anvil as chain 84532 on loopback and reports what it started", async () => {
     expect(devnet.reused).toBe(false);
     expect(devnet.facilitatorReused).toBe(false);
@@ -304,7 +314,7 @@ describe("a facilitator without its chain", () => {
 });
 
 describe("anvil lifecycle", () => {
-  const fixture = join(fileURLToPath(new URL(".", import.meta.url)), "fixtures", "devnet-child.ts");
+  const fixture = fileURLToPath(new URL("../fixtures/devnet-child.ts", import.meta.url));
 
   async function runChild(mode: "exit" | "wait") {
     const child = spawn(process.execPath, ["--import", "tsx", fixture, mode], {
@@ -347,7 +357,7 @@ describe("anvil lifecycle", () => {
 });
 
 describe("anvil and an owner that handles signals itself", () => {
-  const fixture = join(fileURLToPath(new URL(".", import.meta.url)), "fixtures", "devnet-child.ts");
+  const fixture = fileURLToPath(new URL("../fixtures/devnet-child.ts", import.meta.url));
 
   it("keeps the chain up while the owner shuts down after SIGTERM, then dies with the process", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", fixture, "owned"], {

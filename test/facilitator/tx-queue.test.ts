@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { WalletTxQueue } from "./txQueue.js";
+import { WalletTxQueue } from "../../src/facilitator/tx-queue.js";
 
 const tick = () => new Promise((r) => setImmediate(r));
 

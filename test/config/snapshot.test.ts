@@ -1,6 +1,6 @@
 /**
  * docs/contract.md §6.1 for the snapshot settings: the defaults, and one clear error naming the
- * variable for every bad value (the CLI prints that error as its one line).
+ * variable for every bad value (§6.2; the CLI prints that error as its one line).
  */
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, loadSnapshotConfig } from "../../src/config.js";

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError } from "../config.js";
-import { loadFacilitatorConfig } from "./config.js";
+import { ConfigError, loadFacilitatorConfig } from "../../src/config.js";
 
 const KEY = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
 const base = { FACILITATOR_RPC_URL: "https://base.example/rpc", FACILITATOR_PRIVATE_KEY: KEY };

@@ -6,12 +6,9 @@ import { createPublicClient, getAddress, http, parseEventLogs } from "viem";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_USDC_ABI } from "../devnet/constants.js";
-import { startDevnet } from "../devnet/devnet.js";
-import type { Devnet } from "../devnet/devnet.js";
-import { MAX_BODY_BYTES, startFacilitator } from "./app.js";
-import type { RunningFacilitator } from "./app.js";
-import { runFacilitatorCommand } from "./command.js";
+import { DEV_USDC_ABI, startDevnet, type Devnet } from "../../src/devnet/index.js";
+import { MAX_BODY_BYTES } from "../../src/facilitator/app.js";
+import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/index.js";
 import { authorizationTypes } from "@x402/evm";
 
 let devnet: Devnet;
@@ -423,45 +420,5 @@ describe("bearer token", () => {
         port: 0,
       }),
     ).rejects.toThrow(/is chain 84532, but the networks are eip155:8453/);
-  });
-});
-
-describe("runFacilitatorCommand (secsnap facilitator)", () => {
-  const env = () => ({
-    FACILITATOR_RPC_URL: devnet.rpcUrl,
-    FACILITATOR_PRIVATE_KEY: devnet.payerPrivateKeys[7]!,
-    FACILITATOR_PORT: "0",
-  });
-
-  it("starts from FACILITATOR_* variables, on the RPC's chain, and says where it listens", async () => {
-    const lines: string[] = [];
-    const running = await runFacilitatorCommand({
-      env: env(),
-      log: (l) => lines.push(l),
-      handleSignals: false,
-    });
-    try {
-      expect(lines[0]).toBe(
-        `secsnap facilitator listening on ${running.url} for eip155:84532; gas payer ${devnet.payerAddresses[7]}`,
-      );
-      expect(new URL(running.url).hostname).toBe("127.0.0.1");
-      expect(lines.some((l) => l.startsWith("gas payer balance:"))).toBe(true);
-      const supported = (await (await fetch(`${running.url}/supported`)).json()) as {
-        kinds: { network: string }[];
-      };
-      expect(supported.kinds.map((k) => k.network)).toEqual(["eip155:84532"]);
-    } finally {
-      await running.close();
-    }
-  });
-
-  it("refuses networks that are not the RPC's chain, naming the variables", async () => {
-    await expect(
-      runFacilitatorCommand({
-        env: { ...env(), FACILITATOR_NETWORKS: "base" },
-        log: () => {},
-        handleSignals: false,
-      }),
-    ).rejects.toThrow(/FACILITATOR_NETWORKS is eip155:8453 but FACILITATOR_RPC_URL is chain 84532/);
   });
 });
