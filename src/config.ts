@@ -118,6 +118,9 @@ export interface Config {
   payment: PaymentConfig;
 }
 
+/** Price of one live snapshot when X402_PRICE_USDC is unset. */
+export const DEFAULT_PRICE_USDC = "0.05";
+
 export function loadSnapshotConfig(env: Env = process.env): SnapshotConfig {
   return {
     timeoutMs: read(
@@ -279,7 +282,7 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
         .string()
         .regex(/^\d+(\.\d{1,6})?$/, "must be a decimal USDC amount with at most 6 decimals")
         .refine((s) => Number(s) > 0, "must be greater than 0"),
-      "0.05",
+      DEFAULT_PRICE_USDC,
     ),
     proofReleases: read(
       env,

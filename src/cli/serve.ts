@@ -1,8 +1,6 @@
 import { parseArgs } from "node:util";
 import { loadConfig, type PaymentConfig } from "../config.js";
-import { createApp } from "../http/app.js";
-import { createChallengeFastPath } from "../http/challenge-fast-path.js";
-import { startServer } from "../http/server.js";
+import { createApp, createChallengeFastPath, startServer } from "../http/index.js";
 import {
   createPaymentGate,
   paymentGateOptionsFromConfig,
@@ -113,7 +111,12 @@ export const serveCommand: Command = {
     const engine = createSnapshotEngine(config.snapshot);
     const urlPolicy = createUrlPolicy(config.snapshot);
     const { gate } = payment;
-    const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware });
+    const app = createApp({
+      engine,
+      urlPolicy,
+      paymentMiddleware: gate.middleware,
+      priceUsdc: config.payment.priceUsdc,
+    });
     const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
 
     let server;

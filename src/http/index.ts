@@ -5,7 +5,7 @@
 export { createApp } from "./app.js";
 export type { AppEnv } from "./app.js";
 export { createChallengeFastPath } from "./challenge-fast-path.js";
-export type { ChallengeFastPathOptions, NodeFront } from "./challenge-fast-path.js";
+export type { NodeFront } from "./challenge-fast-path.js";
 export { createOpenApiDocument } from "./openapi.js";
 export { startServer } from "./server.js";
 export type { RunningServer } from "./server.js";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { NETWORK_IDS, loadPaymentConfig } from "../config.js";
+import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
 import { NO_STORE, SnapshotRequestSchema, usdcAmount } from "../payment/index.js";
 import {
   DemoSnapshotResultSchema,
@@ -72,7 +72,7 @@ const notAllowed = {
  * one, the configuration's own default).
  */
 export function createOpenApiDocument(
-  priceUsdc: string = loadPaymentConfig({}).priceUsdc,
+  priceUsdc: string = DEFAULT_PRICE_USDC,
 ): Record<string, unknown> {
   const price = `${priceUsdc} USDC`;
   return {

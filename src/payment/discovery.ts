@@ -1,8 +1,7 @@
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import { z } from "zod";
-import { sampleReport } from "../snapshot/demo.js";
+import { MAX_URL_LENGTH, sampleReport } from "../snapshot/index.js";
 import type { SnapshotResult } from "../snapshot/index.js";
-import { MAX_URL_LENGTH } from "../snapshot/url-rules.js";
 
 /**
  * The request body of POST /v1/snapshot (docs/contract.md §3.1: `{url}`), as /openapi.json

@@ -15,7 +15,7 @@ const upward = LAYERS.map((layer, rank) => ({
   to: { path: rank === 0 ? "^$" : `^src/(${LAYERS.slice(0, rank).join("|")})/` },
 })).filter((rule) => rule.to.path !== "^$");
 
-module.exports = {
+export default {
   forbidden: [
     ...upward,
     {
@@ -57,6 +57,9 @@ module.exports = {
     doNotFollow: { path: "node_modules" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
-    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default"] },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default"],
+    },
   },
 };
