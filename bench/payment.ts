@@ -1,5 +1,5 @@
 /**
- * The payment benchmark (issue 3, "Performance"), two parts, one run, loopback only:
+ * The payment benchmark, two parts, one run, loopback only:
  *
  * 1. Challenge cost: requests/s of the 402 challenge (POST /v1/snapshot without payment) beside
  *    GET /health on the SAME server, measured in alternating rounds with the same bounded load;

@@ -1,5 +1,5 @@
 /**
- * The snapshot benchmark (issue 2, "Performance"): three lines, each a RATIO of the engine to a
+ * The snapshot benchmark: three lines, each a RATIO of the engine to a
  * bare undici client doing the unavoidable part of the same work, measured side by side in one
  * run (alternating, after warm-up) against a local target that delays every response by 100 ms.
  *

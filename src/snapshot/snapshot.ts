@@ -53,7 +53,7 @@ export interface SnapshotEngine {
 }
 
 /** Redirect targets whose origin gets speculative well-known probes (input = hop 0). */
-const SPECULATIVE_HOPS = 2;
+const EARLY_PROBE_HOPS = 2;
 
 /** The three well-known files of `origin`, probed and judged. */
 async function probeWellKnown(origin: URL, ctx: FetchContext): Promise<FileVerdicts> {
@@ -199,7 +199,7 @@ function openSession({ rawUrl, policy, resolve, options }: SessionOptions): Sess
 /** The main chain, starting the probes of its first origins as soon as they are known. */
 function followChain(input: URL, maxRedirects: number, session: Session): Promise<Chain> {
   return fetchChain(input, maxRedirects, session.ctx, (url, index) => {
-    if (index <= SPECULATIVE_HOPS) void session.filesFor(url);
+    if (index <= EARLY_PROBE_HOPS) void session.filesFor(url);
     if (index === 0 && url.protocol === "http:") void session.httpsFor(url.hostname);
   });
 }
