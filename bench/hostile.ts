@@ -7,8 +7,10 @@
  *
  *   tsx bench/hostile.ts [chain] [blackhole] [reneg]     (default: all three kinds)
  *
- * Two processes, as in bench/snapshot.ts: this one serves the targets, DNS and the test CA; a
- * measuring child trusts the CA through NODE_EXTRA_CA_CERTS, as production trusts public CAs.
+ * Three processes besides the black hole's own: this one serves the healthy target, DNS and the
+ * test CA; a second serves the hostile HTTP and TLS targets, so their work never delays the
+ * healthy target's answers (on the internet they are different machines); a measuring child
+ * trusts the CA through NODE_EXTRA_CA_CERTS, as production trusts public CAs.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -21,6 +23,7 @@ import { startDnsServer } from "../test/fixtures/dns-server.js";
 import { startEncodingChainTarget } from "../test/fixtures/hostile-bodies.js";
 import { startDroppedSynHost, startRenegotiatingServer } from "../test/fixtures/hostile-network.js";
 import { createCa, issueLeaf } from "../test/fixtures/tls.js";
+import type { TestLeaf } from "../test/fixtures/tls.js";
 import { duel, peakRssKib } from "./lib/stats.js";
 import type { Duel } from "./lib/stats.js";
 import { PAGE_HOST, startBenchTarget } from "./lib/target.js";
@@ -48,6 +51,13 @@ const TIME_LIMIT_MS = 240_000;
 const HOSTILE_KINDS = ["chain", "blackhole", "reneg"] as const;
 type HostileKind = (typeof HOSTILE_KINDS)[number];
 const CHILD_ENV = "SECSNAP_BENCH_HOSTILE_CHILD";
+const TARGETS_ENV = "SECSNAP_BENCH_HOSTILE_TARGETS";
+
+/** What the hostile-targets process serves on: its ports, sent once over IPC. */
+interface HostileTargetPorts {
+  chain: number;
+  reneg: number;
+}
 
 interface ChildSetup {
   dnsServer: string;
@@ -145,6 +155,33 @@ async function measure(setup: ChildSetup): Promise<ChildResult> {
   }
 }
 
+// ---------------------------------------------------------------- hostile targets (own process)
+
+async function serveHostileTargets(leaf: TestLeaf): Promise<void> {
+  const chain = await startEncodingChainTarget({ coding: "br", host: CHAIN_ADDRESS });
+  const renegotiating = await startRenegotiatingServer({ host: RENEGOTIATING_ADDRESS, cert: leaf });
+  const ports: HostileTargetPorts = { chain: chain.port, reneg: renegotiating.port };
+  process.send?.(ports);
+  // Serves until the parent goes (its IPC channel closes).
+  await new Promise<void>((resolve) => process.once("disconnect", resolve));
+  await Promise.all([chain.close(), renegotiating.close()]);
+}
+
+function startHostileTargets(leaf: TestLeaf): Promise<{ ports: HostileTargetPorts; stop(): void }> {
+  const self = fileURLToPath(import.meta.url);
+  const child = spawn(process.execPath, [...process.execArgv, self], {
+    env: { ...process.env, [TARGETS_ENV]: JSON.stringify(leaf) },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  return new Promise((resolve, reject) => {
+    child.once("message", (ports: HostileTargetPorts) =>
+      resolve({ ports, stop: () => child.disconnect() }),
+    );
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`hostile targets exited (${code})`)));
+  });
+}
+
 // ---------------------------------------------------------------- target side (parent)
 
 function runChild(setup: ChildSetup, caPath: string): Promise<ChildResult> {
@@ -170,6 +207,11 @@ function runChild(setup: ChildSetup, caPath: string): Promise<ChildResult> {
 }
 
 async function main(): Promise<number> {
+  const targetsLeaf = process.env[TARGETS_ENV];
+  if (targetsLeaf) {
+    await serveHostileTargets(JSON.parse(targetsLeaf) as TestLeaf);
+    return 0;
+  }
   const childSetup = process.env[CHILD_ENV];
   if (childSetup) {
     const result = await measure(JSON.parse(childSetup) as ChildSetup);
@@ -197,24 +239,24 @@ async function main(): Promise<number> {
     delayMs: DELAY_MS,
     cert: leaf,
   });
-  const chain = await startEncodingChainTarget({ coding: "br", host: CHAIN_ADDRESS });
+  const hostileTargets = await startHostileTargets(leaf);
+  const { chain: chainPort, reneg: renegPort } = hostileTargets.ports;
   const blackHole = await startDroppedSynHost(BLACK_HOLE_ADDRESSES);
-  const renegotiating = await startRenegotiatingServer({ host: RENEGOTIATING_ADDRESS, cert: leaf });
   const dns = await startDnsServer({
     [PAGE_HOST]: { A: [HEALTHY_ADDRESS] },
     [BLACK_HOLE_HOST]: { A: [...BLACK_HOLE_ADDRESSES] },
     [RENEGOTIATING_HOST]: { A: [RENEGOTIATING_ADDRESS] },
   });
   const hostileUrls: Record<HostileKind, string> = {
-    chain: chain.url("/"),
+    chain: `http://${CHAIN_ADDRESS}:${chainPort}/`,
     blackhole: `http://${BLACK_HOLE_HOST}:${blackHole.port}/`,
-    reneg: `https://${RENEGOTIATING_HOST}:${renegotiating.port}/`,
+    reneg: `https://${RENEGOTIATING_HOST}:${renegPort}/`,
   };
   const setup: ChildSetup = {
     dnsServer: dns.address,
     healthyUrl: `https://${PAGE_HOST}:${healthy.httpsPort}/`,
     hostileUrls: kinds.map((kind) => hostileUrls[kind]),
-    ports: [healthy.httpPort, healthy.httpsPort, chain.port, blackHole.port, renegotiating.port],
+    ports: [healthy.httpPort, healthy.httpsPort, chainPort, blackHole.port, renegPort],
     httpsProbePort: healthy.httpsPort,
   };
 
@@ -229,13 +271,8 @@ async function main(): Promise<number> {
   try {
     result = await runChild(setup, caPath);
   } finally {
-    await Promise.all([
-      healthy.close(),
-      chain.close(),
-      blackHole.close(),
-      renegotiating.close(),
-      dns.close(),
-    ]);
+    await Promise.all([healthy.close(), blackHole.close(), dns.close()]);
+    hostileTargets.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 
