@@ -24,6 +24,7 @@ import { startEncodingChainTarget } from "../test/fixtures/hostile-bodies.js";
 import { startDroppedSynHost, startRenegotiatingServer } from "../test/fixtures/hostile-network.js";
 import { createCa, issueLeaf } from "../test/fixtures/tls.js";
 import type { TestLeaf } from "../test/fixtures/tls.js";
+import { chosenNames } from "./lib/args.js";
 import { duel, peakRssKib } from "./lib/stats.js";
 import type { Duel } from "./lib/stats.js";
 import { PAGE_HOST, startBenchTarget } from "./lib/target.js";
@@ -219,15 +220,8 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const wanted = process.argv.slice(2).filter((a) => a !== "--");
-  const unknown = wanted.filter((a) => !(HOSTILE_KINDS as readonly string[]).includes(a));
-  if (unknown.length > 0) {
-    console.error(
-      `unknown kind(s): ${unknown.join(", ")}; choose from ${HOSTILE_KINDS.join(", ")}`,
-    );
-    return 2;
-  }
-  const kinds = (wanted.length > 0 ? wanted : HOSTILE_KINDS) as HostileKind[];
+  const kinds = chosenNames(HOSTILE_KINDS, "kind");
+  if (!kinds) return 2;
 
   const dir = mkdtempSync(join(tmpdir(), "secsnap-bench-hostile-"));
   const ca = await createCa("secsnap bench CA");

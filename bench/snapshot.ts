@@ -21,6 +21,7 @@ import type { EngineOptions, SnapshotResult } from "../src/snapshot/index.js";
 import { startDnsServer } from "../test/fixtures/dns-server.js";
 import { createCa, issueLeaf } from "../test/fixtures/tls.js";
 import { followChain, freshAgent, plainGet } from "./lib/baseline.js";
+import { chosenNames } from "./lib/args.js";
 import { duel, peakRssKib } from "./lib/stats.js";
 import type { Contender, Duel, PeerCounters, SideStats } from "./lib/stats.js";
 import { CHAIN_HOST, PAGE_HOST, startBenchTarget } from "./lib/target.js";
@@ -298,15 +299,8 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const wanted = process.argv.slice(2).filter((a) => a !== "--");
-  const unknown = wanted.filter((a) => !(a in LINES));
-  if (unknown.length > 0) {
-    console.error(
-      `unknown line(s): ${unknown.join(", ")}; choose from ${Object.keys(LINES).join(", ")}`,
-    );
-    return 2;
-  }
-  const lines = (wanted.length > 0 ? wanted : Object.keys(LINES)) as LineName[];
+  const lines = chosenNames(Object.keys(LINES) as LineName[], "line");
+  if (!lines) return 2;
 
   const dir = mkdtempSync(join(tmpdir(), "secsnap-bench-"));
   const ca = await createCa("secsnap bench CA");

@@ -16,6 +16,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
+import { chosenNames } from "./lib/args.js";
 import { duel } from "./lib/stats.js";
 import type { Contender, Duel } from "./lib/stats.js";
 
@@ -112,15 +113,8 @@ interface LineResult {
 }
 
 async function main(): Promise<number> {
-  const wanted = process.argv.slice(2).filter((a) => a !== "--");
-  const unknown = wanted.filter((a) => !(a in LINES));
-  if (unknown.length > 0) {
-    console.error(
-      `unknown line(s): ${unknown.join(", ")}; choose from ${Object.keys(LINES).join(", ")}`,
-    );
-    return 2;
-  }
-  const lines = (wanted.length > 0 ? wanted : Object.keys(LINES)) as LineName[];
+  const lines = chosenNames(Object.keys(LINES) as LineName[], "line");
+  if (!lines) return 2;
 
   const site = createServer((req, res) => {
     res.writeHead(req.url === "/" ? 200 : 404, { "content-type": "text/html" });
