@@ -136,7 +136,8 @@ function addSnapshotRoute(app: Hono<AppEnv>, deps: AppDeps, checkShape: ShapeChe
   const runSnapshot = async (c: Context<AppEnv>): Promise<Response> => {
     const { raw } = c.get("snapshotInput");
     try {
-      const result = await deps.engine.snapshot(raw);
+      // A client that hangs up ends its snapshot: nobody waits for it, and nobody pays for it.
+      const result = await deps.engine.snapshot(raw, { signal: c.req.raw.signal });
       checkShape(SnapshotResultSchema, result, "SnapshotResult");
       return toResponse(jsonAnswer(200, result));
     } catch (err) {

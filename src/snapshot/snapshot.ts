@@ -48,8 +48,13 @@ export interface EngineOptions extends SnapshotConfig {
 export interface SnapshotEngine {
   /** Validates (docs/contract.md §3, throws SnapshotError) and runs one snapshot; rejects only
    * with SnapshotError. */
-  snapshot(rawUrl: string): Promise<SnapshotResult>;
+  snapshot(rawUrl: string, options?: SnapshotOptions): Promise<SnapshotResult>;
   close(): Promise<void>;
+}
+
+export interface SnapshotOptions {
+  /** Ends the snapshot early when whoever asked for it has gone (a client that hung up). */
+  signal?: AbortSignal;
 }
 
 /** Redirect targets whose origin gets speculative well-known probes (input = hop 0). */
@@ -138,17 +143,18 @@ interface Session {
 
 interface SessionOptions {
   rawUrl: string;
+  caller: AbortSignal | undefined;
   policy: UrlPolicy;
   resolve: ResolveHost;
   options: EngineOptions;
 }
 
-function openSession({ rawUrl, policy, resolve, options }: SessionOptions): Session {
+function openSession({ rawUrl, caller, policy, resolve, options }: SessionOptions): Session {
   const deadline = new AbortController();
   const done = new AbortController();
   const deadlineAt = Date.now() + options.timeoutMs;
   const timer = setTimeout(() => deadline.abort(), options.timeoutMs);
-  const signal = AbortSignal.any([deadline.signal, done.signal]);
+  const signal = AbortSignal.any([deadline.signal, done.signal, ...(caller ? [caller] : [])]);
   // Every request and connect of the snapshot listens on this one signal; a redirect chain
   // with its speculative probes can have more than Node's default 10 in flight (not a leak).
   setMaxListeners(256, signal);
@@ -236,9 +242,9 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     createResolver(options.dnsServers, { timeoutMs: options.timeoutMs }),
   );
 
-  async function run(rawUrl: string): Promise<SnapshotResult> {
+  async function run(rawUrl: string, caller?: AbortSignal): Promise<SnapshotResult> {
     const input = parseInputUrl(rawUrl, policy);
-    const session = openSession({ rawUrl, policy, resolve, options });
+    const session = openSession({ rawUrl, caller, policy, resolve, options });
     const fetchedAt = new Date().toISOString();
     try {
       const chain = await followChain(input, options.maxRedirects, session);
@@ -271,10 +277,10 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
   let closed = false;
   const running = new Set<Promise<unknown>>();
   return {
-    async snapshot(rawUrl: string): Promise<SnapshotResult> {
+    async snapshot(rawUrl: string, snapshotOptions: SnapshotOptions = {}): Promise<SnapshotResult> {
       if (closed)
         throw new SnapshotError("unreachable", "The snapshot engine is shut down.", rawUrl);
-      const work = run(rawUrl);
+      const work = run(rawUrl, snapshotOptions.signal);
       running.add(work);
       try {
         return await work;

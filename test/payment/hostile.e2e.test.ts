@@ -287,6 +287,29 @@ describe("a payer's budget of unpaid snapshots", () => {
 });
 
 describe("a client that hangs up before its report", () => {
+  it("ends the snapshot at once: the target's connection closes without waiting for its answer", async () => {
+    // A deadline far beyond the test's own timeout: only the hang-up can end the snapshot.
+    const service = await startService(120_000);
+    const account = payer(4);
+    const before = await balances(account);
+    const { payload, headers } = await proof(account, await challenge(service.url, slow.url));
+    const arrived = slow.hold();
+    const gone = service.nextClientGone();
+    const client = new AbortController();
+    const request = post(service.url, slow.url, headers, client.signal).catch(
+      (error: unknown) => error,
+    );
+    await arrived;
+    const closed = slow.heldClosed();
+    client.abort();
+    expect(await request).toBeInstanceOf(Error);
+    await gone;
+    await closed; // never, on an engine that does not hear the hang-up, until the deadline
+    slow.release();
+    expect(await balances(account)).toEqual(before);
+    expect(await authorizationUsed(payload)).toBe(false);
+  });
+
   it("is not charged, and the same proof pays for a report afterwards (exactly 50000 units)", async () => {
     const service = await startService(5_000);
     const account = payer(3);
