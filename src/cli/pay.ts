@@ -25,6 +25,8 @@ const PAID_ATTEMPTS = 4;
 const MAX_RETRY_WAIT_S = 30;
 /** Wait before resending after a lost connection (no `Retry-After` to honour). */
 const LOST_ANSWER_WAIT_S = 2;
+/** Characters of a refusal's body shown on stderr. */
+const MAX_BODY_SHOWN = 2_000;
 
 const MAINNET = NETWORK_IDS.base;
 const NETWORK_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
@@ -56,7 +58,11 @@ function parseNetwork(value: string): string {
 function payable(offer: PaymentRequirements): boolean {
   if (offer.scheme !== "exact" || !NETWORK_NAMES[offer.network]) return false;
   const usdcAsset = getDefaultAsset(offer.network).asset;
-  return offer.asset.toLowerCase() === usdcAsset.toLowerCase() && /^\d{1,30}$/.test(offer.amount);
+  return (
+    offer.asset.toLowerCase() === usdcAsset.toLowerCase() &&
+    /^\d{1,30}$/.test(offer.amount) &&
+    /^0x[0-9a-fA-F]{40}$/.test(offer.payTo)
+  );
 }
 
 /** Refused before anything is signed or after the service said no: exit 3 with this line. */
@@ -125,16 +131,18 @@ async function readBody(response: Response): Promise<unknown> {
   }
 }
 
+/** An answer's body for one stderr line: no control characters from the service, bounded. */
 function describeBody(body: unknown): string {
-  return typeof body === "string" ? body : JSON.stringify(body);
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").slice(0, MAX_BODY_SHOWN);
 }
 
 /** Seconds to wait as the answer asks (`Retry-After` in seconds), within MAX_RETRY_WAIT_S. */
 function retryWait(response: Response): number {
-  const seconds = Number(response.headers.get("retry-after"));
-  return Number.isFinite(seconds) && seconds >= 0
-    ? Math.min(seconds, MAX_RETRY_WAIT_S)
-    : LOST_ANSWER_WAIT_S;
+  const header = response.headers.get("retry-after")?.trim() ?? "";
+  const seconds = /^\d+$/.test(header) ? Number(header) : NaN;
+  return Number.isFinite(seconds) ? Math.min(seconds, MAX_RETRY_WAIT_S) : LOST_ANSWER_WAIT_S;
 }
 
 function causeOf(err: unknown): string {

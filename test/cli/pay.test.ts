@@ -193,6 +193,13 @@ describe("which network", () => {
     expect(stderr).toMatch(/answered 402/);
   });
 
+  it("pays on Base mainnet when it is the only network offered", async () => {
+    const mainnetOnly = await startService({ facilitatorUrl: facilitator.url, networks: [BASE] });
+    const { code, stderr } = await runCli(["pay", targetUrl, "--api", mainnetOnly.url], env(3));
+    expect(stderr).toContain(`paying 0.05 USDC on base (eip155:8453) to ${devnet.payTo}`);
+    expect(code).toBe(3); // the mainnet proof, refused by this facilitator
+  });
+
   it("without a key it refuses and signs nothing, though Base Sepolia is offered", async () => {
     const seen = facilitator.requests.length;
     const { code, stderr } = await runCli(["pay", targetUrl, "--api", twoNetworks.url], env());
