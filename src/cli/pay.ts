@@ -241,18 +241,13 @@ export const payCommand: Command = {
     );
 
     // Signed once: every resend below carries this same proof, so one call pays at most once.
-    const client = new x402Client();
-    registerExactEvmScheme(client, { signer: account });
-    const http = new x402HTTPClient(client);
-    const proof = http.encodePaymentSignatureHeader(
-      await client.createPaymentPayload({ ...challenge, accepts: [offer] }),
-    );
+    const paid = await signProof(challenge, offer, account);
 
     for (let attempt = 1; ; attempt++) {
       const last = attempt === PAID_ATTEMPTS;
       let response: Response;
       try {
-        response = await send(proof);
+        response = await send(paid.proof);
       } catch (err) {
         if (last) return unreachable(err);
         stderr.write(
@@ -272,17 +267,46 @@ export const payCommand: Command = {
       }
       if (response.status !== 200) return refusal(response, body, stderr);
       stdout.write(`${JSON.stringify(body, null, 2)}\n`);
-      if (response.headers.has("PAYMENT-RESPONSE")) {
-        const settlement = http.getPaymentSettleResponse((name) => response.headers.get(name));
-        stderr.write(
-          `paid ${usdc(offer.amount)} (${offer.amount} units of ${offer.asset}) on ${networkLabel(settlement.network)} to ${offer.payTo}\n` +
-            `settlement transaction: ${settlement.transaction}\n`,
-        );
-      }
+      const settlement = paid.settlement(response);
+      stderr.write(
+        settlement
+          ? `paid ${usdc(offer.amount)} (${offer.amount} units of ${offer.asset}) on ${networkLabel(settlement.network)} to ${offer.payTo}\n` +
+              `settlement transaction: ${settlement.transaction}\n`
+          : "secsnap pay: the report came without a readable settlement header\n",
+      );
       return PAY_EXIT.report;
     }
   },
 };
+
+interface SignedProof {
+  /** The proof's request headers, sent unchanged on every resend. */
+  proof: Record<string, string>;
+  /** The settlement a 200 reports, if its header can be read. */
+  settlement(response: Response): { network: string; transaction: string } | undefined;
+}
+
+/** One x402 v2 proof for `offer`, signed by the SDK's exact EVM client scheme. */
+async function signProof(
+  challenge: PaymentRequired,
+  offer: PaymentRequirements,
+  account: LocalAccount,
+): Promise<SignedProof> {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  const http = new x402HTTPClient(client);
+  const payload = await client.createPaymentPayload({ ...challenge, accepts: [offer] });
+  return {
+    proof: http.encodePaymentSignatureHeader(payload),
+    settlement: (response) => {
+      try {
+        return http.getPaymentSettleResponse((name) => response.headers.get(name));
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
 
 /** `<api>/v1/snapshot`, keeping the path of `--api` (a service behind a path prefix). */
 function snapshotEndpoint(api: string): URL {

@@ -304,6 +304,25 @@ describe("503 after a signed proof", () => {
   });
 });
 
+describe("a paid request lost on the way", () => {
+  it("is sent again with the same proof: one signature, one transfer, the report", async () => {
+    let paidSends = 0;
+    const lossy = await proxy({
+      upstream: devnetService.url,
+      drop: (request) => request.headers["payment-signature"] !== undefined && ++paidSends === 1,
+    });
+    const before = await balanceOf(payerAddress(6));
+    const { code, stdout, stderr } = await runCli(["pay", targetUrl, "--api", lossy.url], env(6));
+    expect(code, stderr).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+    expect(stderr).toMatch(/no answer .*sending the same proof again/);
+    const proofs = lossy.requests.map((r) => r.headers["payment-signature"]).filter(Boolean);
+    expect(proofs).toHaveLength(2);
+    expect(new Set(proofs).size).toBe(1);
+    expect(await balanceOf(payerAddress(6))).toBe(before - PRICE_UNITS);
+  });
+});
+
 describe("exit codes", () => {
   it("2 for a SnapshotError, before anything is signed", async () => {
     const { code, stderr } = await runCli(
