@@ -211,12 +211,13 @@ export const payCommand: Command = {
     // An unpaid first call shows the challenge before any key is chosen; input errors come back
     // as 400 here, before anything is signed.
     let first: Response;
+    let firstBody: unknown;
     try {
       first = await send();
+      firstBody = await readBody(first);
     } catch (err) {
       return unreachable(err);
     }
-    const firstBody = await readBody(first);
     if (first.status !== 402) return refusal(first, firstBody, stderr);
 
     let offer: PaymentRequirements;
@@ -246,8 +247,10 @@ export const payCommand: Command = {
     for (let attempt = 1; ; attempt++) {
       const last = attempt === PAID_ATTEMPTS;
       let response: Response;
+      let body: unknown;
       try {
         response = await send(paid.proof);
+        body = await readBody(response);
       } catch (err) {
         if (last) return unreachable(err);
         stderr.write(
@@ -256,7 +259,6 @@ export const payCommand: Command = {
         await sleep(LOST_ANSWER_WAIT_S * 1000);
         continue;
       }
-      const body = await readBody(response);
       if (response.status === 503 && !last) {
         const wait = retryWait(response);
         stderr.write(
