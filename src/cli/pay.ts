@@ -1,34 +1,108 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
-import { decodePaymentResponseHeader, wrapFetchWithPayment } from "@x402/fetch";
-import type { PaymentRequired } from "@x402/fetch";
+import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import { getDefaultAsset } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { formatUnits } from "viem";
+import { formatUnits, parseUnits } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { LocalAccount } from "viem/accounts";
+import { NETWORK_IDS } from "../config.js";
 import { DEFAULT_PAYER, DEVNET_NETWORK, USDC_DECIMALS } from "../devnet/index.js";
-import { UsageError, type Command } from "./command.js";
+import { UsageError, type Command, type CliOutput } from "./command.js";
 
-export interface PayOutcome {
-  status: number;
-  body: unknown;
-  /** Decoded PAYMENT-RESPONSE, when the service settled. */
-  settlement?: { success: boolean; transaction: string; network: string; payer?: string };
+/** Exit codes of `secsnap pay` (docs/contract.md §8). Bad usage is runCli's 1. */
+const PAY_EXIT = {
+  report: 0,
+  snapshotError: 2,
+  paymentRefused: 3,
+  unavailable: 4,
+} as const;
+
+/** Sends of one signed proof at most: a 503 or a lost answer is retried with the same proof. */
+const PAID_ATTEMPTS = 4;
+/** Longest wait honoured from a `Retry-After`, so a hostile value cannot hold the command. */
+const MAX_RETRY_WAIT_S = 30;
+/** Wait before resending after a lost connection (no `Retry-After` to honour). */
+const LOST_ANSWER_WAIT_S = 2;
+/** Characters of a refusal's body shown on stderr. */
+const MAX_BODY_SHOWN = 2_000;
+
+const MAINNET = NETWORK_IDS.base;
+const NETWORK_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(NETWORK_IDS).map(([name, id]) => [id, name]),
+);
+
+/** "base-sepolia (eip155:84532)", or the bare id of a network without a name. */
+function networkLabel(network: string): string {
+  const name = NETWORK_NAMES[network];
+  return name ? `${name} (${network})` : network;
 }
 
-/**
- * True when the challenge only offers the devnet chain (the embedded default of `npm start`,
- * docs/contract.md §7.7), whose funded test accounts may then pay.
- */
-function looksLikeDevnet(challenge: PaymentRequired): boolean {
+function usdc(units: string | bigint): string {
+  return `${formatUnits(BigInt(units), USDC_DECIMALS)} USDC`;
+}
+
+/** A `--network` value as a CAIP-2 id: `base`, `base-sepolia` or the id itself. */
+function parseNetwork(value: string): string {
+  const id = (NETWORK_IDS as Record<string, string>)[value] ?? value;
+  if (!NETWORK_NAMES[id]) {
+    throw new UsageError(
+      `--network must be one of ${Object.keys(NETWORK_IDS).join(", ")} (got ${JSON.stringify(value)})`,
+    );
+  }
+  return id;
+}
+
+/** An offer this command can pay: exact USDC (the SDK's address for that network), an amount. */
+function payable(offer: PaymentRequirements): boolean {
+  if (offer.scheme !== "exact" || !NETWORK_NAMES[offer.network]) return false;
+  const usdcAsset = getDefaultAsset(offer.network).asset;
   return (
-    challenge.accepts.length > 0 && challenge.accepts.every((a) => a.network === DEVNET_NETWORK)
+    offer.asset.toLowerCase() === usdcAsset.toLowerCase() &&
+    /^\d{1,30}$/.test(offer.amount) &&
+    /^0x[0-9a-fA-F]{40}$/.test(offer.payTo)
   );
 }
 
+/** Refused before anything is signed or after the service said no: exit 3 with this line. */
+class PaymentRefused extends Error {
+  override name = "PaymentRefused";
+}
+
+/**
+ * The offer to pay. Base mainnet only when asked for (`--network base`) or when it is the only
+ * payable offer: with a testnet offered too, real money is never the default.
+ */
+function chooseOffer(challenge: PaymentRequired, wanted: string | undefined): PaymentRequirements {
+  const offers = challenge.accepts.filter(payable);
+  const offered = challenge.accepts.map((a) => `${a.scheme} on ${networkLabel(a.network)}`);
+  if (wanted !== undefined) {
+    const match = offers.find((o) => o.network === wanted);
+    if (!match) {
+      throw new PaymentRefused(
+        `--network ${NETWORK_NAMES[wanted]} is not offered by the API (it offers ${offered.join(", ") || "nothing"})`,
+      );
+    }
+    return match;
+  }
+  const offer = offers.find((o) => o.network !== MAINNET) ?? offers[0];
+  if (!offer) {
+    throw new PaymentRefused(
+      `the API offers no payment this client can make (USDC, scheme exact, on ${Object.keys(NETWORK_IDS).join(" or ")}); it offers ${offered.join(", ") || "nothing"}`,
+    );
+  }
+  return offer;
+}
+
+/**
+ * The payer. The devnet's public test key only when the service marks the offer as its devnet
+ * (`extra.devnet`, docs/contract.md §7.7) on the devnet chain: Base Sepolia alone is a real
+ * testnet, where a public key's funds are anyone's.
+ */
 function chooseAccount(
   key: string | undefined,
-  challenge: PaymentRequired,
+  offer: PaymentRequirements,
 ): { account: LocalAccount; note?: string } {
   if (key) {
     if (!/^0x[0-9a-fA-F]{64}$/.test(key)) {
@@ -36,7 +110,7 @@ function chooseAccount(
     }
     return { account: privateKeyToAccount(key as `0x${string}`) };
   }
-  if (looksLikeDevnet(challenge)) {
+  if (offer.extra?.devnet === true && offer.network === DEVNET_NETWORK) {
     const account = privateKeyToAccount(DEFAULT_PAYER.privateKey);
     return {
       account,
@@ -44,29 +118,63 @@ function chooseAccount(
     };
   }
   throw new UsageError(
-    `the API asks for payment on ${challenge.accepts.map((a) => a.network).join(", ")}: set SECSNAP_PRIVATE_KEY to the payer's private key`,
+    `the API asks for payment on ${networkLabel(offer.network)}: set SECSNAP_PRIVATE_KEY to the payer's private key`,
   );
 }
 
 async function readBody(response: Response): Promise<unknown> {
   const text = await response.text();
   try {
-    return JSON.parse(text);
+    return JSON.parse(text) as unknown;
   } catch {
     return text;
   }
 }
 
+/** An answer's body for one stderr line: no control characters from the service, bounded. */
+function describeBody(body: unknown): string {
+  const text = typeof body === "string" ? body : JSON.stringify(body);
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").slice(0, MAX_BODY_SHOWN);
+}
+
+/** Seconds to wait as the answer asks (`Retry-After` in seconds), within MAX_RETRY_WAIT_S. */
+function retryWait(response: Response): number {
+  const header = response.headers.get("retry-after")?.trim() ?? "";
+  const seconds = /^\d+$/.test(header) ? Number(header) : NaN;
+  return Number.isFinite(seconds) ? Math.min(seconds, MAX_RETRY_WAIT_S) : LOST_ANSWER_WAIT_S;
+}
+
+function causeOf(err: unknown): string {
+  const cause = (err as { cause?: unknown }).cause;
+  return cause instanceof Error ? ` (${cause.message})` : "";
+}
+
+/** The exit code and line for an answer other than the report. */
+function refusal(response: Response, body: unknown, stderr: CliOutput): number {
+  stderr.write(`secsnap pay: the API answered ${response.status}: ${describeBody(body)}\n`);
+  if (response.status === 400) return PAY_EXIT.snapshotError;
+  if (response.status === 402) return PAY_EXIT.paymentRefused;
+  return PAY_EXIT.unavailable;
+}
+
 export const payCommand: Command = {
   usage: [
-    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1]",
+    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia]",
     "",
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
-    "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the amount paid and the",
-    "settlement transaction go to stderr. Against the devnet (a challenge offering only",
-    "eip155:84532) it pays from anvil's funded test account 2 unless SECSNAP_PRIVATE_KEY is set.",
+    "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the network, amount and payee",
+    "(before signing) and the settlement transaction go to stderr.",
+    "--api      the service's base URL, path included (…/v1/snapshot is appended to it).",
+    "--network  the network to pay on. Default: a testnet when one is offered; Base mainnet only",
+    "           when asked for or when it is the only network offered.",
     "--max-usdc refuses to sign for more than that amount (default 1).",
-    "Exit codes: 0 report printed, 1 bad usage, 2 the API refused (400, 402, 503) or is unreachable.",
+    "Without SECSNAP_PRIVATE_KEY it pays only a service in devnet mode (the challenge marks it),",
+    "from anvil's funded test account 2. One proof is signed per call: after a 503 or a lost",
+    `answer the same proof is sent again (at most ${PAID_ATTEMPTS} sends, honouring Retry-After).`,
+    "Exit codes: 0 report printed, 1 bad usage or key, 2 SnapshotError (the API's 400),",
+    "3 payment refused (by --max-usdc or --network before signing, or by the API's 402),",
+    "4 service unavailable (unreachable, 503 after the retries, 429, any other answer).",
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {
@@ -75,86 +183,146 @@ export const payCommand: Command = {
       options: {
         api: { type: "string", default: "http://127.0.0.1:8080" },
         "max-usdc": { type: "string", default: "1" },
+        network: { type: "string" },
       },
       allowPositionals: true,
     });
     const [target, ...extra] = positionals;
     if (target === undefined || extra.length > 0) throw new UsageError("give exactly one <url>");
-    let endpoint: URL;
-    try {
-      endpoint = new URL("/v1/snapshot", values.api);
-    } catch {
-      throw new UsageError(`--api must be a URL (got ${JSON.stringify(values.api)})`);
-    }
+    const endpoint = snapshotEndpoint(values.api);
     const maxUsdc = values["max-usdc"];
     if (!/^\d+(\.\d{1,6})?$/.test(maxUsdc))
       throw new UsageError("--max-usdc must be a USDC amount");
+    const wanted = values.network === undefined ? undefined : parseNetwork(values.network);
 
-    const request = (): Request =>
-      new Request(endpoint, {
+    const send = (headers: Record<string, string> = {}): Promise<Response> =>
+      fetch(endpoint, {
         method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json" },
+        headers: { "Content-Type": "application/json", Accept: "application/json", ...headers },
         body: JSON.stringify({ url: target }),
       });
-
-    let outcome: PayOutcome;
-    try {
-      // An unpaid first call shows the challenge (and whether this is the devnet) before any
-      // key is chosen; input errors come back as 400 here, before anything is signed.
-      const first = await fetch(request());
-      if (first.status !== 402) {
-        outcome = { status: first.status, body: await readBody(first) };
-      } else {
-        const probe = new x402HTTPClient(new x402Client());
-        const challenge = probe.getPaymentRequiredResponse(
-          (name) => first.headers.get(name),
-          await readBody(first),
-        );
-        const { account, note } = chooseAccount(
-          env.SECSNAP_PRIVATE_KEY?.trim() || undefined,
-          challenge,
-        );
-        if (note) stderr.write(`${note}\n`);
-        const client = new x402Client();
-        client.setSpendControls({ maxAmountPerPayment: `$${maxUsdc}` });
-        registerExactEvmScheme(client, { signer: account });
-        const paidFetch = wrapFetchWithPayment(fetch, client);
-        const response = await paidFetch(request());
-        const header = response.headers.get("PAYMENT-RESPONSE");
-        outcome = {
-          status: response.status,
-          body: await readBody(response),
-          ...(header && { settlement: decodePaymentResponseHeader(header) }),
-        };
-        const offered = challenge.accepts[0];
-        if (outcome.status === 200 && outcome.settlement?.success && offered) {
-          const paid =
-            challenge.accepts.find((a) => a.network === outcome.settlement?.network) ?? offered;
-          stderr.write(
-            `paid ${formatUnits(BigInt(paid.amount), USDC_DECIMALS)} USDC (${paid.amount} units of ${paid.asset}) on ${paid.network} to ${paid.payTo}\n` +
-              `settlement transaction: ${outcome.settlement.transaction}\n`,
-          );
-        }
-      }
-    } catch (err) {
-      if (err instanceof UsageError) throw err;
+    const unreachable = (err: unknown): number => {
       const refused = /ECONNREFUSED/.test(causeOf(err));
       const hint = refused ? `; is the service running at ${values.api}? (--api URL)` : "";
       stderr.write(`secsnap pay: ${(err as Error).message}${causeOf(err)}${hint}\n`);
-      return 2;
-    }
+      return PAY_EXIT.unavailable;
+    };
 
-    if (outcome.status === 200) {
-      stdout.write(`${JSON.stringify(outcome.body, null, 2)}\n`);
-      return 0;
+    // An unpaid first call shows the challenge before any key is chosen; input errors come back
+    // as 400 here, before anything is signed.
+    let first: Response;
+    let firstBody: unknown;
+    try {
+      first = await send();
+      firstBody = await readBody(first);
+    } catch (err) {
+      return unreachable(err);
     }
-    const detail = typeof outcome.body === "string" ? outcome.body : JSON.stringify(outcome.body);
-    stderr.write(`secsnap pay: the API answered ${outcome.status}: ${detail}\n`);
-    return 2;
+    if (first.status !== 402) return refusal(first, firstBody, stderr);
+
+    let offer: PaymentRequirements;
+    let challenge: PaymentRequired;
+    try {
+      challenge = new x402HTTPClient(new x402Client()).getPaymentRequiredResponse(
+        (name) => first.headers.get(name),
+        firstBody,
+      );
+      offer = chooseOffer(challenge, wanted);
+      if (BigInt(offer.amount) > parseUnits(maxUsdc, USDC_DECIMALS)) {
+        throw new PaymentRefused(`price ${usdc(offer.amount)} exceeds --max-usdc ${maxUsdc}`);
+      }
+    } catch (err) {
+      stderr.write(`secsnap pay: ${(err as Error).message}\n`);
+      return PAY_EXIT.paymentRefused;
+    }
+    const { account, note } = chooseAccount(env.SECSNAP_PRIVATE_KEY?.trim() || undefined, offer);
+    if (note) stderr.write(`${note}\n`);
+    stderr.write(
+      `paying ${usdc(offer.amount)} on ${networkLabel(offer.network)} to ${offer.payTo} from ${account.address}\n`,
+    );
+
+    // Signed once: every resend below carries this same proof, so one call pays at most once.
+    const paid = await signProof(challenge, offer, account);
+
+    for (let attempt = 1; ; attempt++) {
+      const last = attempt === PAID_ATTEMPTS;
+      let response: Response;
+      let body: unknown;
+      try {
+        response = await send(paid.proof);
+        body = await readBody(response);
+      } catch (err) {
+        if (last) return unreachable(err);
+        stderr.write(
+          `secsnap pay: no answer (${(err as Error).message}${causeOf(err)}); sending the same proof again in ${LOST_ANSWER_WAIT_S}s\n`,
+        );
+        await sleep(LOST_ANSWER_WAIT_S * 1000);
+        continue;
+      }
+      if (response.status === 503 && !last) {
+        const wait = retryWait(response);
+        stderr.write(
+          `secsnap pay: the API answered 503 (${describeBody(body)}); sending the same proof again in ${wait}s\n`,
+        );
+        await sleep(wait * 1000);
+        continue;
+      }
+      if (response.status !== 200) return refusal(response, body, stderr);
+      stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+      const settlement = paid.settlement(response);
+      stderr.write(
+        settlement
+          ? `paid ${usdc(offer.amount)} (${offer.amount} units of ${offer.asset}) on ${networkLabel(settlement.network)} to ${offer.payTo}\n` +
+              `settlement transaction: ${settlement.transaction}\n`
+          : "secsnap pay: the report came without a readable settlement header\n",
+      );
+      return PAY_EXIT.report;
+    }
   },
 };
 
-function causeOf(err: unknown): string {
-  const cause = (err as { cause?: unknown }).cause;
-  return cause instanceof Error ? ` (${cause.message})` : "";
+interface SignedProof {
+  /** The proof's request headers, sent unchanged on every resend. */
+  proof: Record<string, string>;
+  /** The settlement a 200 reports, if its header can be read. */
+  settlement(response: Response): { network: string; transaction: string } | undefined;
+}
+
+/** One x402 v2 proof for `offer`, signed by the SDK's exact EVM client scheme. */
+async function signProof(
+  challenge: PaymentRequired,
+  offer: PaymentRequirements,
+  account: LocalAccount,
+): Promise<SignedProof> {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  const http = new x402HTTPClient(client);
+  const payload = await client.createPaymentPayload({ ...challenge, accepts: [offer] });
+  return {
+    proof: http.encodePaymentSignatureHeader(payload),
+    settlement: (response) => {
+      try {
+        return http.getPaymentSettleResponse((name) => response.headers.get(name));
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}
+
+/** `<api>/v1/snapshot`, keeping the path of `--api` (a service behind a path prefix). */
+function snapshotEndpoint(api: string): URL {
+  let base: URL;
+  try {
+    base = new URL(api);
+  } catch {
+    throw new UsageError(`--api must be a URL (got ${JSON.stringify(api)})`);
+  }
+  if (base.protocol !== "http:" && base.protocol !== "https:") {
+    throw new UsageError(`--api must be an http(s) URL (got ${JSON.stringify(api)})`);
+  }
+  if (!base.pathname.endsWith("/")) base.pathname += "/";
+  base.search = "";
+  base.hash = "";
+  return new URL("v1/snapshot", base);
 }

@@ -107,12 +107,19 @@ export function paymentGateOptionsFromConfig(
   devnet?: { payTo: `0x${string}`; facilitatorUrl: string; network: Network },
 ): Pick<
   PaymentGateOptions,
-  "payTo" | "networks" | "priceUsdc" | "facilitatorUrl" | "facilitatorHeaders" | "facilitatorAuth"
+  | "payTo"
+  | "networks"
+  | "priceUsdc"
+  | "facilitatorUrl"
+  | "facilitatorHeaders"
+  | "facilitatorAuth"
+  | "devnet"
 > {
   if (devnet) {
     return {
       payTo: devnet.payTo,
       networks: [devnet.network],
+      devnet: true,
       priceUsdc: config.priceUsdc,
       facilitatorUrl: devnet.facilitatorUrl,
     };

@@ -27,6 +27,11 @@ export interface RouteOffer {
   priceUsdc: string;
   /** Public URL of the resource in the challenge; default the request URL. */
   resourceUrl?: string;
+  /**
+   * The networks are the embedded devnet (docs/contract.md §7.7): each entry's `extra` says
+   * `devnet: true`, the one sign by which `secsnap pay` may pay with the devnet's public test key.
+   */
+  devnet?: boolean;
 }
 
 /** The SDK's configuration of the paid route: one `exact` USDC entry per network. */
@@ -42,7 +47,7 @@ export function paidRouteConfig(offer: RouteOffer): RouteConfig {
         scheme: "exact",
         network,
         payTo: offer.payTo,
-        price: { amount, asset, extra: { name, version } },
+        price: { amount, asset, extra: { name, version, ...(offer.devnet && { devnet: true }) } },
         maxTimeoutSeconds: 300,
       };
     }),

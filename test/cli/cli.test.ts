@@ -58,10 +58,10 @@ describe("secsnap CLI basics", () => {
     },
   );
 
-  it("pay against an API that is not running exits 2 and says where it looked", async () => {
+  it("pay against an API that is not running exits 4 (service unavailable) and says where it looked", async () => {
     const api = `http://127.0.0.1:${await closedPort("127.0.0.1")}`;
     const { code, stderr } = await runCli(["pay", "https://example.com", "--api", api], cleanEnv());
-    expect(code).toBe(2);
+    expect(code).toBe(4);
     expect(stderr).toContain(`ECONNREFUSED`);
     expect(stderr).toContain(`is the service running at ${api}?`);
   });

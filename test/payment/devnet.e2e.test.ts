@@ -85,6 +85,7 @@ async function startService(
     networks: [devnet.network],
     priceUsdc: "0.05",
     facilitatorUrl,
+    devnet: true,
     supportedRetryMs: 0,
     ...(facilitatorHeaders && { facilitatorHeaders }),
     log: () => {},

@@ -1,0 +1,355 @@
+/**
+ * `secsnap pay` with real money in mind (docs/contract.md §8), in process (runCli) against real
+ * services on the real devnet: which network it pays on, which key it may use, its local price
+ * limit, a service under a path prefix, and one signed proof resent after a 503.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Network } from "@x402/core/types";
+import { createPublicClient, http, type Address, type PublicClient } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
+import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
+import {
+  createApp,
+  createChallengeFastPath,
+  startServer,
+  type RunningServer,
+} from "../../src/http/index.js";
+import { createPaymentGate } from "../../src/payment/index.js";
+import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
+import type { SnapshotEngine } from "../../src/snapshot/index.js";
+import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
+import { closedPort } from "../fixtures/targets.js";
+import { cleanEnv, runCli } from "./run.js";
+
+const PRICE_UNITS = 50_000n;
+const BASE = "eip155:8453" as Network;
+
+let devnet: Devnet;
+let chain: PublicClient;
+let target: Server;
+let targetUrl: string;
+let engine: SnapshotEngine;
+let devnetService: RunningServer;
+const opened: { close(): Promise<void> }[] = [];
+
+beforeAll(async () => {
+  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
+  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  target = createServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end());
+  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
+  const port = (target.address() as AddressInfo).port;
+  targetUrl = `http://127.0.0.1:${port}/`;
+  engine = createSnapshotEngine({
+    timeoutMs: 5_000,
+    maxRedirects: 10,
+    allowedPorts: new Set([port]),
+    allowCidrs: ["127.0.0.0/8"],
+    dnsServers: [],
+    httpsProbePort: await closedPort("127.0.0.1"),
+  });
+  devnetService = await startService({ facilitatorUrl: devnet.facilitatorUrl, devnet: true });
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(opened.map((x) => x.close()));
+  await devnetService?.close(1_000);
+  await engine?.close();
+  await new Promise<void>((resolve) => (target ? target.close(() => resolve()) : resolve()));
+  await devnet?.close();
+});
+
+/** The service as `secsnap serve` wires it, on the devnet's chain, with a 1 s Retry-After. */
+async function startService(offer: {
+  facilitatorUrl: string;
+  networks?: Network[];
+  devnet?: boolean;
+}): Promise<RunningServer> {
+  const urlPolicy = createUrlPolicy({
+    allowedPorts: new Set([Number(new URL(targetUrl).port)]),
+    allowCidrs: ["127.0.0.0/8"],
+  });
+  const gate = createPaymentGate({
+    payTo: devnet.payTo,
+    networks: offer.networks ?? [devnet.network],
+    priceUsdc: "0.05",
+    facilitatorUrl: offer.facilitatorUrl,
+    ...(offer.devnet && { devnet: true }),
+    supportedRetryMs: 0,
+    retryAfterSeconds: 1,
+    log: () => {},
+  });
+  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+  const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
+  const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
+  opened.push({ close: () => server.close(1_000) });
+  return server;
+}
+
+async function proxy(
+  options: Parameters<typeof startForwardingProxy>[0],
+): Promise<ForwardingProxy> {
+  const started = await startForwardingProxy(options);
+  opened.push(started);
+  return started;
+}
+
+function balanceOf(address: Address): Promise<bigint> {
+  return chain.readContract({
+    address: devnet.usdcAddress,
+    abi: DEV_USDC_ABI,
+    functionName: "balanceOf",
+    args: [address],
+  }) as Promise<bigint>;
+}
+
+/** The environment of `secsnap pay`, with this payer's key or none. */
+function env(payerIndex?: number): NodeJS.ProcessEnv {
+  const clean = cleanEnv();
+  delete clean.SECSNAP_PRIVATE_KEY;
+  if (payerIndex === undefined) return clean;
+  return { ...clean, SECSNAP_PRIVATE_KEY: devnet.payerPrivateKeys[payerIndex] as string };
+}
+
+function payerAddress(index: number): Address {
+  return privateKeyToAccount(devnet.payerPrivateKeys[index] as `0x${string}`).address;
+}
+
+/** Facilitator calls seen by a proxy: the proof's signature, per path. */
+function facilitatorCalls(facilitator: ForwardingProxy, path: string): string[] {
+  return facilitator.requests
+    .filter((r) => r.path === path)
+    .map((r) => {
+      const body = JSON.parse(r.body) as { paymentPayload: { payload: { signature: string } } };
+      return body.paymentPayload.payload.signature;
+    });
+}
+
+describe("which network", () => {
+  let facilitator: ForwardingProxy;
+  let twoNetworks: RunningServer;
+
+  beforeAll(async () => {
+    // The devnet's facilitator, also claiming Base mainnet: the challenge then offers both
+    // networks as production's default does. Mainnet proofs are refused here (no such chain).
+    facilitator = await proxy({
+      upstream: devnet.facilitatorUrl,
+      rewrite: (request, body) => {
+        if (request.path !== "/supported") return body;
+        const supported = JSON.parse(body) as { kinds: Array<{ network: string }> };
+        supported.kinds.push(...supported.kinds.map((k) => ({ ...k, network: BASE })));
+        return JSON.stringify(supported);
+      },
+      intercept: (request) => {
+        if (request.path !== "/verify") return undefined;
+        const { paymentRequirements } = JSON.parse(request.body) as {
+          paymentRequirements: { network: string };
+        };
+        if (paymentRequirements.network !== BASE) return undefined;
+        return {
+          status: 200,
+          body: JSON.stringify({ isValid: false, invalidReason: "invalid_network" }),
+        };
+      },
+    });
+    twoNetworks = await startService({
+      facilitatorUrl: facilitator.url,
+      networks: [BASE, devnet.network],
+    });
+  });
+
+  it("with Base and Base Sepolia offered, pays on the testnet, saying so before it signs", async () => {
+    const before = await balanceOf(payerAddress(3));
+    const { code, stdout, stderr } = await runCli(
+      ["pay", targetUrl, "--api", twoNetworks.url],
+      env(3),
+    );
+    expect(code, stderr).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl, reachable: true });
+    expect(stderr).toContain(
+      `paying 0.05 USDC on base-sepolia (eip155:84532) to ${devnet.payTo} from ${payerAddress(3)}`,
+    );
+    expect(await balanceOf(payerAddress(3))).toBe(before - PRICE_UNITS);
+  });
+
+  it("pays on Base mainnet only with --network base", async () => {
+    const seen = facilitator.requests.length;
+    const { code, stdout, stderr } = await runCli(
+      ["pay", targetUrl, "--api", twoNetworks.url, "--network", "base"],
+      env(3),
+    );
+    expect(stderr).toContain(
+      `paying 0.05 USDC on base (eip155:8453) to ${devnet.payTo} from ${payerAddress(3)}`,
+    );
+    // What it signed is a mainnet proof, which this facilitator refuses: 402, exit 3.
+    const verified = facilitator.requests.slice(seen).filter((r) => r.path === "/verify");
+    expect(verified).toHaveLength(1);
+    const sent = JSON.parse(verified[0]!.body) as { paymentPayload: { accepted: unknown } };
+    expect(sent.paymentPayload.accepted).toMatchObject({ network: BASE, amount: "50000" });
+    expect(code).toBe(3);
+    expect(stdout).toBe("");
+    expect(stderr).toMatch(/answered 402/);
+  });
+
+  it("pays on Base mainnet when it is the only network offered", async () => {
+    const mainnetOnly = await startService({ facilitatorUrl: facilitator.url, networks: [BASE] });
+    const { code, stderr } = await runCli(["pay", targetUrl, "--api", mainnetOnly.url], env(3));
+    expect(stderr).toContain(`paying 0.05 USDC on base (eip155:8453) to ${devnet.payTo}`);
+    expect(code).toBe(3); // the mainnet proof, refused by this facilitator
+  });
+
+  it("without a key it refuses and signs nothing, though Base Sepolia is offered", async () => {
+    const seen = facilitator.requests.length;
+    const { code, stderr } = await runCli(["pay", targetUrl, "--api", twoNetworks.url], env());
+    expect(code).toBe(1);
+    expect(stderr).toContain(
+      "the API asks for payment on base-sepolia (eip155:84532): set SECSNAP_PRIVATE_KEY",
+    );
+    expect(stderr).not.toContain("paying");
+    expect(facilitator.requests.slice(seen).filter((r) => r.path !== "/supported")).toEqual([]);
+  });
+});
+
+describe("the devnet's public key", () => {
+  it("is used when the service says it runs in devnet mode", async () => {
+    const account = privateKeyToAccount(devnet.payerPrivateKeys[0] as `0x${string}`); // anvil 2
+    const before = await balanceOf(account.address);
+    const { code, stderr } = await runCli(["pay", targetUrl, "--api", devnetService.url], env());
+    expect(code, stderr).toBe(0);
+    expect(stderr).toContain(`devnet: paying from anvil test account 2 (${account.address})`);
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+
+  it("is not used by a service that offers only Base Sepolia without saying devnet", async () => {
+    const plain = await startService({ facilitatorUrl: devnet.facilitatorUrl });
+    const account = privateKeyToAccount(devnet.payerPrivateKeys[0] as `0x${string}`);
+    const before = await balanceOf(account.address);
+    const { code, stderr } = await runCli(["pay", targetUrl, "--api", plain.url], env());
+    expect(code).toBe(1);
+    expect(stderr).toContain("set SECSNAP_PRIVATE_KEY");
+    expect(stderr).not.toContain("devnet:");
+    expect(await balanceOf(account.address)).toBe(before);
+  });
+});
+
+describe("--max-usdc", () => {
+  it("refuses a higher price before signing, with its own line and exit code 3", async () => {
+    const before = await balanceOf(payerAddress(4));
+    const { code, stdout, stderr } = await runCli(
+      ["pay", targetUrl, "--api", devnetService.url, "--max-usdc", "0.01"],
+      env(4),
+    );
+    expect(code).toBe(3);
+    expect(stdout).toBe("");
+    expect(stderr).toBe("secsnap pay: price 0.05 USDC exceeds --max-usdc 0.01\n");
+    expect(await balanceOf(payerAddress(4))).toBe(before);
+  });
+});
+
+describe("--api", () => {
+  it("keeps its path: a service mounted under a prefix is paid there", async () => {
+    const mounted = await proxy({ upstream: devnetService.url, prefix: "/tools/secsnap" });
+    const before = await balanceOf(payerAddress(4));
+    const { code, stderr } = await runCli(["pay", targetUrl, "--api", mounted.url], env(4));
+    expect(code, stderr).toBe(0);
+    expect(mounted.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /v1/snapshot",
+      "POST /v1/snapshot",
+    ]);
+    expect(await balanceOf(payerAddress(4))).toBe(before - PRICE_UNITS);
+  });
+});
+
+describe("503 after a signed proof", () => {
+  /** The devnet's facilitator, failing the first `failures` settles with a 500 (not forwarded). */
+  async function failingSettles(failures: number): Promise<ForwardingProxy> {
+    let settles = 0;
+    return proxy({
+      upstream: devnet.facilitatorUrl,
+      intercept: (request) => {
+        if (request.path !== "/settle" || ++settles > failures) return undefined;
+        return { status: 500, body: JSON.stringify({ error: "settle failed (test)" }) };
+      },
+    });
+  }
+
+  it("resends the same proof, pays once and prints the report", async () => {
+    const facilitator = await failingSettles(1);
+    const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
+    const before = await balanceOf(payerAddress(5));
+    const { code, stdout, stderr } = await runCli(["pay", targetUrl, "--api", service.url], env(5));
+    expect(code, stderr).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+    expect(stderr).toMatch(/answered 503 .*sending the same proof again in 1s/);
+    const settled = facilitatorCalls(facilitator, "/settle");
+    expect(settled).toHaveLength(2);
+    expect(new Set([...settled, ...facilitatorCalls(facilitator, "/verify")]).size).toBe(1);
+    expect(await balanceOf(payerAddress(5))).toBe(before - PRICE_UNITS);
+  });
+
+  it("gives up after a bounded number of sends, exit 4, never signing a second proof", async () => {
+    const facilitator = await failingSettles(Infinity);
+    const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
+    const before = await balanceOf(payerAddress(5));
+    const { code, stdout, stderr } = await runCli(["pay", targetUrl, "--api", service.url], env(5));
+    expect(code).toBe(4);
+    expect(stdout).toBe("");
+    expect(stderr).toMatch(/the API answered 503/);
+    const settled = facilitatorCalls(facilitator, "/settle");
+    expect(settled).toHaveLength(4);
+    expect(new Set(settled).size).toBe(1);
+    expect(await balanceOf(payerAddress(5))).toBe(before);
+  });
+});
+
+describe("a paid request lost on the way", () => {
+  it("is sent again with the same proof: one signature, one transfer, the report", async () => {
+    let paidSends = 0;
+    const lossy = await proxy({
+      upstream: devnetService.url,
+      drop: (request) => request.headers["payment-signature"] !== undefined && ++paidSends === 1,
+    });
+    const before = await balanceOf(payerAddress(6));
+    const { code, stdout, stderr } = await runCli(["pay", targetUrl, "--api", lossy.url], env(6));
+    expect(code, stderr).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+    expect(stderr).toMatch(/no answer .*sending the same proof again/);
+    const proofs = lossy.requests.map((r) => r.headers["payment-signature"]).filter(Boolean);
+    expect(proofs).toHaveLength(2);
+    expect(new Set(proofs).size).toBe(1);
+    expect(await balanceOf(payerAddress(6))).toBe(before - PRICE_UNITS);
+  });
+});
+
+describe("exit codes", () => {
+  it("2 for a SnapshotError, before anything is signed", async () => {
+    const { code, stderr } = await runCli(
+      ["pay", "http://10.1.2.3/", "--api", devnetService.url],
+      env(4),
+    );
+    expect(code).toBe(2);
+    expect(stderr).toMatch(/answered 400.*ssrf/);
+    expect(stderr).not.toContain("paying");
+  });
+
+  it("1 for an unknown --network", async () => {
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", devnetService.url, "--network", "ethereum"],
+      env(4),
+    );
+    expect(code).toBe(1);
+    expect(stderr).toContain("--network must be one of base, base-sepolia");
+  });
+
+  it("3 when the asked-for network is not offered, before signing", async () => {
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", devnetService.url, "--network", "base"],
+      env(4),
+    );
+    expect(code).toBe(3);
+    expect(stderr).toContain("--network base is not offered by the API");
+    expect(stderr).not.toContain("paying");
+  });
+});
