@@ -1,9 +1,10 @@
 /**
  * `secsnap serve` in production mode (X402_PAY_TO set) as a real process, against a local
  * facilitator that answers only /supported: PUBLIC_URL in what the service says of itself, the
- * start-up check of the facilitator, and a flood of unreadable payment proofs.
+ * start-up check of the facilitator, a flood of unreadable payment proofs, and Ctrl-C.
  */
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { connect, type Socket } from "node:net";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
@@ -216,6 +217,42 @@ describe("serve checks the facilitator at start", () => {
     } finally {
       served.child.kill("SIGKILL");
       await facilitator?.close();
+    }
+  }, 60_000);
+});
+
+describe("serve on Ctrl-C", () => {
+  it("drains on the first SIGINT, and a second one a moment later forces the exit", async () => {
+    const facilitator = await startSupportedFacilitator([BASE_SEPOLIA]);
+    // The drain would wait for the snapshot deadline: ten minutes.
+    const served = serve({
+      X402_FACILITATOR_URL: facilitator.url,
+      X402_NETWORKS: "base-sepolia",
+      SNAPSHOT_TIMEOUT_MS: "600000",
+    });
+    let socket: Socket | undefined;
+    try {
+      const { hostname, port } = new URL(baseUrl(await served.first) ?? "");
+      // A request whose body never finishes keeps the drain going.
+      socket = await new Promise<Socket>((resolve, reject) => {
+        const s = connect(Number(port), hostname, () => resolve(s));
+        s.on("error", reject);
+      });
+      socket.write(
+        `POST /v1/snapshot HTTP/1.1\r\nhost: ${hostname}\r\ncontent-length: 100\r\n\r\n{`,
+      );
+      served.child.kill("SIGINT");
+      for (let i = 0; i < 200 && !served.lines.some((l) => /^SIGINT: shutting down/.test(l)); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(served.lines).toContainEqual(expect.stringMatching(/^SIGINT: shutting down/));
+      await new Promise((resolve) => setTimeout(resolve, 1_500)); // a second keypress, not an echo
+      served.child.kill("SIGINT");
+      expect(await served.exited).toBe(1);
+    } finally {
+      socket?.destroy();
+      served.child.kill("SIGKILL");
+      await facilitator.close();
     }
   }, 60_000);
 });
