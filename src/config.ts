@@ -50,6 +50,28 @@ const listenPort = int(0, 65535, "a TCP port (0-65535)");
 
 const httpUrl = z.url({ protocol: /^https?$/, message: "must be an http(s) URL" });
 
+/**
+ * The service's public base URL (PUBLIC_URL): absolute http(s), no credentials, query or
+ * fragment, since paths are appended to it; kept without a trailing slash.
+ */
+const publicUrl = z
+  .string()
+  .refine((s) => s === "" || URL.canParse(s), "must be an absolute http(s) URL")
+  .transform((s) => (s === "" ? undefined : new URL(s)))
+  .refine(
+    (u) => u === undefined || u.protocol === "https:" || u.protocol === "http:",
+    "must be an absolute http(s) URL",
+  )
+  .refine((u) => u === undefined || (!u.search && !u.hash && !hasQueryFragmentOrCredentials(u)), {
+    message: "must have no query, fragment or credentials (paths are appended to it)",
+  })
+  .transform((u) => (u === undefined ? undefined : `${u.origin}${u.pathname.replace(/\/+$/, "")}`));
+
+/** A URL with a `?`, `#` or credentials, even empty ones (`new URL` drops an empty `?`). */
+function hasQueryFragmentOrCredentials(u: URL): boolean {
+  return u.username !== "" || u.password !== "" || /[?#]/.test(u.href);
+}
+
 const list = (item: (s: string) => boolean, what: string) =>
   z
     .string()
@@ -114,6 +136,11 @@ export interface PaymentConfig {
 export interface Config {
   port: number;
   host: string;
+  /**
+   * PUBLIC_URL without a trailing slash: the base of the paid resource's URL in the challenges,
+   * and the OpenAPI `servers` entry. Unset: each request's own URL.
+   */
+  publicUrl: string | undefined;
   snapshot: SnapshotConfig;
   payment: PaymentConfig;
 }
@@ -305,6 +332,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     port: read(env, "PORT", z.coerce.number().int().min(0).max(65535), "8080"),
     host: read(env, "HOST", z.string().min(1), "0.0.0.0"),
+    publicUrl: read(env, "PUBLIC_URL", publicUrl, ""),
     snapshot: loadSnapshotConfig(env),
     payment: loadPaymentConfig(env),
   };

@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { loadConfig, type PaymentConfig } from "../config.js";
 import { createApp, createChallengeFastPath, startServer } from "../http/index.js";
@@ -9,6 +10,7 @@ import {
 import { createSnapshotEngine, createUrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type Command } from "./command.js";
+import { rateLimitedLog } from "./rate-limited-log.js";
 
 /** In-flight requests get the whole snapshot deadline plus this much to finish on shutdown. */
 export const SHUTDOWN_MARGIN_MS = 5_000;
@@ -25,19 +27,27 @@ interface PaymentSetup {
 }
 
 /**
- * X402_PAY_TO set: the configured networks and facilitator, whose /supported is fetched in the
- * background; while it is down the paid route answers 503 (docs/contract.md §7.5). Unset: the
+ * X402_PAY_TO set: the configured networks and facilitator, whose /supported is fetched and
+ * checked before listening; while it is down the paid route answers 503 (docs/contract.md §7.5). Unset: the
  * embedded devnet (started, or reused when already running on its ports), offering only
  * eip155:84532 (§7.7); loaded only then.
  */
-async function setupPayment(config: PaymentConfig): Promise<PaymentSetup> {
-  const refusals = {
+async function setupPayment(
+  config: PaymentConfig,
+  publicUrl: string | undefined,
+  log: (line: string) => void,
+): Promise<PaymentSetup> {
+  const common = {
+    log,
     proofReleases: config.proofReleases,
     refusedPerPayerPerMinute: config.refusedPerPayerPerMinute,
+    ...(publicUrl !== undefined && { publicUrl }),
   };
   if (config.payTo) {
-    const gate = createPaymentGate({ ...paymentGateOptionsFromConfig(config), ...refusals });
-    void gate.warmUp();
+    const gate = createPaymentGate({ ...paymentGateOptionsFromConfig(config), ...common });
+    // A facilitator lacking a configured network stops the start (one line, a ConfigError);
+    // one that is unreachable is one warning line, then 503 until it answers.
+    await gate.warmUp();
     return {
       gate,
       mode: `x402 on ${config.networks.join(", ")}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
@@ -57,7 +67,7 @@ async function setupPayment(config: PaymentConfig): Promise<PaymentSetup> {
         facilitatorUrl: devnet.facilitatorUrl,
         network: devnet.network,
       }),
-      ...refusals,
+      ...common,
     });
     await gate.warmUp();
     return {
@@ -76,15 +86,34 @@ async function setupPayment(config: PaymentConfig): Promise<PaymentSetup> {
   }
 }
 
+/** An error, or a value the app logs beside a message (schema issues), in a few words. */
+function describe(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  try {
+    return JSON.stringify(error);
+  } catch {
+    return String(error);
+  }
+}
+
+/**
+ * A repeat within this long is the same Ctrl-C: the terminal signals the whole process group and
+ * `npm start` forwards the signal to its child once more.
+ */
+const SAME_SIGNAL_MS = 1_000;
+
 function nextShutdownSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
       process.off("SIGTERM", onSignal);
       process.off("SIGINT", onSignal);
+      const first = performance.now();
       // A second signal while draining means "now": skip the grace period.
-      const force = () => process.exit(1);
-      process.once("SIGTERM", force);
-      process.once("SIGINT", force);
+      const force = () => {
+        if (performance.now() - first >= SAME_SIGNAL_MS) process.exit(1);
+      };
+      process.on("SIGTERM", force);
+      process.on("SIGINT", force);
       resolve(signal);
     };
     process.on("SIGTERM", onSignal);
@@ -107,7 +136,11 @@ export const serveCommand: Command = {
     const config = loadConfig(env);
 
     const signal = nextShutdownSignal();
-    const payment = await setupPayment(config.payment);
+    // Per-request events: one short line each, rate-limited (docs/security.md).
+    const log = rateLimitedLog((line) => stderr.write(`${line}\n`));
+    const appLog = (message: string, error?: unknown) =>
+      log(error === undefined ? message : `${message}: ${describe(error)}`);
+    const payment = await setupPayment(config.payment, config.publicUrl, log);
     const engine = createSnapshotEngine(config.snapshot);
     const urlPolicy = createUrlPolicy(config.snapshot);
     const { gate } = payment;
@@ -116,8 +149,14 @@ export const serveCommand: Command = {
       urlPolicy,
       paymentMiddleware: gate.middleware,
       priceUsdc: config.payment.priceUsdc,
+      ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
+      log: appLog,
     });
-    const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
+    const front = createChallengeFastPath({
+      urlPolicy,
+      unpaidChallenge: gate.unpaidChallenge,
+      log: appLog,
+    });
 
     let server;
     try {

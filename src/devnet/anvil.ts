@@ -66,12 +66,15 @@ export function startAnvil(opts: { port: number; timeoutMs?: number }): Promise<
     "--accounts",
     "10",
   ];
+  // Its own process group: a Ctrl-C in the terminal signals the whole foreground group, and the
+  // chain must outlive the owner's drain (settlements of running requests); the owner stops it.
   const child = binary.endsWith(".mjs")
     ? spawn(process.execPath, [binary, ...args], {
         stdio: ["ignore", "pipe", "pipe"],
         env: { ...process.env, TARGET_TOOL: "anvil" },
+        detached: true,
       })
-    : spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"] });
+    : spawn(binary, args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
 
   let exited = child.exitCode !== null;
   const exitedPromise = new Promise<void>((resolve) => {

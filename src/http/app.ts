@@ -45,6 +45,8 @@ export interface AppDeps {
   paymentMiddleware?: MiddlewareHandler<AppEnv>;
   /** The configured price the API description states (X402_PRICE_USDC); default its default. */
   priceUsdc?: string;
+  /** The service's public base URL (PUBLIC_URL), the API description's server; default none. */
+  publicUrl?: string;
   /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
   log?: Logger;
 }
@@ -156,7 +158,11 @@ function addFreeRoutes(app: Hono<AppEnv>, deps: AppDeps, checkShape: ShapeCheck)
   checkShape(DemoSnapshotResultSchema, demo, "DemoSnapshotResult");
   const cacheable = { "cache-control": STATIC_CACHE_CONTROL };
   const demoAnswer = jsonAnswer(200, demo, cacheable);
-  const openApiAnswer = jsonAnswer(200, createOpenApiDocument(deps.priceUsdc), cacheable);
+  const openApiAnswer = jsonAnswer(
+    200,
+    createOpenApiDocument(deps.priceUsdc, deps.publicUrl),
+    cacheable,
+  );
 
   app.get("/demo/snapshot", etag(), () => toResponse(demoAnswer));
   app.get("/health", () => {

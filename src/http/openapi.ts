@@ -69,15 +69,18 @@ const notAllowed = {
 
 /**
  * The OpenAPI 3.1 document served at GET /openapi.json, stating the configured price (without
- * one, the configuration's own default).
+ * one, the configuration's own default) and, with a public URL (PUBLIC_URL), that URL as its
+ * one server; without, no `servers`, which OpenAPI reads as the document's own origin.
  */
 export function createOpenApiDocument(
   priceUsdc: string = DEFAULT_PRICE_USDC,
+  publicUrl?: string,
 ): Record<string, unknown> {
   const price = `${priceUsdc} USDC`;
   return {
     openapi: "3.1.0",
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
+    ...(publicUrl !== undefined && { servers: [{ url: publicUrl }] }),
     info: {
       title: "secsnap",
       version: SERVICE_VERSION,

@@ -55,6 +55,7 @@ export class ResilientFacilitatorClient implements FacilitatorClient {
   private readonly inner: HTTPFacilitatorClient;
   /** The same facilitator with the settle bound (the SDK client has one timeout for all calls). */
   private readonly settler: HTTPFacilitatorClient;
+  private supported: SupportedResponse | undefined;
 
   constructor(options: FacilitatorClientOptions) {
     const headers = options.headers ?? {};
@@ -86,8 +87,10 @@ export class ResilientFacilitatorClient implements FacilitatorClient {
     return this.guard("settle", () => this.settler.settle(payload, requirements));
   }
 
-  getSupported(): Promise<SupportedResponse> {
-    return this.guard("supported", () => this.inner.getSupported());
+  /** /supported, kept once it answered: the gate checks it first, then the SDK reads it. */
+  async getSupported(): Promise<SupportedResponse> {
+    this.supported ??= await this.guard("supported", () => this.inner.getSupported());
+    return this.supported;
   }
 
   private async guard<T>(operation: string, call: () => Promise<T>): Promise<T> {

@@ -12,6 +12,12 @@ import { createCdpAuthHeaders } from "./cdp-auth.js";
 import { PreparedChallenges, challengeAnswer, unreadableProofAnswer } from "./challenge.js";
 import { describeError } from "./describe-error.js";
 import {
+  FacilitatorMismatchError,
+  checkSupport,
+  requiredKinds,
+  type PaymentKind,
+} from "./facilitator-support.js";
+import {
   DEFAULT_FACILITATOR_TIMEOUT_MS,
   ResilientFacilitatorClient,
 } from "./facilitator-client.js";
@@ -97,7 +103,11 @@ export interface PaymentGate {
     resourceUrl: string,
     header: (name: string) => string | undefined,
   ): Answer | undefined;
-  /** Fetches the facilitator's /supported once (cached); false if it is unreachable now. */
+  /**
+   * Fetches the facilitator's /supported once (cached): false while it is unreachable (one
+   * warning line); rejects with a FacilitatorMismatchError (a ConfigError naming the variables)
+   * when it lacks a configured network, scheme or protocol version.
+   */
   warmUp(): Promise<boolean>;
 }
 
@@ -143,32 +153,47 @@ export function paymentGateOptionsFromConfig(
 }
 
 /**
- * The facilitator's /supported, fetched once and cached by the SDK. A failure is remembered for
- * `retryMs` so a dead facilitator costs no round trip per request, and retried after.
+ * The facilitator's /supported, fetched once and checked against what the route offers, then
+ * handed to the SDK. A failure is remembered for `retryMs` so a dead facilitator costs no round
+ * trip per request, and retried after. Each failure is logged once, not once per retry.
  */
 class FacilitatorReadiness {
   private ready = false;
   private pending: Promise<boolean> | undefined;
   private lastFailureAt = -Infinity;
+  private lastLogged: string | undefined;
 
   constructor(
     private readonly httpServer: x402HTTPResourceServer,
+    private readonly facilitator: ResilientFacilitatorClient,
+    private readonly required: readonly PaymentKind[],
     private readonly retryMs: number,
-    private readonly onFailure: (error: unknown) => void,
+    private readonly log: (line: string) => void,
   ) {}
 
+  /**
+   * Fetches /supported now (once at a time). False while the facilitator is unreachable (logged
+   * once); a FacilitatorMismatchError, unlogged, when it can never serve this configuration.
+   */
   warmUp(): Promise<boolean> {
     if (this.ready) return Promise.resolve(true);
-    this.pending ??= this.httpServer.initialize().then(
+    this.pending ??= this.initialize().then(
       () => {
         this.ready = true;
         this.pending = undefined;
+        if (this.lastLogged !== undefined) {
+          this.log(`x402 facilitator answers now (${this.facilitator.url})`);
+        }
         return true;
       },
       (error: unknown) => {
         this.lastFailureAt = performance.now();
         this.pending = undefined;
-        this.onFailure(error);
+        if (error instanceof FacilitatorMismatchError) throw error;
+        this.logOnce(
+          `x402 facilitator not usable yet (${this.facilitator.url}): ${describeError(error)}; ` +
+            "paid requests get 503 until it answers",
+        );
         return false;
       },
     );
@@ -179,7 +204,22 @@ class FacilitatorReadiness {
   async check(): Promise<boolean> {
     if (this.ready) return true;
     if (performance.now() - this.lastFailureAt < this.retryMs) return false;
-    return this.warmUp();
+    return this.warmUp().catch((error: unknown) => {
+      this.logOnce(describeError(error));
+      return false;
+    });
+  }
+
+  private async initialize(): Promise<void> {
+    // Read and checked here, so the SDK's initialize (which reuses it) neither logs nor fails.
+    checkSupport(this.facilitator.url, await this.facilitator.getSupported(), this.required);
+    await this.httpServer.initialize();
+  }
+
+  private logOnce(line: string): void {
+    if (line === this.lastLogged) return;
+    this.lastLogged = line;
+    this.log(line);
   }
 }
 
@@ -203,14 +243,22 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const maxReleases = options.proofReleases ?? DEFAULT_PROOF_RELEASES;
   const perMinute = options.refusedPerPayerPerMinute ?? DEFAULT_REFUSED_PER_PAYER_PER_MINUTE;
   const budget = options.payerBudget ?? memoryPayerBudget(perMinute);
-  const httpServer = createHttpResourceServer(options, maxReleases, log);
+  const facilitator = new ResilientFacilitatorClient({
+    url: options.facilitatorUrl,
+    timeoutMs: options.facilitatorTimeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
+    settleTimeoutMs: options.facilitatorSettleTimeoutMs ?? DEFAULT_SETTLE_TIMEOUT_MS,
+    ...(options.facilitatorHeaders && { headers: options.facilitatorHeaders }),
+    ...(options.facilitatorAuth && { createAuthHeaders: options.facilitatorAuth }),
+  });
+  const httpServer = createHttpResourceServer(options, facilitator, maxReleases, log);
   // No paywall, and no /supported sync by the SDK: FacilitatorReadiness does it, once.
   const sdkMiddleware = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
   const readiness = new FacilitatorReadiness(
     httpServer,
+    facilitator,
+    requiredKinds(options.networks),
     options.supportedRetryMs ?? 1000,
-    (error) =>
-      log(`x402 facilitator not usable yet (${options.facilitatorUrl}): ${describeError(error)}`),
+    log,
   );
   const challenges = new PreparedChallenges();
 
@@ -322,6 +370,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     // JSON encoding) overflow, is refused here, in bounded work: a 402 saying why, never a 503.
     const proof = readRequestProof(header);
     if (proof && !proof.ok) {
+      log(`refused an unreadable payment proof: ${proof.why}`);
       return toResponse(await unreadableProofAnswer(httpServer, c, proof.why, log));
     }
     return verifyRunSettle(c, next, proof?.payer);
@@ -337,16 +386,10 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
 /** The SDK's resource server for the paid route, on our facilitator client, replays guarded. */
 function createHttpResourceServer(
   options: PaymentGateOptions,
+  facilitator: ResilientFacilitatorClient,
   maxReleases: number,
   log: (line: string) => void,
 ): x402HTTPResourceServer {
-  const facilitator = new ResilientFacilitatorClient({
-    url: options.facilitatorUrl,
-    timeoutMs: options.facilitatorTimeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
-    settleTimeoutMs: options.facilitatorSettleTimeoutMs ?? DEFAULT_SETTLE_TIMEOUT_MS,
-    ...(options.facilitatorHeaders && { headers: options.facilitatorHeaders }),
-    ...(options.facilitatorAuth && { createAuthHeaders: options.facilitatorAuth }),
-  });
   const resourceServer = new x402ResourceServer(facilitator);
   for (const network of options.networks) resourceServer.register(network, new ExactEvmScheme());
   resourceServer.registerExtension(bazaarResourceServerExtension);

@@ -6,7 +6,8 @@ import { NETWORK_IDS } from "../config.js";
 import { snapshotDiscoveryExtension } from "./discovery.js";
 
 /** The one priced route (docs/contract.md §1.2). */
-export const PAID_ROUTE = "POST /v1/snapshot";
+const PAID_PATH = "/v1/snapshot";
+export const PAID_ROUTE = `POST ${PAID_PATH}`;
 
 /** USDC per network (docs/contract.md §7.1). Devnet puts its token at the Base Sepolia address. */
 const USDC_ADDRESSES: Readonly<Record<string, `0x${string}`>> = {
@@ -25,13 +26,21 @@ export interface RouteOffer {
   payTo: `0x${string}`;
   networks: readonly Network[];
   priceUsdc: string;
-  /** Public URL of the resource in the challenge; default the request URL. */
-  resourceUrl?: string;
   /**
    * The networks are the embedded devnet (docs/contract.md §7.7): each entry's `extra` says
    * `devnet: true`, the one sign by which `secsnap pay` may pay with the devnet's public test key.
    */
   devnet?: boolean;
+  /**
+   * The service's public base URL (PUBLIC_URL, no trailing slash): the resource of every
+   * challenge is this plus the route's path. Default: the request's own URL.
+   */
+  publicUrl?: string;
+}
+
+/** The paid resource's URL under a public base URL (docs/contract.md §6.1). */
+export function paidResourceUrl(publicUrl: string): string {
+  return `${publicUrl}${PAID_PATH}`;
 }
 
 /** The SDK's configuration of the paid route: one `exact` USDC entry per network. */
@@ -51,7 +60,7 @@ export function paidRouteConfig(offer: RouteOffer): RouteConfig {
         maxTimeoutSeconds: 300,
       };
     }),
-    ...(offer.resourceUrl !== undefined && { resource: offer.resourceUrl }),
+    ...(offer.publicUrl !== undefined && { resource: paidResourceUrl(offer.publicUrl) }),
     description: "Live security-hygiene snapshot of one public URL",
     mimeType: "application/json",
     serviceName: "secsnap",

@@ -34,10 +34,15 @@ export async function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv()
 
 /**
  * A real `secsnap` process (src/cli/main.ts through tsx, so it runs the sources under test):
- * for what only a process shows, its exit code and its signals.
+ * for what only a process shows, its exit code and its signals. `detached`: in its own process
+ * group, as a terminal's foreground job is, so a test can signal the whole group.
  */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ["--import", "tsx", MAIN, ...args], { cwd: ROOT, env });
+export function spawnCli(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  { detached = false } = {},
+): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, ["--import", "tsx", MAIN, ...args], { cwd: ROOT, env, detached });
 }
 
 export async function runProcess(

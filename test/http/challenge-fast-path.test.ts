@@ -51,7 +51,7 @@ beforeAll(async () => {
     priceUsdc: "0.05",
     facilitatorUrl: `http://127.0.0.1:${(facilitator.address() as AddressInfo).port}`,
     // One resource URL for both servers, so their challenges are comparable.
-    resourceUrl: "https://api.example/v1/snapshot",
+    publicUrl: "https://api.example",
     log: () => {},
   });
   expect(await gate.warmUp()).toBe(true);

@@ -1,0 +1,258 @@
+/**
+ * `secsnap serve` in production mode (X402_PAY_TO set) as a real process, against a local
+ * facilitator that answers only /supported: PUBLIC_URL in what the service says of itself, the
+ * start-up check of the facilitator, a flood of unreadable payment proofs, and Ctrl-C.
+ */
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { connect, type Socket } from "node:net";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
+import type { PaymentRequired } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { extractDiscoveryInfo } from "@x402/extensions/bazaar";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
+import { closedPort } from "../fixtures/targets.js";
+import { cleanEnv, spawnCli } from "./run.js";
+
+const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const BASE_SEPOLIA = "eip155:84532";
+
+interface Served {
+  child: ChildProcessWithoutNullStreams;
+  /** Every output line so far, stdout and stderr. */
+  lines: string[];
+  /** The first line, or undefined when the process ended without listening. */
+  first: Promise<string | undefined>;
+  exited: Promise<number | null>;
+}
+
+function serve(env: Record<string, string>): Served {
+  const child = spawnCli(
+    ["serve"],
+    cleanEnv({ PORT: "0", HOST: "127.0.0.1", X402_PAY_TO: PAY_TO, ...env }),
+  );
+  const lines: string[] = [];
+  let resolveFirst: (line: string | undefined) => void = () => {};
+  const first = new Promise<string | undefined>((resolve) => (resolveFirst = resolve));
+  for (const stream of [child.stdout, child.stderr]) {
+    let buffered = "";
+    stream.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString();
+      const parts = buffered.split("\n");
+      buffered = parts.pop() ?? "";
+      for (const line of parts) {
+        lines.push(line);
+        if (/listening on/.test(line)) resolveFirst(line);
+      }
+    });
+  }
+  const exited = new Promise<number | null>((resolve) =>
+    child.on("close", (code) => {
+      resolveFirst(undefined);
+      resolve(code);
+    }),
+  );
+  return { child, lines, first, exited };
+}
+
+const baseUrl = (first: string | undefined) => /listening on (http:\/\/\S+)/.exec(first ?? "")?.[1];
+
+function postSnapshot(base: string, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${base}/v1/snapshot`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ url: "https://example.com" }),
+  });
+}
+
+const challengeOf = (response: Response): PaymentRequired =>
+  decodePaymentRequiredHeader(response.headers.get("payment-required") ?? "");
+
+describe("serve with PUBLIC_URL, and hostile payment headers", () => {
+  let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>>;
+  let served: Served;
+  let base: string;
+
+  beforeAll(async () => {
+    facilitator = await startSupportedFacilitator([BASE_SEPOLIA]);
+    served = serve({
+      X402_FACILITATOR_URL: facilitator.url,
+      X402_NETWORKS: "base-sepolia",
+      PUBLIC_URL: "https://api.example.com/secsnap/",
+    });
+    base = baseUrl(await served.first) ?? "";
+    expect(base, served.lines.join("\n")).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  }, 60_000);
+
+  afterAll(async () => {
+    served?.child.kill("SIGKILL");
+    await facilitator?.close();
+  });
+
+  it("names PUBLIC_URL, never the request's own URL, as the resource, the Bazaar listing and the server", async () => {
+    const resource = "https://api.example.com/secsnap/v1/snapshot";
+    // The first unpaid request goes through the route; the second through the fast path.
+    for (let i = 0; i < 2; i++) {
+      const unpaid = await postSnapshot(base);
+      expect(unpaid.status).toBe(402);
+      expect(challengeOf(unpaid).resource?.url).toBe(resource);
+    }
+    const challenge = challengeOf(await postSnapshot(base));
+
+    // A facilitator's Bazaar lists the resource from what the client pays with.
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: privateKeyToAccount(generatePrivateKey()) });
+    const payload = await client.createPaymentPayload(challenge);
+    expect(extractDiscoveryInfo(payload, payload.accepted)?.resourceUrl).toBe(resource);
+    // …and the service reads the proof carrying it (the scripted facilitator then fails: 503).
+    const paid = await postSnapshot(
+      base,
+      new x402HTTPClient(client).encodePaymentSignatureHeader(payload),
+    );
+    expect(paid.status).toBe(503);
+
+    const openapi = (await (await fetch(`${base}/openapi.json`)).json()) as { servers?: unknown };
+    expect(openapi.servers).toEqual([{ url: "https://api.example.com/secsnap" }]);
+  });
+
+  it("answers 1,000 unreadable proofs with a 402 each saying so, in fewer than 20 log lines", async () => {
+    const b64 = (text: string) => Buffer.from(text).toString("base64");
+    const malformed = [
+      "garbage",
+      "!!! not base64 !!!",
+      "A".repeat(9_000),
+      b64("not json"),
+      b64("[".repeat(200) + "]".repeat(200)),
+      b64(JSON.stringify({ x402Version: 2 })),
+      b64(
+        JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: {} }),
+      ),
+      b64("\n".repeat(50) + "{}"),
+    ];
+    const before = served.lines.length;
+    const answers: { status: number; error: unknown; challenge: boolean }[] = [];
+    for (let batch = 0; batch < 20; batch++) {
+      answers.push(
+        ...(await Promise.all(
+          Array.from({ length: 50 }, async (_, i) => {
+            const n = batch * 50 + i;
+            const header = n % 2 === 0 ? "payment-signature" : "x-payment";
+            const response = await postSnapshot(base, {
+              [header]: malformed[(n >> 1) % malformed.length]!,
+            });
+            const body = (await response.json()) as { error?: unknown };
+            return {
+              status: response.status,
+              error: body.error,
+              challenge: response.headers.has("payment-required"),
+            };
+          }),
+        )),
+      );
+    }
+    expect(answers).toHaveLength(1_000);
+    for (const answer of answers) {
+      expect(answer).toEqual({
+        status: 402,
+        error: expect.stringMatching(/^Unreadable payment proof: (PAYMENT-SIGNATURE|X-PAYMENT) /),
+        challenge: true,
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300)); // let the last lines arrive
+    const logged = served.lines.slice(before);
+    expect(logged.length, logged.join("\n")).toBeLessThan(20);
+    expect(logged.some((line) => line.includes("unreadable payment proof"))).toBe(true);
+    for (const line of logged) expect(line.length).toBeLessThanOrEqual(300);
+  }, 120_000);
+});
+
+describe("serve checks the facilitator at start", () => {
+  it("stops with one line naming the network and the variables when the facilitator lacks a network", async () => {
+    const facilitator = await startSupportedFacilitator([BASE_SEPOLIA]);
+    try {
+      // X402_NETWORKS defaults to base,base-sepolia; this facilitator is testnet-only.
+      const served = serve({ X402_FACILITATOR_URL: facilitator.url });
+      const first = await Promise.race([served.first, served.exited.then(() => undefined)]);
+      served.child.kill("SIGKILL");
+      expect(first, "it must not start listening").toBeUndefined();
+      expect(await served.exited).toBe(1);
+      expect(served.lines).toHaveLength(1);
+      expect(served.lines[0]).toMatch(/^secsnap: X402_NETWORKS .*base \(eip155:8453\)/);
+      expect(served.lines[0]).toContain("X402_FACILITATOR_URL");
+      expect(served.lines[0]).toContain(facilitator.url);
+    } finally {
+      await facilitator.close();
+    }
+  }, 60_000);
+
+  it("warns once when the facilitator is unreachable, answers 503 until it answers, then serves", async () => {
+    const port = await closedPort("127.0.0.1");
+    const served = serve({
+      X402_FACILITATOR_URL: `http://127.0.0.1:${port}`,
+      X402_NETWORKS: "base-sepolia",
+    });
+    let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>> | undefined;
+    try {
+      const base = baseUrl(await served.first);
+      expect(base, served.lines.join("\n")).toBeDefined();
+      // Retried after at most a second each: three failed attempts, one line.
+      for (let i = 0; i < 3; i++) {
+        const response = await postSnapshot(base!);
+        expect(response.status).toBe(503);
+        expect(response.headers.get("retry-after")).toMatch(/^\d+$/);
+        await new Promise((resolve) => setTimeout(resolve, 1_100));
+      }
+      facilitator = await startSupportedFacilitator([BASE_SEPOLIA], port);
+      expect((await postSnapshot(base!)).status).toBe(402);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const others = served.lines.filter((line) => !/listening on/.test(line));
+      expect(others).toEqual([
+        expect.stringMatching(
+          new RegExp(`^x402 facilitator not usable yet \\(http://127\\.0\\.0\\.1:${port}\\)`),
+        ),
+        expect.stringMatching(/^x402 facilitator answers now/),
+      ]);
+    } finally {
+      served.child.kill("SIGKILL");
+      await facilitator?.close();
+    }
+  }, 60_000);
+});
+
+describe("serve on Ctrl-C", () => {
+  it("drains on the first SIGINT, and a second one a moment later forces the exit", async () => {
+    const facilitator = await startSupportedFacilitator([BASE_SEPOLIA]);
+    // The drain would wait for the snapshot deadline: ten minutes.
+    const served = serve({
+      X402_FACILITATOR_URL: facilitator.url,
+      X402_NETWORKS: "base-sepolia",
+      SNAPSHOT_TIMEOUT_MS: "600000",
+    });
+    let socket: Socket | undefined;
+    try {
+      const { hostname, port } = new URL(baseUrl(await served.first) ?? "");
+      // A request whose body never finishes keeps the drain going.
+      socket = await new Promise<Socket>((resolve, reject) => {
+        const s = connect(Number(port), hostname, () => resolve(s));
+        s.on("error", reject);
+      });
+      socket.write(
+        `POST /v1/snapshot HTTP/1.1\r\nhost: ${hostname}\r\ncontent-length: 100\r\n\r\n{`,
+      );
+      served.child.kill("SIGINT");
+      for (let i = 0; i < 200 && !served.lines.some((l) => /^SIGINT: shutting down/.test(l)); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(served.lines).toContainEqual(expect.stringMatching(/^SIGINT: shutting down/));
+      await new Promise((resolve) => setTimeout(resolve, 1_500)); // a second keypress, not an echo
+      served.child.kill("SIGINT");
+      expect(await served.exited).toBe(1);
+    } finally {
+      socket?.destroy();
+      served.child.kill("SIGKILL");
+      await facilitator.close();
+    }
+  }, 60_000);
+});

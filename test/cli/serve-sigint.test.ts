@@ -1,0 +1,101 @@
+/**
+ * Ctrl-C on `secsnap serve` (devnet): the terminal sends SIGINT to the whole foreground process
+ * group, and `npm start` forwards it once more. A paid request in flight still finishes verify →
+ * snapshot → settle and gets its 200; the chain (anvil, in its own group) outlives the drain and
+ * stops last.
+ */
+import { connect, type Socket } from "node:net";
+import { createPublicClient, http, type Address, type Hex } from "viem";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { DEV_USDC_ABI, DEVNET_USDC_ADDRESS } from "../../src/devnet/constants.js";
+import { startTarget } from "../fixtures/held-target.js";
+import { closedPort } from "../fixtures/targets.js";
+import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
+
+let target: Awaited<ReturnType<typeof startTarget>>;
+beforeAll(async () => {
+  target = await startTarget();
+});
+afterAll(() => target.close());
+
+/** A request whose body never finishes: the server keeps draining, and so the chain stays up. */
+function openRequest(base: string): Promise<Socket> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(
+        `POST /v1/snapshot HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\n` +
+          "content-length: 100\r\n\r\n{",
+      );
+      resolve(socket);
+    });
+    socket.on("error", reject);
+  });
+}
+
+it(
+  "a process-group SIGINT during a paid request: the client gets its 200, the transfer is on chain, anvil stops last",
+  { timeout: 180_000 },
+  async () => {
+    const child = spawnCli(
+      ["serve"],
+      cleanEnv({
+        PORT: "0",
+        HOST: "127.0.0.1",
+        SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
+        SNAPSHOT_ALLOWED_PORTS: String(target.port),
+        DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
+        DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
+      }),
+      { detached: true },
+    );
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const stopping = waitForLine(child.stderr, /^SIGINT: shutting down/);
+    let keeper: Socket | undefined;
+    try {
+      const first = await waitForLine(child.stdout, /listening on/);
+      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      const rpcUrl = / at (http:\/\/127\.0\.0\.1:\d+)/.exec(first)?.[1] as string;
+      const payTo = /payTo (0x[0-9a-fA-F]{40})/.exec(first)?.[1] as Address;
+      expect([base, rpcUrl, payTo].every(Boolean), first).toBe(true);
+      const chain = createPublicClient({ transport: http(rpcUrl) });
+      const balance = () =>
+        chain.readContract({
+          address: DEVNET_USDC_ADDRESS,
+          abi: DEV_USDC_ABI,
+          functionName: "balanceOf",
+          args: [payTo],
+        });
+      const before = await balance();
+
+      // The paid snapshot waits on the held target when Ctrl-C comes.
+      const arrived = target.hold();
+      const paying = runCli(["pay", target.url, "--api", base], cleanEnv());
+      await arrived;
+      keeper = await openRequest(base);
+      process.kill(-child.pid!, "SIGINT"); // the terminal: the whole foreground group
+      await stopping;
+      process.kill(child.pid!, "SIGINT"); // npm start: the same Ctrl-C, forwarded a moment later
+      target.release();
+
+      const paid = await paying;
+      expect(paid, paid.stderr + paid.stdout).toMatchObject({ code: 0 });
+      expect(JSON.parse(paid.stdout)).toMatchObject({ requested_url: target.url, reachable: true });
+      const tx = /settlement transaction: (0x[0-9a-f]{64})/.exec(paid.stderr)?.[1] as Hex;
+      expect(tx, paid.stderr).toBeDefined();
+
+      // Still draining (the unfinished request), so the chain is still up: the transfer is there.
+      const receipt = await chain.getTransactionReceipt({ hash: tx });
+      expect(receipt.status).toBe("success");
+      expect((await balance()) - before).toBe(50_000n);
+
+      keeper.destroy();
+      expect(await exited).toBe(0);
+      // Anvil went with it, after the drain.
+      await expect(chain.getChainId()).rejects.toThrow();
+    } finally {
+      keeper?.destroy();
+      child.kill("SIGKILL");
+    }
+  },
+);
