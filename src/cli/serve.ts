@@ -56,6 +56,7 @@ async function setupPayment(config: PaymentConfig): Promise<PaymentSetup> {
         payTo: devnet.payTo,
         facilitatorUrl: devnet.facilitatorUrl,
         network: devnet.network,
+        rpcUrl: devnet.rpcUrl,
       }),
       ...refusals,
     });

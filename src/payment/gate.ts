@@ -1,10 +1,12 @@
 import { performance } from "node:perf_hooks";
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
+import { encodePaymentResponseHeader } from "@x402/core/http";
 import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
+import { paymentIdentifierResourceServerExtension } from "@x402/extensions/payment-identifier";
 import { NETWORK_IDS } from "../config.js";
 import type { PaymentConfig } from "../config.js";
 import { errorAnswer, toResponse, type Answer } from "./answer.js";
@@ -18,6 +20,15 @@ import {
 import type { FacilitatorClientOptions } from "./facilitator-client.js";
 import { memoryPayerBudget } from "./payer-budget.js";
 import type { PayerBudget } from "./payer-budget.js";
+import {
+  SettlementRecovery,
+  authorizationKey,
+  decodeRecord,
+  encodeRecord,
+  paidIdentity,
+  type PaidIdentity,
+  type PaidRecord,
+} from "./paid-records.js";
 import { readRequestProof } from "./proof.js";
 import { PAID_ROUTE, paidRouteConfig, type RouteOffer } from "./route.js";
 import { MemoryReplayStore, explainRejection, guardReplays } from "./replay-guard.js";
@@ -34,10 +45,19 @@ const UNAVAILABLE_STATUS = 503;
 const CLIENT_GONE_STATUS = 499;
 /** The SDK's answer to a facilitator failure; the snapshot handler never answers it. */
 const SDK_FACILITATOR_ERROR_STATUS = 502;
+/** Answer for a payment id (or proof) used with another proof or body, or still in progress. */
+const CONFLICT_STATUS = 409;
+const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
 /** Statuses the gate answers in place of the snapshot, which then never ran. */
 const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([OVER_BUDGET_STATUS, UNAVAILABLE_STATUS]);
 
 const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
+/** Records of paid requests (kept answers, unsettled payments) live at least this long. */
+export const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
+/** Bound on one paid request holding its payment id or proof (verify, snapshot, settle). */
+const PAID_LOCK_TTL_MS = 5 * 60_000;
+/** Pending settlements remembered at once between the SDK's settle hook and the gate. */
+const MAX_SETTLING = 10_000;
 
 export interface PaidRequestTimings {
   /** Facilitator /verify plus the replay claim (processHTTPRequest of the SDK). */
@@ -69,7 +89,15 @@ export interface PaymentGateOptions extends RouteOffer {
   supportedRetryMs?: number;
   /** `Retry-After` (seconds) on 503 answers. */
   retryAfterSeconds?: number;
+  /** Proof claims and paid records (kept answers, unsettled payments); default in memory. */
   replayStore?: ReplayStore;
+  /** How long a paid record lives (kept answer of a payment id, unsettled report); default 1 h. */
+  paidRecordTtlMs?: number;
+  /**
+   * JSON-RPC URL per network id (CAIP-2), to read on chain whether an unsettled payment was
+   * made (EIP-3009 authorizationState); without one a retry settles again.
+   */
+  rpcUrls?: Readonly<Record<string, string>>;
   /**
    * How many times one proof may be released after a snapshot it did not pay for (refused, or
    * the client hung up) before it is refused with a 402; default 3 (SNAPSHOT_PROOF_RELEASES).
@@ -104,17 +132,27 @@ export interface PaymentGate {
 /** The gate's options from the validated environment; devnet supplies payTo and facilitator. */
 export function paymentGateOptionsFromConfig(
   config: PaymentConfig,
-  devnet?: { payTo: `0x${string}`; facilitatorUrl: string; network: Network },
+  devnet?: { payTo: `0x${string}`; facilitatorUrl: string; network: Network; rpcUrl?: string },
 ): Pick<
   PaymentGateOptions,
-  "payTo" | "networks" | "priceUsdc" | "facilitatorUrl" | "facilitatorHeaders" | "facilitatorAuth"
+  | "payTo"
+  | "networks"
+  | "priceUsdc"
+  | "facilitatorUrl"
+  | "facilitatorHeaders"
+  | "facilitatorAuth"
+  | "rpcUrls"
+  | "paidRecordTtlMs"
 > {
+  const paidRecordTtlMs = config.paidRecordTtlSeconds * 1000;
   if (devnet) {
     return {
       payTo: devnet.payTo,
       networks: [devnet.network],
       priceUsdc: config.priceUsdc,
       facilitatorUrl: devnet.facilitatorUrl,
+      paidRecordTtlMs,
+      ...(devnet.rpcUrl && { rpcUrls: { [devnet.network]: devnet.rpcUrl } }),
     };
   }
   if (!config.payTo || !config.facilitatorUrl) {
@@ -125,6 +163,13 @@ export function paymentGateOptionsFromConfig(
     networks: config.networks.map((name) => NETWORK_IDS[name]),
     priceUsdc: config.priceUsdc,
     facilitatorUrl: config.facilitatorUrl,
+    paidRecordTtlMs,
+    rpcUrls: Object.fromEntries(
+      Object.entries(config.rpcUrls).map(([name, url]) => [
+        NETWORK_IDS[name as keyof typeof NETWORK_IDS],
+        url,
+      ]),
+    ),
     ...(config.facilitatorHeaders && { facilitatorHeaders: config.facilitatorHeaders }),
     ...(config.cdpApiKey && {
       facilitatorAuth: createCdpAuthHeaders({
@@ -196,7 +241,16 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const maxReleases = options.proofReleases ?? DEFAULT_PROOF_RELEASES;
   const perMinute = options.refusedPerPayerPerMinute ?? DEFAULT_REFUSED_PER_PAYER_PER_MINUTE;
   const budget = options.payerBudget ?? memoryPayerBudget(perMinute);
-  const httpServer = createHttpResourceServer(options, maxReleases, log);
+  const store = options.replayStore ?? new MemoryReplayStore();
+  const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
+  // What the SDK is settling, by authorization: kept when the outcome is unknown.
+  const settling = new Map<string, { payload: unknown; requirements: unknown }>();
+  const { httpServer, facilitator } = createHttpResourceServer(
+    options,
+    { store, maxReleases, settling },
+    log,
+  );
+  const recovery = new SettlementRecovery(facilitator, options.rpcUrls ?? {}, log);
   // No paywall, and no /supported sync by the SDK: FacilitatorReadiness does it, once.
   const sdkMiddleware = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
   const readiness = new FacilitatorReadiness(
@@ -231,6 +285,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     c: Context,
     next: Next,
     payer: string | undefined,
+    attempt?: PaidAttempt,
   ): Promise<Response | void> {
     const started = performance.now();
     let verified: number | undefined;
@@ -261,6 +316,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         // makes the SDK skip settlement and release the proof.
         if (c.res.status < 400 && c.req.raw.signal.aborted) {
           c.res = toResponse(errorAnswer(CLIENT_GONE_STATUS, "client closed the connection"));
+        } else if (attempt && c.res.status === 200) {
+          attempt.report = c.res.clone();
         }
       });
     } catch (error) {
@@ -286,6 +343,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
     if (answer.status === SDK_FACILITATOR_ERROR_STATUS) {
       log(`x402 facilitator error: ${await answer.text().catch(() => "")}`);
+      // The report was made and settlement went out with no known outcome: the caller keeps it.
+      if (attempt?.report) attempt.unsettled = true;
       c.res = toResponse(unavailable("facilitator unreachable or failing"));
       return c.res;
     }
@@ -317,8 +376,158 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     if (proof && !proof.ok) {
       return toResponse(await unreadableProofAnswer(httpServer, c, proof.why, log));
     }
+    const identity = proof && paidIdentity(proof.payload, requestBody(c));
+    if (identity && !identity.ok) {
+      return toResponse(await unreadableProofAnswer(httpServer, c, identity.why, log));
+    }
+    if (proof && identity) return payOnce(c, next, proof.payer, identity.identity);
     return verifyRunSettle(c, next, proof?.payer);
   };
+
+  const conflict = (message: string, headers: Record<string, string> = {}): Answer =>
+    errorAnswer(CONFLICT_STATUS, message, headers);
+  const inProgress = (): Answer =>
+    conflict(
+      "A request with this payment is in progress; retry after it finishes to get its answer.",
+      { "retry-after": String(IN_PROGRESS_RETRY_AFTER_SECONDS) },
+    );
+  const unsettledAnswer = (): Answer =>
+    unavailable(
+      "the settlement's outcome is unknown; retry with the same payment proof to get the " +
+        "report once the payment is known, never charged twice",
+    );
+
+  /**
+   * Paying once (docs/payment.md): one request at a time per payment id (or proof); a kept
+   * answer is served again for its payment id, an unsettled report once its payment is known;
+   * the same key with another proof or body is a 409.
+   */
+  async function payOnce(
+    c: Context,
+    next: Next,
+    payer: string,
+    identity: PaidIdentity,
+  ): Promise<Response | void> {
+    const lockKey = `paid-lock|${identity.key}`;
+    const recordKey = `paid|${identity.key}`;
+    let claimed: boolean;
+    let record: PaidRecord | undefined;
+    try {
+      claimed = await store.claim(lockKey, PAID_LOCK_TTL_MS);
+      record = decodeRecord(await store.getRecord(recordKey));
+    } catch (error) {
+      log(`paid record store failed: ${describeError(error)}`);
+      return toResponse(unavailable("payment record store unavailable"));
+    }
+    try {
+      if (record && record.fingerprint !== identity.fingerprint) {
+        return toResponse(
+          conflict(
+            identity.idempotent
+              ? "This payment id was already used with another payment proof or request body."
+              : "This payment proof was already used with another request body.",
+          ),
+        );
+      }
+      if (record?.state === "served") return toResponse(record.answer);
+      if (!claimed) {
+        // Without an id, today's rule answers a concurrent copy: the proof is served once.
+        return record || identity.idempotent
+          ? toResponse(inProgress())
+          : await verifyRunSettle(c, next, payer);
+      }
+      if (record) return toResponse(await settleKept(recordKey, record, identity));
+      return await firstAttempt(c, next, payer, recordKey, identity);
+    } catch (error) {
+      log(`paid record store failed: ${describeError(error)}`);
+      return toResponse(unavailable("payment record store unavailable"));
+    } finally {
+      if (claimed) {
+        await store.release(lockKey).catch((error: unknown) => {
+          log(`paid record store failed: ${describeError(error)}`);
+        });
+      }
+    }
+  }
+
+  async function firstAttempt(
+    c: Context,
+    next: Next,
+    payer: string,
+    recordKey: string,
+    identity: PaidIdentity,
+  ): Promise<Response | void> {
+    const attempt: PaidAttempt = {};
+    const returned = await verifyRunSettle(c, next, payer, attempt);
+    const kept = attempt.report && (await answerOf(attempt.report));
+    if (attempt.unsettled && kept) {
+      const pending = takeSettling(identity);
+      if (pending) {
+        const record: PaidRecord = {
+          state: "unsettled",
+          fingerprint: identity.fingerprint,
+          answer: kept,
+          ...pending,
+        };
+        await store.putRecord(recordKey, encodeRecord(record), recordTtlMs);
+        c.res = toResponse(unsettledAnswer());
+        return c.res;
+      }
+    }
+    takeSettling(identity);
+    const answer = returned ?? c.res;
+    if (identity.idempotent && answer.status === 200) {
+      const served = await answerOf(answer);
+      const record: PaidRecord = {
+        state: "served",
+        fingerprint: identity.fingerprint,
+        answer: served,
+      };
+      await store.putRecord(recordKey, encodeRecord(record), recordTtlMs);
+      return toResponse(served);
+    }
+    return returned;
+  }
+
+  /** The SDK's payload and requirements of this request's settlement, forgotten once taken. */
+  function takeSettling(
+    identity: PaidIdentity,
+  ): { payload: unknown; requirements: unknown } | undefined {
+    const pending = settling.get(identity.authorizationKey);
+    settling.delete(identity.authorizationKey);
+    return pending;
+  }
+
+  /** The kept report once its payment is known made; 402 if refused; 503 while unknown. */
+  async function settleKept(
+    recordKey: string,
+    record: Extract<PaidRecord, { state: "unsettled" }>,
+    identity: PaidIdentity,
+  ): Promise<Answer> {
+    const outcome = await recovery.recover(record.payload, record.requirements);
+    if (outcome.kind === "unknown") {
+      log(`x402 settlement still unknown: ${outcome.why}`);
+      return unsettledAnswer();
+    }
+    if (outcome.kind === "refused") {
+      await store.deleteRecord(recordKey);
+      return errorAnswer(402, `Payment settlement failed: ${outcome.reason}`);
+    }
+    const answer: Answer = {
+      ...record.answer,
+      headers: {
+        ...record.answer.headers,
+        "payment-response": encodePaymentResponseHeader(outcome.settlement),
+      },
+    };
+    if (identity.idempotent) {
+      const served: PaidRecord = { state: "served", fingerprint: record.fingerprint, answer };
+      await store.putRecord(recordKey, encodeRecord(served), recordTtlMs);
+    } else {
+      await store.deleteRecord(recordKey);
+    }
+    return answer;
+  }
 
   return {
     middleware,
@@ -327,12 +536,38 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   };
 }
 
+/** One paid request's report and whether its settlement went out with no known outcome. */
+interface PaidAttempt {
+  report?: Response;
+  unsettled?: boolean;
+}
+
+/** The request body as the input check read it (the route's `snapshotInput`), for fingerprints. */
+function requestBody(c: Context): string {
+  const input = (c.get as (key: string) => unknown)("snapshotInput");
+  const raw = (input as { raw?: unknown } | undefined)?.raw;
+  return typeof raw === "string" ? raw : "";
+}
+
+/** A Response as plain data, headers a kept answer repeats (no transfer framing). */
+async function answerOf(response: Response): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== "content-length" && name !== "transfer-encoding") headers[name] = value;
+  });
+  return { status: response.status, headers, body: await response.text() };
+}
+
 /** The SDK's resource server for the paid route, on our facilitator client, replays guarded. */
 function createHttpResourceServer(
   options: PaymentGateOptions,
-  maxReleases: number,
+  replays: {
+    store: ReplayStore;
+    maxReleases: number;
+    settling: Map<string, { payload: unknown; requirements: unknown }>;
+  },
   log: (line: string) => void,
-): x402HTTPResourceServer {
+): { httpServer: x402HTTPResourceServer; facilitator: ResilientFacilitatorClient } {
   const facilitator = new ResilientFacilitatorClient({
     url: options.facilitatorUrl,
     timeoutMs: options.facilitatorTimeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
@@ -343,7 +578,19 @@ function createHttpResourceServer(
   const resourceServer = new x402ResourceServer(facilitator);
   for (const network of options.networks) resourceServer.register(network, new ExactEvmScheme());
   resourceServer.registerExtension(bazaarResourceServerExtension);
-  const store = options.replayStore ?? new MemoryReplayStore();
-  guardReplays(resourceServer, store, maxReleases, NOT_RUN_STATUSES, log);
-  return new x402HTTPResourceServer(resourceServer, { [PAID_ROUTE]: paidRouteConfig(options) });
+  resourceServer.registerExtension(paymentIdentifierResourceServerExtension);
+  guardReplays(resourceServer, replays.store, replays.maxReleases, NOT_RUN_STATUSES, log);
+  // Remembered so a settlement with no known outcome can be completed on the client's retry.
+  resourceServer.onBeforeSettle(({ paymentPayload, requirements }) => {
+    const key = authorizationKey(paymentPayload);
+    if (key !== undefined) {
+      if (replays.settling.size >= MAX_SETTLING) replays.settling.clear();
+      replays.settling.set(key, { payload: paymentPayload, requirements });
+    }
+    return Promise.resolve();
+  });
+  const httpServer = new x402HTTPResourceServer(resourceServer, {
+    [PAID_ROUTE]: paidRouteConfig(options),
+  });
+  return { httpServer, facilitator };
 }

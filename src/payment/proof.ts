@@ -12,7 +12,9 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-export type ProofReading = { ok: true; payer: `0x${string}` } | { ok: false; why: string };
+/** A readable proof: its payer and the decoded payload (what paying once is keyed by). */
+export type ProofReading =
+  { ok: true; payer: `0x${string}`; payload: unknown } | { ok: false; why: string };
 
 /** One x402 protocol generation as the gate meets it: the request header its proof comes in. */
 export interface ProofGeneration {
@@ -85,7 +87,7 @@ function readPaymentProof(header: string): ProofReading {
       "PAYMENT-SIGNATURE carries no EIP-3009 authorization (payload.authorization.from)",
     );
   }
-  return { ok: true, payer };
+  return { ok: true, payer, payload: parsed.data };
 }
 
 function refuse(why: string): ProofReading {
