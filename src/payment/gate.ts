@@ -484,7 +484,9 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         answer: served,
       };
       await store.putRecord(recordKey, encodeRecord(record), recordTtlMs);
-      return toResponse(served);
+      // The SDK's answer was read here: the route answers this copy.
+      c.res = toResponse(served);
+      return c.res;
     }
     return returned;
   }
