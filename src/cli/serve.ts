@@ -3,6 +3,7 @@ import { loadConfig, type PaymentConfig } from "../config.js";
 import { createApp, createChallengeFastPath, startServer } from "../http/index.js";
 import {
   createPaymentGate,
+  paidRecordOptionsFromConfig,
   paymentGateOptionsFromConfig,
   type PaymentGate,
 } from "../payment/index.js";
@@ -36,7 +37,11 @@ async function setupPayment(config: PaymentConfig): Promise<PaymentSetup> {
     refusedPerPayerPerMinute: config.refusedPerPayerPerMinute,
   };
   if (config.payTo) {
-    const gate = createPaymentGate({ ...paymentGateOptionsFromConfig(config), ...refusals });
+    const gate = createPaymentGate({
+      ...paymentGateOptionsFromConfig(config),
+      ...paidRecordOptionsFromConfig(config),
+      ...refusals,
+    });
     void gate.warmUp();
     return {
       gate,
@@ -56,8 +61,8 @@ async function setupPayment(config: PaymentConfig): Promise<PaymentSetup> {
         payTo: devnet.payTo,
         facilitatorUrl: devnet.facilitatorUrl,
         network: devnet.network,
-        rpcUrl: devnet.rpcUrl,
       }),
+      ...paidRecordOptionsFromConfig(config, devnet),
       ...refusals,
     });
     await gate.warmUp();

@@ -132,27 +132,17 @@ export interface PaymentGate {
 /** The gate's options from the validated environment; devnet supplies payTo and facilitator. */
 export function paymentGateOptionsFromConfig(
   config: PaymentConfig,
-  devnet?: { payTo: `0x${string}`; facilitatorUrl: string; network: Network; rpcUrl?: string },
+  devnet?: { payTo: `0x${string}`; facilitatorUrl: string; network: Network },
 ): Pick<
   PaymentGateOptions,
-  | "payTo"
-  | "networks"
-  | "priceUsdc"
-  | "facilitatorUrl"
-  | "facilitatorHeaders"
-  | "facilitatorAuth"
-  | "rpcUrls"
-  | "paidRecordTtlMs"
+  "payTo" | "networks" | "priceUsdc" | "facilitatorUrl" | "facilitatorHeaders" | "facilitatorAuth"
 > {
-  const paidRecordTtlMs = config.paidRecordTtlSeconds * 1000;
   if (devnet) {
     return {
       payTo: devnet.payTo,
       networks: [devnet.network],
       priceUsdc: config.priceUsdc,
       facilitatorUrl: devnet.facilitatorUrl,
-      paidRecordTtlMs,
-      ...(devnet.rpcUrl && { rpcUrls: { [devnet.network]: devnet.rpcUrl } }),
     };
   }
   if (!config.payTo || !config.facilitatorUrl) {
@@ -163,13 +153,6 @@ export function paymentGateOptionsFromConfig(
     networks: config.networks.map((name) => NETWORK_IDS[name]),
     priceUsdc: config.priceUsdc,
     facilitatorUrl: config.facilitatorUrl,
-    paidRecordTtlMs,
-    rpcUrls: Object.fromEntries(
-      Object.entries(config.rpcUrls).map(([name, url]) => [
-        NETWORK_IDS[name as keyof typeof NETWORK_IDS],
-        url,
-      ]),
-    ),
     ...(config.facilitatorHeaders && { facilitatorHeaders: config.facilitatorHeaders }),
     ...(config.cdpApiKey && {
       facilitatorAuth: createCdpAuthHeaders({
@@ -178,6 +161,23 @@ export function paymentGateOptionsFromConfig(
       }),
     }),
   };
+}
+
+/**
+ * How long paid records live and where the chain is read (docs/payment.md, "Paying once"); in
+ * devnet mode its anvil is the chain.
+ */
+export function paidRecordOptionsFromConfig(
+  config: PaymentConfig,
+  devnet?: { network: Network; rpcUrl: string },
+): Pick<PaymentGateOptions, "paidRecordTtlMs" | "rpcUrls"> {
+  const rpcUrls: Record<string, string> = devnet ? { [devnet.network]: devnet.rpcUrl } : {};
+  if (!devnet) {
+    for (const [name, url] of Object.entries(config.rpcUrls)) {
+      rpcUrls[NETWORK_IDS[name as keyof typeof NETWORK_IDS]] = url;
+    }
+  }
+  return { paidRecordTtlMs: config.paidRecordTtlSeconds * 1000, rpcUrls };
 }
 
 /**
