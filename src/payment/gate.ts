@@ -459,36 +459,40 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   ): Promise<Response | void> {
     const attempt: PaidAttempt = {};
     const returned = await verifyRunSettle(c, next, payer, attempt);
-    const kept = attempt.report && (await answerOf(attempt.report));
-    if (attempt.unsettled && kept) {
-      const pending = takeSettling(identity);
-      if (pending) {
-        const record: PaidRecord = {
-          state: "unsettled",
-          fingerprint: identity.fingerprint,
-          answer: kept,
-          ...pending,
-        };
-        await store.putRecord(recordKey, encodeRecord(record), recordTtlMs);
-        c.res = toResponse(unsettledAnswer());
-        return c.res;
-      }
+    const pending = takeSettling(identity);
+    if (attempt.unsettled && attempt.report && pending) {
+      const record: PaidRecord = {
+        state: "unsettled",
+        fingerprint: identity.fingerprint,
+        answer: await answerOf(attempt.report),
+        ...pending,
+      };
+      await keep(recordKey, record);
+      c.res = toResponse(unsettledAnswer());
+      return c.res;
     }
-    takeSettling(identity);
     const answer = returned ?? c.res;
     if (identity.idempotent && answer.status === 200) {
       const served = await answerOf(answer);
-      const record: PaidRecord = {
-        state: "served",
-        fingerprint: identity.fingerprint,
-        answer: served,
-      };
-      await store.putRecord(recordKey, encodeRecord(record), recordTtlMs);
+      await keep(recordKey, { state: "served", fingerprint: identity.fingerprint, answer: served });
       // The SDK's answer was read here: the route answers this copy.
       c.res = toResponse(served);
       return c.res;
     }
     return returned;
+  }
+
+  async function forget(recordKey: string): Promise<void> {
+    await store.deleteRecord(recordKey).catch((error: unknown) => {
+      log(`paid record store could not drop a record: ${describeError(error)}`);
+    });
+  }
+
+  /** Stores a record; a paid answer goes out whatever the store says, so a failure is logged. */
+  async function keep(recordKey: string, record: PaidRecord): Promise<void> {
+    await store.putRecord(recordKey, encodeRecord(record), recordTtlMs).catch((error: unknown) => {
+      log(`paid record store could not keep a ${record.state} record: ${describeError(error)}`);
+    });
   }
 
   /** The SDK's payload and requirements of this request's settlement, forgotten once taken. */
@@ -512,7 +516,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return unsettledAnswer();
     }
     if (outcome.kind === "refused") {
-      await store.deleteRecord(recordKey);
+      await forget(recordKey);
       return errorAnswer(402, `Payment settlement failed: ${outcome.reason}`);
     }
     const answer: Answer = {
@@ -523,10 +527,9 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       },
     };
     if (identity.idempotent) {
-      const served: PaidRecord = { state: "served", fingerprint: record.fingerprint, answer };
-      await store.putRecord(recordKey, encodeRecord(served), recordTtlMs);
+      await keep(recordKey, { state: "served", fingerprint: record.fingerprint, answer });
     } else {
-      await store.deleteRecord(recordKey);
+      await forget(recordKey);
     }
     return answer;
   }

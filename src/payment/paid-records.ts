@@ -2,7 +2,10 @@ import { createHash } from "node:crypto";
 import type { FacilitatorClient } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { SettleError } from "@x402/core/types";
-import { extractAndValidatePaymentIdentifier } from "@x402/extensions/payment-identifier";
+import {
+  PAYMENT_IDENTIFIER,
+  extractAndValidatePaymentIdentifier,
+} from "@x402/extensions/payment-identifier";
 import { createPublicClient, http, parseAbi, parseAbiItem, type PublicClient } from "viem";
 import type { Answer } from "./answer.js";
 import { describeError } from "./describe-error.js";
@@ -65,7 +68,14 @@ export function paidIdentity(payload: unknown, body: string): IdentityReading | 
   const auth = authorizationOf(payload);
   const authKey = authorizationKey(payload);
   if (!auth || !authKey) return undefined;
-  const { id, validation } = extractAndValidatePaymentIdentifier(payload as PaymentPayload);
+  // Only the id is read: a schema the client sends along is not compiled (cost is the client's).
+  const declared = (payload as { extensions?: Record<string, unknown> }).extensions?.[
+    PAYMENT_IDENTIFIER
+  ];
+  const info = (declared as { info?: unknown } | undefined)?.info;
+  const { id, validation } = extractAndValidatePaymentIdentifier({
+    ...(declared !== undefined && { extensions: { [PAYMENT_IDENTIFIER]: { info } } }),
+  } as PaymentPayload);
   if (!validation.valid) {
     return { ok: false, why: `payment-identifier is invalid: ${validation.errors?.join("; ")}` };
   }

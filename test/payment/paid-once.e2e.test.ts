@@ -229,6 +229,20 @@ describe("payment-identifier", () => {
   });
 });
 
+describe("a malformed payment id", () => {
+  it("is a 402 saying why, before verify, and nothing moves", async () => {
+    const base = await startService();
+    const account = payer(7);
+    const before = await balanceOf(account.address);
+    const refused = await post(base, target.url, await proof(base, account, "short id!"));
+    expect(refused.status).toBe(402);
+    expect(((await refused.json()) as { error: string }).error).toMatch(
+      /Unreadable payment proof: payment-identifier is invalid/,
+    );
+    expect(await balanceOf(account.address)).toBe(before);
+  });
+});
+
 describe("settlement with no known outcome", () => {
   it("settled, then the connection dropped: 503 with Retry-After; the retry gets the kept report from the chain, one transfer", async () => {
     const base = await startService({ rpcUrls: { [devnet.network]: devnet.rpcUrl } });
