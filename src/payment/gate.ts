@@ -410,13 +410,14 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   ): Promise<Response | void> {
     const lockKey = `paid-lock|${identity.key}`;
     const recordKey = `paid|${identity.key}`;
-    let claimed: boolean;
+    let claimed = false;
     let record: PaidRecord | undefined;
     try {
       claimed = await store.claim(lockKey, PAID_LOCK_TTL_MS);
       record = decodeRecord(await store.getRecord(recordKey));
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
+      if (claimed) await store.release(lockKey).catch(() => {});
       return toResponse(unavailable("payment record store unavailable"));
     }
     try {
