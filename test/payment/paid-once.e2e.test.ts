@@ -7,11 +7,24 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentResponseHeader,
+  decodePaymentSignatureHeader,
+} from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
-import { createPublicClient, http, type Address, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  createWalletClient,
+  http,
+  parseAbi,
+  parseSignature,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
@@ -326,6 +339,64 @@ describe("settlement with no known outcome", () => {
     expect(proxy.settles.forwarded).toBe(forwardedBefore + 1);
     expect(target.hits() - hitsBefore).toBe(1);
     expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+  });
+
+  it("an authorization the payer canceled on chain meanwhile is not taken as paid: 402, no report", async () => {
+    const base = await startService({ rpcUrls: { [devnet.network]: devnet.rpcUrl } });
+    const account = payer(7);
+    const before = await balanceOf(account.address);
+    const headers = await proof(base, account);
+    const { nonce } = (
+      decodePaymentSignatureHeader(headers["PAYMENT-SIGNATURE"]!).payload as {
+        authorization: { nonce: Hex };
+      }
+    ).authorization;
+
+    proxy.failNextSettle("drop-unforwarded");
+    expect((await post(base, target.url, headers)).status).toBe(503);
+
+    const signature = parseSignature(
+      await account.signTypedData({
+        domain: {
+          name: "USDC",
+          version: "2",
+          chainId: devnet.chainId,
+          verifyingContract: devnet.usdcAddress,
+        },
+        types: {
+          CancelAuthorization: [
+            { name: "authorizer", type: "address" },
+            { name: "nonce", type: "bytes32" },
+          ],
+        },
+        primaryType: "CancelAuthorization",
+        message: { authorizer: account.address, nonce },
+      }),
+    );
+    const wallet = createWalletClient({ account, transport: http(devnet.rpcUrl) });
+    const hash = await wallet.writeContract({
+      chain: null,
+      address: devnet.usdcAddress,
+      abi: parseAbi([
+        "function cancelAuthorization(address authorizer, bytes32 nonce, uint8 v, bytes32 r, bytes32 s)",
+      ]),
+      functionName: "cancelAuthorization",
+      args: [
+        account.address,
+        nonce,
+        Number(signature.v ?? 27n + BigInt(signature.yParity)),
+        signature.r,
+        signature.s,
+      ],
+    });
+    expect((await chain.waitForTransactionReceipt({ hash })).status).toBe("success");
+
+    const retry = await post(base, target.url, headers);
+    expect(retry.status).toBe(402);
+    const body = (await retry.json()) as Record<string, unknown>;
+    expect(body.error).toContain("authorization_canceled");
+    expect(body).not.toHaveProperty("requested_url");
+    expect(await balanceOf(account.address)).toBe(before);
   });
 
   it("a settlement the facilitator refuses (success: false) is 402 with the reason, nothing moved", async () => {
