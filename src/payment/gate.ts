@@ -53,7 +53,7 @@ const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([OVER_BUDGET_STATUS, UNAVA
 
 const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
 /** Records of paid requests (kept answers, unsettled payments) live at least this long. */
-export const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
+const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
 /** Bound on one paid request holding its payment id or proof (verify, snapshot, settle). */
 const PAID_LOCK_TTL_MS = 5 * 60_000;
 /** Pending settlements remembered at once between the SDK's settle hook and the gate. */
@@ -233,6 +233,8 @@ class FacilitatorReadiness {
  *    facilitator costs no /supported round trip per request (the SDK would retry on each);
  *  - the unpaid challenge is built once per resource URL (challenge.ts), not per request;
  *  - a rejected payment's 402 says why in its JSON body (the SDK leaves it `{}`).
+ *  - paying once (paid-records.ts): a payment id's answer is kept and served again, and a report
+ *    whose settlement had no known outcome is kept until the retry learns it was paid.
  * A new protocol generation adds its proof header and reader in proof.ts.
  */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
