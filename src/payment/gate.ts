@@ -439,7 +439,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
           ? toResponse(inProgress())
           : await verifyRunSettle(c, next, payer);
       }
-      if (record) return toResponse(await settleKept(recordKey, record, identity));
+      if (record) return toResponse(await settleKept(recordKey, record, identity, payer));
       return await firstAttempt(c, next, payer, recordKey, identity);
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
@@ -512,6 +512,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     recordKey: string,
     record: Extract<PaidRecord, { state: "unsettled" }>,
     identity: PaidIdentity,
+    payer: string,
   ): Promise<Answer> {
     const outcome = await recovery.recover(record.payload, record.requirements);
     if (outcome.kind === "unknown") {
@@ -522,6 +523,10 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       await forget(recordKey);
       return errorAnswer(402, `Payment settlement failed: ${outcome.reason}`);
     }
+    // Paid for after all: the snapshot no longer counts against the payer's unpaid budget.
+    await budget.refund(payer).catch((error: unknown) => {
+      log(`payer budget store failed: ${describeError(error)}`);
+    });
     const answer: Answer = {
       ...record.answer,
       headers: {
