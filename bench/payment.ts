@@ -6,7 +6,9 @@
  *    the median of the per-round ratios must be ≥ 0.70. The server runs in a child process so the load
  *    generator does not share its event loop.
  * 2. Paid-snapshot overhead over the real devnet: a paid snapshot (verify → snapshot → settle,
- *    timed inside the payment gate) beside the same snapshot run unpaid through the engine.
+ *    timed inside the payment gate) beside the same snapshot run unpaid through the engine; and
+ *    a paid call carrying a payment id beside its idempotent replay (the kept answer), which
+ *    must be ≥ 10× faster.
  *
  *   tsx bench/payment.ts            exits 1 if the challenge ratio misses its target
  */
@@ -15,7 +17,10 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
+import { x402HTTPClient } from "@x402/core/client";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { Pool, type Dispatcher } from "undici";
 import { privateKeyToAccount } from "viem/accounts";
@@ -35,6 +40,7 @@ const ROUNDS = 9;
 /** Hard cap per round, so a broken server cannot make the loop spin for ever. */
 const MAX_REQUESTS_PER_ROUND = 200_000;
 const PAID_RUNS = 8;
+const REPLAY_TARGET_SPEEDUP = 10;
 const CHILD_ROLE = "SECSNAP_BENCH_PAYMENT_SERVER";
 const TIME_LIMIT_MS = 180_000;
 
@@ -281,7 +287,62 @@ async function startTinySite(): Promise<{ server: Server; url: string; probePort
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, probePort };
 }
 
-async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promise<void> {
+/**
+ * A paid call with a payment id, then the same request again (the kept answer), as the client
+ * sees them; returns the median speed-up of the replay.
+ */
+async function replayBench(
+  serviceUrl: string,
+  siteUrl: string,
+  client: x402Client,
+): Promise<number> {
+  const post = (headers: Record<string, string>) =>
+    fetch(`${serviceUrl}/v1/snapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ url: siteUrl }),
+    });
+  const paidMs: number[] = [];
+  const replayMs: number[] = [];
+  for (let i = 0; i < PAID_RUNS + 1; i++) {
+    const unpaid = await post({});
+    await unpaid.arrayBuffer();
+    const required = decodePaymentRequiredHeader(unpaid.headers.get("payment-required") ?? "");
+    const payload = await client.createPaymentPayload(required);
+    payload.extensions = {
+      ...payload.extensions,
+      [PAYMENT_IDENTIFIER]: { info: { required: false, id: generatePaymentId() } },
+    };
+    const headers = new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
+    const t0 = performance.now();
+    const paid = await post(headers);
+    const paidBody = await paid.text();
+    const t1 = performance.now();
+    const replay = await post(headers);
+    const replayBody = await replay.text();
+    const t2 = performance.now();
+    if (paid.status !== 200 || replay.status !== 200 || replayBody !== paidBody) {
+      throw new Error(`idempotent replay answered ${paid.status}/${replay.status}, not the same`);
+    }
+    if (i === 0) continue; // warm-up
+    paidMs.push(t1 - t0);
+    replayMs.push(t2 - t1);
+  }
+  const paid = summarise(paidMs);
+  const replay = summarise(replayMs);
+  const speedup = summarise(paidMs.map((ms, i) => ms / replayMs[i]!)).median;
+  console.log(
+    `\nIdempotent replay (same payment id, proof and body: the kept answer) vs the paid call it repeats (${paidMs.length} runs, as the client sees them)`,
+  );
+  console.log(row("paid call with a payment id", paid, "ms"));
+  console.log(row("its replay (kept answer)", replay, "ms"));
+  console.log(
+    `  speed-up of the replay (paired)    ${fmt(speedup, 1)}×       target ≥ ${REPLAY_TARGET_SPEEDUP}×  ${speedup >= REPLAY_TARGET_SPEEDUP ? "OK" : "MISSED"}`,
+  );
+  return speedup;
+}
+
+async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promise<number> {
   const site = await startTinySite();
   const engineOptions: EngineOptions = {
     timeoutMs: 10_000,
@@ -316,6 +377,9 @@ async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promi
 
   const unpaidMs: number[] = [];
   const paidClientMs: number[] = [];
+  let replaySpeedup = 0;
+  // The paid runs' own timings, before the replay runs add theirs.
+  let paidTimings: PaidRequestTimings[] = [];
   try {
     for (let i = 0; i < PAID_RUNS + 1; i++) {
       const t0 = performance.now();
@@ -333,12 +397,18 @@ async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promi
       unpaidMs.push(t1 - t0);
       paidClientMs.push(t2 - t1);
     }
+    paidTimings = [...timings];
+    const replayKey = devnet.payerPrivateKeys[6];
+    if (!replayKey) throw new Error("no devnet payer");
+    const replayClient = new x402Client();
+    registerExactEvmScheme(replayClient, { signer: privateKeyToAccount(replayKey) });
+    replaySpeedup = await replayBench(service.url, site.url, replayClient);
   } finally {
     await service.close(1_000);
     await engine.close();
     await new Promise<void>((resolve) => site.server.close(() => resolve()));
   }
-  const counted = timings.filter((t) => t.status === 200).slice(1);
+  const counted = paidTimings.filter((t) => t.status === 200).slice(1);
   const total = summarise(counted.map((t) => t.totalMs));
   const verify = summarise(counted.map((t) => t.verifyMs));
   const handler = summarise(counted.map((t) => t.handlerMs));
@@ -358,6 +428,7 @@ async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promi
   console.log(
     `  payment overhead (paid in service − unpaid)  ${fmt(total.median - unpaid.median)} ms; the client's extra 402 round trip and signing: ${(asClient.median - total.median).toFixed(1)} ms`,
   );
+  return replaySpeedup;
 }
 
 async function main(): Promise<number> {
@@ -372,8 +443,8 @@ async function main(): Promise<number> {
       `payment benchmark — devnet ${devnet.rpcUrl}, facilitator ${devnet.facilitatorUrl}`,
     );
     const ratio = await challengeBench(devnet.facilitatorUrl, devnet.payTo);
-    await paidBench(devnet);
-    return ratio >= CHALLENGE_TARGET_RATIO ? 0 : 1;
+    const replaySpeedup = await paidBench(devnet);
+    return ratio >= CHALLENGE_TARGET_RATIO && replaySpeedup >= REPLAY_TARGET_SPEEDUP ? 0 : 1;
   } finally {
     await devnet.close();
   }

@@ -129,6 +129,13 @@ export interface PaymentConfig {
   proofReleases: number;
   /** Unpaid snapshots one payer may cause per minute before a 429. */
   refusedPerPayerPerMinute: number;
+  /**
+   * JSON-RPC URL per network (X402_RPC_URL_BASE, X402_RPC_URL_BASE_SEPOLIA), to read on chain
+   * whether a payment whose settlement had no known outcome was made.
+   */
+  rpcUrls: Partial<Record<NetworkName, string>>;
+  /** How long kept paid answers and unsettled reports live (X402_IDEMPOTENCY_TTL_SECONDS). */
+  paidRecordTtlSeconds: number;
   devnetRpcPort: number;
   devnetFacilitatorPort: number;
 }
@@ -254,6 +261,16 @@ const payToAddress = z
   .refine((a) => !/^0x0{40}$/.test(a), "must not be the zero address (nothing can be paid to it)")
   .transform((a) => (a ? (a as `0x${string}`) : undefined));
 
+/** Optional RPC URL per network: X402_RPC_URL_ + the network name in capitals, `-` as `_`. */
+function readRpcUrls(env: Env): Partial<Record<NetworkName, string>> {
+  const urls: Partial<Record<NetworkName, string>> = {};
+  for (const name of Object.keys(NETWORK_IDS) as NetworkName[]) {
+    const variable = `X402_RPC_URL_${name.toUpperCase().replace(/-/g, "_")}`;
+    if (env[variable]?.trim()) urls[name] = read(env, variable, httpUrl, "");
+  }
+  return urls;
+}
+
 export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
   const payTo = read(env, "X402_PAY_TO", payToAddress, "");
   const networks = read(
@@ -322,6 +339,13 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
       "SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE",
       int(1, 1_000_000, "a whole number from 1 to 1000000"),
       "60",
+    ),
+    rpcUrls: readRpcUrls(env),
+    paidRecordTtlSeconds: read(
+      env,
+      "X402_IDEMPOTENCY_TTL_SECONDS",
+      int(3600, 30 * 24 * 3600, "a whole number of seconds from 3600 (1 h) to 2592000 (30 days)"),
+      "3600",
     ),
     devnetRpcPort: read(env, "DEVNET_RPC_PORT", port, "8545"),
     devnetFacilitatorPort: read(env, "DEVNET_FACILITATOR_PORT", port, "4022"),

@@ -4,6 +4,7 @@ import { loadConfig, type PaymentConfig } from "../config.js";
 import { createApp, createChallengeFastPath, startServer } from "../http/index.js";
 import {
   createPaymentGate,
+  paidRecordOptionsFromConfig,
   paymentGateOptionsFromConfig,
   type PaymentGate,
 } from "../payment/index.js";
@@ -44,7 +45,11 @@ async function setupPayment(
     ...(publicUrl !== undefined && { publicUrl }),
   };
   if (config.payTo) {
-    const gate = createPaymentGate({ ...paymentGateOptionsFromConfig(config), ...common });
+    const gate = createPaymentGate({
+      ...paymentGateOptionsFromConfig(config),
+      ...paidRecordOptionsFromConfig(config),
+      ...common,
+    });
     // A facilitator lacking a configured network stops the start (one line, a ConfigError);
     // one that is unreachable is one warning line, then 503 until it answers.
     await gate.warmUp();
@@ -67,6 +72,7 @@ async function setupPayment(
         facilitatorUrl: devnet.facilitatorUrl,
         network: devnet.network,
       }),
+      ...paidRecordOptionsFromConfig(config, devnet),
       ...common,
     });
     await gate.warmUp();

@@ -20,7 +20,7 @@ export const HealthSchema = z
   })
   .strict();
 
-/** Every non-report error: 404, 405, 500 and the payment layer's 429 and 503. */
+/** Every non-report error: 404, 405, 500 and the payment layer's 402, 409, 429 and 503. */
 const ServiceErrorSchema = z
   .object({ error: z.string().describe("Human-readable message.") })
   .describe("Error that is not about the submitted URL.");
@@ -139,10 +139,14 @@ export function createOpenApiDocument(
             },
             "402": {
               description:
-                "Payment required: no valid x402 payment proof (unreadable, refused by the " +
-                "facilitator, already used, or released after too many refused snapshots), or " +
-                "settlement failed. The challenge is in the `PAYMENT-REQUIRED` header (x402 " +
-                "protocol version 2); the body's `error` says why.",
+                "Payment required; never charged. The body's `error` says which: no proof " +
+                "(`Payment required`); `Unreadable payment proof: <why>.` (size, encoding, " +
+                "shape, payment id); `Payment rejected: <reason>` (the facilitator's verify " +
+                "reason, `payment_already_used` for a proof already served without a payment " +
+                "id, `payment_proof_exhausted` after too many refused snapshots); " +
+                "`Payment settlement failed: <reason>` (the facilitator refused the " +
+                "settlement, or the authorization was canceled). The challenge is in the " +
+                "`PAYMENT-REQUIRED` header (x402 protocol version 2).",
               headers: {
                 "PAYMENT-REQUIRED": {
                   description:
@@ -156,6 +160,20 @@ export function createOpenApiDocument(
               content: json("ServiceError"),
             },
             "405": notAllowed,
+            "409": {
+              description:
+                "The payment id (`payment-identifier`) or proof was already used with another " +
+                "proof or request body; or, with `Retry-After`, a request with it is still in " +
+                "progress: retry then to get its answer. Nothing more is charged.",
+              headers: {
+                "Retry-After": {
+                  description: "Seconds to wait (only while the first request is in progress).",
+                  required: false,
+                  schema: { type: "integer", minimum: 1 },
+                },
+              },
+              content: json("ServiceError"),
+            },
             "429": {
               description:
                 "The payer (the proof's `from`) had too many unpaid snapshots (refused targets, " +
@@ -171,7 +189,11 @@ export function createOpenApiDocument(
               content: json("ServiceError"),
             },
             "503": {
-              description: "The payment facilitator is unreachable or failing; retry later.",
+              description:
+                "The payment facilitator (or a store) is unreachable or failing: nothing was " +
+                "charged; retry later. Or the settlement's outcome is unknown: the report is " +
+                "kept, and a retry with the same proof (or payment id) and body gets it once " +
+                "the payment is known to be made, never charging twice.",
               headers: {
                 "Retry-After": {
                   description: "Seconds to wait before retrying.",

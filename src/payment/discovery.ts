@@ -58,10 +58,14 @@ function exampleResult(): SnapshotResult {
  * header sent with every unpaid request (docs/payment.md).
  */
 export function snapshotDiscoveryExtension(): Record<string, unknown> {
-  return declareDiscoveryExtension({
+  const declared = declareDiscoveryExtension({
     bodyType: "json",
     input: { url: "https://example.com" },
     inputSchema: embeddedJsonSchema(DiscoveredRequestSchema),
     output: { example: exampleResult() },
-  });
+  }) as unknown as { bazaar: { info: unknown; schema: Record<string, unknown> } };
+  // The schema's `$schema` (draft 2020-12, the extension's own) is left out: every byte
+  // travels in each challenge, and validators read the schema the same without it.
+  const { $schema: _draft, ...schema } = declared.bazaar.schema;
+  return { bazaar: { info: declared.bazaar.info, schema } };
 }

@@ -1,10 +1,12 @@
 import { performance } from "node:perf_hooks";
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
+import { encodePaymentResponseHeader } from "@x402/core/http";
 import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
+import { paymentIdentifierResourceServerExtension } from "@x402/extensions/payment-identifier";
 import { NETWORK_IDS } from "../config.js";
 import type { PaymentConfig } from "../config.js";
 import { errorAnswer, toResponse, type Answer } from "./answer.js";
@@ -24,6 +26,15 @@ import {
 import type { FacilitatorClientOptions } from "./facilitator-client.js";
 import { memoryPayerBudget } from "./payer-budget.js";
 import type { PayerBudget } from "./payer-budget.js";
+import {
+  SettlementRecovery,
+  authorizationKey,
+  decodeRecord,
+  encodeRecord,
+  paidIdentity,
+  type PaidIdentity,
+  type PaidRecord,
+} from "./paid-records.js";
 import { readRequestProof } from "./proof.js";
 import { PAID_ROUTE, paidRouteConfig, type RouteOffer } from "./route.js";
 import { MemoryReplayStore, explainRejection, guardReplays } from "./replay-guard.js";
@@ -40,10 +51,19 @@ const UNAVAILABLE_STATUS = 503;
 const CLIENT_GONE_STATUS = 499;
 /** The SDK's answer to a facilitator failure; the snapshot handler never answers it. */
 const SDK_FACILITATOR_ERROR_STATUS = 502;
+/** Answer for a payment id (or proof) used with another proof or body, or still in progress. */
+const CONFLICT_STATUS = 409;
+const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
 /** Statuses the gate answers in place of the snapshot, which then never ran. */
 const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([OVER_BUDGET_STATUS, UNAVAILABLE_STATUS]);
 
 const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
+/** Records of paid requests (kept answers, unsettled payments) live at least this long. */
+const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
+/** Bound on one paid request holding its payment id or proof (verify, snapshot, settle). */
+const PAID_LOCK_TTL_MS = 5 * 60_000;
+/** Pending settlements remembered at once between the SDK's settle hook and the gate. */
+const MAX_SETTLING = 10_000;
 
 export interface PaidRequestTimings {
   /** Facilitator /verify plus the replay claim (processHTTPRequest of the SDK). */
@@ -75,7 +95,15 @@ export interface PaymentGateOptions extends RouteOffer {
   supportedRetryMs?: number;
   /** `Retry-After` (seconds) on 503 answers. */
   retryAfterSeconds?: number;
+  /** Proof claims and paid records (kept answers, unsettled payments); default in memory. */
   replayStore?: ReplayStore;
+  /** How long a paid record lives (kept answer of a payment id, unsettled report); default 1 h. */
+  paidRecordTtlMs?: number;
+  /**
+   * JSON-RPC URL per network id (CAIP-2), to read on chain whether an unsettled payment was
+   * made (EIP-3009 authorizationState); without one a retry settles again.
+   */
+  rpcUrls?: Readonly<Record<string, string>>;
   /**
    * How many times one proof may be released after a snapshot it did not pay for (refused, or
    * the client hung up) before it is refused with a 402; default 3 (SNAPSHOT_PROOF_RELEASES).
@@ -150,6 +178,23 @@ export function paymentGateOptionsFromConfig(
       }),
     }),
   };
+}
+
+/**
+ * How long paid records live and where the chain is read (docs/payment.md, "Paying once"); in
+ * devnet mode its anvil is the chain.
+ */
+export function paidRecordOptionsFromConfig(
+  config: PaymentConfig,
+  devnet?: { network: Network; rpcUrl: string },
+): Pick<PaymentGateOptions, "paidRecordTtlMs" | "rpcUrls"> {
+  const rpcUrls: Record<string, string> = devnet ? { [devnet.network]: devnet.rpcUrl } : {};
+  if (!devnet) {
+    for (const [name, url] of Object.entries(config.rpcUrls)) {
+      rpcUrls[NETWORK_IDS[name as keyof typeof NETWORK_IDS]] = url;
+    }
+  }
+  return { paidRecordTtlMs: config.paidRecordTtlSeconds * 1000, rpcUrls };
 }
 
 /**
@@ -235,6 +280,8 @@ class FacilitatorReadiness {
  *    facilitator costs no /supported round trip per request (the SDK would retry on each);
  *  - the unpaid challenge is built once per resource URL (challenge.ts), not per request;
  *  - a rejected payment's 402 says why in its JSON body (the SDK leaves it `{}`).
+ *  - paying once (paid-records.ts): a payment id's answer is kept and served again, and a report
+ *    whose settlement had no known outcome is kept until the retry learns it was paid.
  * A new protocol generation adds its proof header and reader in proof.ts.
  */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
@@ -250,7 +297,17 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     ...(options.facilitatorHeaders && { headers: options.facilitatorHeaders }),
     ...(options.facilitatorAuth && { createAuthHeaders: options.facilitatorAuth }),
   });
-  const httpServer = createHttpResourceServer(options, facilitator, maxReleases, log);
+  const store = options.replayStore ?? new MemoryReplayStore();
+  const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
+  // What the SDK is settling, by authorization: kept when the outcome is unknown.
+  const settling = new Map<string, { payload: unknown; requirements: unknown }>();
+  const httpServer = createHttpResourceServer(
+    options,
+    facilitator,
+    { store, maxReleases, settling },
+    log,
+  );
+  const recovery = new SettlementRecovery(facilitator, options.rpcUrls ?? {}, log);
   // No paywall, and no /supported sync by the SDK: FacilitatorReadiness does it, once.
   const sdkMiddleware = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
   const readiness = new FacilitatorReadiness(
@@ -286,6 +343,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     c: Context,
     next: Next,
     payer: string | undefined,
+    attempt?: PaidAttempt,
   ): Promise<Response | void> {
     const started = performance.now();
     let verified: number | undefined;
@@ -316,6 +374,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         // makes the SDK skip settlement and release the proof.
         if (c.res.status < 400 && c.req.raw.signal.aborted) {
           c.res = toResponse(errorAnswer(CLIENT_GONE_STATUS, "client closed the connection"));
+        } else if (attempt && c.res.status === 200) {
+          attempt.report = c.res.clone();
         }
       });
     } catch (error) {
@@ -341,6 +401,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
     if (answer.status === SDK_FACILITATOR_ERROR_STATUS) {
       log(`x402 facilitator error: ${await answer.text().catch(() => "")}`);
+      // The report was made and settlement went out with no known outcome: the caller keeps it.
+      if (attempt?.report) attempt.unsettled = true;
       c.res = toResponse(unavailable("facilitator unreachable or failing"));
       return c.res;
     }
@@ -373,8 +435,169 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       log(`refused an unreadable payment proof: ${proof.why}`);
       return toResponse(await unreadableProofAnswer(httpServer, c, proof.why, log));
     }
+    const identity = proof && paidIdentity(proof.payload, requestBody(c));
+    if (identity && !identity.ok) {
+      return toResponse(await unreadableProofAnswer(httpServer, c, identity.why, log));
+    }
+    if (proof && identity) return payOnce(c, next, proof.payer, identity.identity);
     return verifyRunSettle(c, next, proof?.payer);
   };
+
+  const conflict = (message: string, headers: Record<string, string> = {}): Answer =>
+    errorAnswer(CONFLICT_STATUS, message, headers);
+  const inProgress = (): Answer =>
+    conflict(
+      "A request with this payment is in progress; retry after it finishes to get its answer.",
+      { "retry-after": String(IN_PROGRESS_RETRY_AFTER_SECONDS) },
+    );
+  const unsettledAnswer = (): Answer =>
+    unavailable(
+      "the settlement's outcome is unknown; retry with the same payment proof to get the " +
+        "report once the payment is known, never charged twice",
+    );
+
+  /**
+   * Paying once (docs/payment.md): one request at a time per payment id (or proof); a kept
+   * answer is served again for its payment id, an unsettled report once its payment is known;
+   * the same key with another proof or body is a 409.
+   */
+  async function payOnce(
+    c: Context,
+    next: Next,
+    payer: string,
+    identity: PaidIdentity,
+  ): Promise<Response | void> {
+    const lockKey = `paid-lock|${identity.key}`;
+    const recordKey = `paid|${identity.key}`;
+    let claimed = false;
+    let record: PaidRecord | undefined;
+    try {
+      claimed = await store.claim(lockKey, PAID_LOCK_TTL_MS);
+      record = decodeRecord(await store.getRecord(recordKey));
+    } catch (error) {
+      log(`paid record store failed: ${describeError(error)}`);
+      if (claimed) await store.release(lockKey).catch(() => {});
+      return toResponse(unavailable("payment record store unavailable"));
+    }
+    try {
+      if (record && record.fingerprint !== identity.fingerprint) {
+        return toResponse(
+          conflict(
+            identity.idempotent
+              ? "This payment id was already used with another payment proof or request body."
+              : "This payment proof was already used with another request body.",
+          ),
+        );
+      }
+      if (record?.state === "served") return toResponse(record.answer);
+      if (!claimed) {
+        // Without an id, today's rule answers a concurrent copy: the proof is served once.
+        return record || identity.idempotent
+          ? toResponse(inProgress())
+          : await verifyRunSettle(c, next, payer);
+      }
+      if (record) return toResponse(await settleKept(recordKey, record, identity, payer));
+      return await firstAttempt(c, next, payer, recordKey, identity);
+    } catch (error) {
+      log(`paid record store failed: ${describeError(error)}`);
+      return toResponse(unavailable("payment record store unavailable"));
+    } finally {
+      if (claimed) {
+        await store.release(lockKey).catch((error: unknown) => {
+          log(`paid record store failed: ${describeError(error)}`);
+        });
+      }
+    }
+  }
+
+  async function firstAttempt(
+    c: Context,
+    next: Next,
+    payer: string,
+    recordKey: string,
+    identity: PaidIdentity,
+  ): Promise<Response | void> {
+    const attempt: PaidAttempt = {};
+    const returned = await verifyRunSettle(c, next, payer, attempt);
+    const pending = takeSettling(identity);
+    if (attempt.unsettled && attempt.report && pending) {
+      const record: PaidRecord = {
+        state: "unsettled",
+        fingerprint: identity.fingerprint,
+        answer: await answerOf(attempt.report),
+        ...pending,
+      };
+      await keep(recordKey, record);
+      c.res = toResponse(unsettledAnswer());
+      return c.res;
+    }
+    const answer = returned ?? c.res;
+    if (identity.idempotent && answer.status === 200) {
+      const served = await answerOf(answer);
+      await keep(recordKey, { state: "served", fingerprint: identity.fingerprint, answer: served });
+      // The SDK's answer was read here: the route answers this copy.
+      c.res = toResponse(served);
+      return c.res;
+    }
+    return returned;
+  }
+
+  async function forget(recordKey: string): Promise<void> {
+    await store.deleteRecord(recordKey).catch((error: unknown) => {
+      log(`paid record store could not drop a record: ${describeError(error)}`);
+    });
+  }
+
+  /** Stores a record; a paid answer goes out whatever the store says, so a failure is logged. */
+  async function keep(recordKey: string, record: PaidRecord): Promise<void> {
+    await store.putRecord(recordKey, encodeRecord(record), recordTtlMs).catch((error: unknown) => {
+      log(`paid record store could not keep a ${record.state} record: ${describeError(error)}`);
+    });
+  }
+
+  /** The SDK's payload and requirements of this request's settlement, forgotten once taken. */
+  function takeSettling(
+    identity: PaidIdentity,
+  ): { payload: unknown; requirements: unknown } | undefined {
+    const pending = settling.get(identity.authorizationKey);
+    settling.delete(identity.authorizationKey);
+    return pending;
+  }
+
+  /** The kept report once its payment is known made; 402 if refused; 503 while unknown. */
+  async function settleKept(
+    recordKey: string,
+    record: Extract<PaidRecord, { state: "unsettled" }>,
+    identity: PaidIdentity,
+    payer: string,
+  ): Promise<Answer> {
+    const outcome = await recovery.recover(record.payload, record.requirements);
+    if (outcome.kind === "unknown") {
+      log(`x402 settlement still unknown: ${outcome.why}`);
+      return unsettledAnswer();
+    }
+    if (outcome.kind === "refused") {
+      await forget(recordKey);
+      return errorAnswer(402, `Payment settlement failed: ${outcome.reason}`);
+    }
+    // Paid for after all: the snapshot no longer counts against the payer's unpaid budget.
+    await budget.refund(payer).catch((error: unknown) => {
+      log(`payer budget store failed: ${describeError(error)}`);
+    });
+    const answer: Answer = {
+      ...record.answer,
+      headers: {
+        ...record.answer.headers,
+        "payment-response": encodePaymentResponseHeader(outcome.settlement),
+      },
+    };
+    if (identity.idempotent) {
+      await keep(recordKey, { state: "served", fingerprint: record.fingerprint, answer });
+    } else {
+      await forget(recordKey);
+    }
+    return answer;
+  }
 
   return {
     middleware,
@@ -383,17 +606,52 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   };
 }
 
+/** One paid request's report and whether its settlement went out with no known outcome. */
+interface PaidAttempt {
+  report?: Response;
+  unsettled?: boolean;
+}
+
+/** The request body as the input check read it (the route's `snapshotInput`), for fingerprints. */
+function requestBody(c: Context): string {
+  const input = (c.get as (key: string) => unknown)("snapshotInput");
+  const raw = (input as { raw?: unknown } | undefined)?.raw;
+  return typeof raw === "string" ? raw : "";
+}
+
+/** A Response as plain data, headers a kept answer repeats (no transfer framing). */
+async function answerOf(response: Response): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== "content-length" && name !== "transfer-encoding") headers[name] = value;
+  });
+  return { status: response.status, headers, body: await response.text() };
+}
+
 /** The SDK's resource server for the paid route, on our facilitator client, replays guarded. */
 function createHttpResourceServer(
   options: PaymentGateOptions,
   facilitator: ResilientFacilitatorClient,
-  maxReleases: number,
+  replays: {
+    store: ReplayStore;
+    maxReleases: number;
+    settling: Map<string, { payload: unknown; requirements: unknown }>;
+  },
   log: (line: string) => void,
 ): x402HTTPResourceServer {
   const resourceServer = new x402ResourceServer(facilitator);
   for (const network of options.networks) resourceServer.register(network, new ExactEvmScheme());
   resourceServer.registerExtension(bazaarResourceServerExtension);
-  const store = options.replayStore ?? new MemoryReplayStore();
-  guardReplays(resourceServer, store, maxReleases, NOT_RUN_STATUSES, log);
+  resourceServer.registerExtension(paymentIdentifierResourceServerExtension);
+  guardReplays(resourceServer, replays.store, replays.maxReleases, NOT_RUN_STATUSES, log);
+  // Remembered so a settlement with no known outcome can be completed on the client's retry.
+  resourceServer.onBeforeSettle(({ paymentPayload, requirements }) => {
+    const key = authorizationKey(paymentPayload);
+    if (key !== undefined) {
+      if (replays.settling.size >= MAX_SETTLING) replays.settling.clear();
+      replays.settling.set(key, { payload: paymentPayload, requirements });
+    }
+    return Promise.resolve();
+  });
   return new x402HTTPResourceServer(resourceServer, { [PAID_ROUTE]: paidRouteConfig(options) });
 }

@@ -6,7 +6,11 @@ export { NO_STORE, errorAnswer, jsonAnswer, toResponse } from "./answer.js";
 export type { Answer } from "./answer.js";
 export { SnapshotRequestSchema } from "./discovery.js";
 export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator-client.js";
-export { createPaymentGate, paymentGateOptionsFromConfig } from "./gate.js";
+export {
+  createPaymentGate,
+  paidRecordOptionsFromConfig,
+  paymentGateOptionsFromConfig,
+} from "./gate.js";
 export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate.js";
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
 export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";

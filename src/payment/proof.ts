@@ -21,7 +21,10 @@ interface PayloadSchema {
     | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
 }
 
-export type ProofReading = { ok: true; payer: `0x${string}` } | { ok: false; why: string };
+
+/** A readable proof: its payer and the decoded payload (what paying once is keyed by). */
+export type ProofReading =
+  { ok: true; payer: `0x${string}`; payload: unknown } | { ok: false; why: string };
 
 /** One x402 protocol generation as the gate meets it: the request header its proof comes in. */
 export interface ProofGeneration {
@@ -99,7 +102,7 @@ function readProof(
   if (!payer) {
     return refuse(`${name} carries no EIP-3009 authorization (payload.authorization.from)`);
   }
-  return { ok: true, payer };
+  return { ok: true, payer, payload: parsed.data };
 }
 
 function refuse(why: string): ProofReading {

@@ -26,6 +26,14 @@ export interface ReplayStore {
   markSpent(key: string): Promise<void>;
   /** Counted releases of `key` so far (0 for an unknown key). */
   releases(key: string): Promise<number>;
+  /**
+   * A record kept beside the claims (paid-records.ts: kept answers, unsettled payments), as
+   * the text `putRecord` stored; undefined when absent or expired.
+   */
+  getRecord(key: string): Promise<string | undefined>;
+  /** Keeps `value` under `key` for `ttlMs`, replacing any record there. */
+  putRecord(key: string, value: string, ttlMs: number): Promise<void>;
+  deleteRecord(key: string): Promise<void>;
 }
 
 interface Entry {
@@ -48,6 +56,7 @@ export interface MemoryReplayStoreOptions {
  */
 export class MemoryReplayStore implements ReplayStore {
   private readonly entries = new Map<string, Entry>();
+  private readonly records = new Map<string, { value: string; expiresAt: number }>();
   private readonly maxEntries: number;
   private readonly now: () => number;
 
@@ -97,6 +106,32 @@ export class MemoryReplayStore implements ReplayStore {
   releases(key: string): Promise<number> {
     const entry = this.entries.get(key);
     return Promise.resolve(entry && entry.expiresAt > this.now() ? entry.releases : 0);
+  }
+
+  getRecord(key: string): Promise<string | undefined> {
+    const record = this.records.get(key);
+    if (record && record.expiresAt <= this.now()) this.records.delete(key);
+    return Promise.resolve(record && record.expiresAt > this.now() ? record.value : undefined);
+  }
+
+  putRecord(key: string, value: string, ttlMs: number): Promise<void> {
+    const now = this.now();
+    this.records.delete(key);
+    if (this.records.size >= this.maxEntries) {
+      for (const [k, record] of this.records) if (record.expiresAt <= now) this.records.delete(k);
+      // Still full: forget the oldest (insertion order), keeping memory finite.
+      for (const k of this.records.keys()) {
+        if (this.records.size < this.maxEntries) break;
+        this.records.delete(k);
+      }
+    }
+    this.records.set(key, { value, expiresAt: now + Math.max(1, ttlMs) });
+    return Promise.resolve();
+  }
+
+  deleteRecord(key: string): Promise<void> {
+    this.records.delete(key);
+    return Promise.resolve();
   }
 
   private makeRoom(now: number): void {

@@ -1,6 +1,10 @@
 import type { RouteConfig } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
 import { getDefaultAsset } from "@x402/evm";
+import {
+  declarePaymentIdentifierExtension,
+  PAYMENT_IDENTIFIER,
+} from "@x402/extensions/payment-identifier";
 import { parseUnits } from "viem";
 import { NETWORK_IDS } from "../config.js";
 import { snapshotDiscoveryExtension } from "./discovery.js";
@@ -64,7 +68,12 @@ export function paidRouteConfig(offer: RouteOffer): RouteConfig {
     description: "Live security-hygiene snapshot of one public URL",
     mimeType: "application/json",
     serviceName: "secsnap",
-    extensions: snapshotDiscoveryExtension(),
+    extensions: {
+      ...snapshotDiscoveryExtension(),
+      // Optional for clients: a paid retry with the same id gets the same answer (docs/payment.md).
+      // Its `info` only: clients need no more, and the JSON schema would grow every challenge.
+      [PAYMENT_IDENTIFIER]: { info: declarePaymentIdentifierExtension(false).info },
+    },
     unpaidResponseBody: () => ({
       contentType: "application/json",
       body: { error: "Payment required: see the PAYMENT-REQUIRED header (x402 v2)." },

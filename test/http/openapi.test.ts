@@ -48,6 +48,8 @@ describe("GET /openapi.json", () => {
     expect(JSON.stringify(post)).toContain("PAYMENT-REQUIRED");
     // The payment layer's refusal of a payer over its budget of unpaid snapshots.
     expect(Object.keys(post?.responses ?? {})).toContain("429");
+    // Paying once (docs/payment.md): a payment id used with another proof or body.
+    expect(Object.keys(post?.responses ?? {})).toContain("409");
   });
 
   it("rejects a value that breaks the schema (the validation below can fail)", () => {

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadPaymentConfig } from "../../src/config.js";
-import { paymentGateOptionsFromConfig } from "../../src/payment/index.js";
+import {
+  paidRecordOptionsFromConfig,
+  paymentGateOptionsFromConfig,
+} from "../../src/payment/index.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const production = {
@@ -109,5 +112,36 @@ describe("bounds on unpaid work", () => {
     });
     expect(config.proofReleases).toBe(0);
     expect(config.refusedPerPayerPerMinute).toBe(5);
+  });
+
+  it("reads the RPC URL per network and the paid record lifetime, and names a bad one", () => {
+    const defaults = loadPaymentConfig(production);
+    expect(defaults.rpcUrls).toEqual({});
+    expect(defaults.paidRecordTtlSeconds).toBe(3600);
+    const config = loadPaymentConfig({
+      ...production,
+      X402_RPC_URL_BASE: "https://mainnet.base.example/rpc",
+      X402_RPC_URL_BASE_SEPOLIA: "http://127.0.0.1:8545",
+      X402_IDEMPOTENCY_TTL_SECONDS: "7200",
+    });
+    expect(paidRecordOptionsFromConfig(config)).toEqual({
+      paidRecordTtlMs: 7_200_000,
+      rpcUrls: {
+        "eip155:8453": "https://mainnet.base.example/rpc",
+        "eip155:84532": "http://127.0.0.1:8545",
+      },
+    });
+    expect(
+      paidRecordOptionsFromConfig(defaults, {
+        network: "eip155:84532",
+        rpcUrl: "http://127.0.0.1:8545",
+      }).rpcUrls,
+    ).toEqual({ "eip155:84532": "http://127.0.0.1:8545" });
+    expect(() => loadPaymentConfig({ ...production, X402_RPC_URL_BASE: "ftp://x" })).toThrow(
+      /X402_RPC_URL_BASE/,
+    );
+    expect(() => loadPaymentConfig({ ...production, X402_IDEMPOTENCY_TTL_SECONDS: "60" })).toThrow(
+      /X402_IDEMPOTENCY_TTL_SECONDS/,
+    );
   });
 });

@@ -458,6 +458,30 @@ describe("order of work", () => {
 });
 
 describe("a settled payment always gets its report", () => {
+  it("even when the paid-record store fails to keep the answer of a payment id", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const failingStore = new MemoryReplayStore();
+    failingStore.putRecord = () => Promise.reject(new Error("store down"));
+    const service = await startService(base(facilitator.url, { replayStore: failingStore }));
+    try {
+      const challenge = await challengeOf(await post(service, "https://example.com"));
+      const client = new x402Client();
+      registerExactEvmScheme(client, { signer: privateKeyToAccount(generatePrivateKey()) });
+      const payload = await client.createPaymentPayload(challenge);
+      payload.extensions = {
+        ...payload.extensions,
+        "payment-identifier": { info: { required: false, id: "pay_0123456789abcdef" } },
+      };
+      const headers = new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
+      const paid = await post(service, "https://example.com", headers);
+      expect(paid.status).toBe(200);
+      expect(await paid.json()).toEqual({ requested_url: "https://example.com" });
+    } finally {
+      await service.close();
+      await facilitator.close();
+    }
+  });
+
   it("even when the replay store fails to mark the proof spent", async () => {
     const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
     const failingStore = new MemoryReplayStore();

@@ -21,6 +21,21 @@ function proof(overrides: Record<string, unknown> = {}, signature = "0xaa") {
 }
 
 describe("MemoryReplayStore", () => {
+  it("keeps a paid record until its time to live, and a bounded number of them", async () => {
+    let now = 1_000;
+    const store = new MemoryReplayStore({ now: () => now, maxEntries: 2 });
+    await store.putRecord("r", "kept", 3_600_000);
+    now += 3_599_999;
+    expect(await store.getRecord("r")).toBe("kept");
+    now += 1;
+    expect(await store.getRecord("r")).toBeUndefined();
+    for (const key of ["a", "b", "c"]) await store.putRecord(key, key, 60_000);
+    expect(await store.getRecord("a")).toBeUndefined();
+    expect(await store.getRecord("c")).toBe("c");
+    await store.deleteRecord("c");
+    expect(await store.getRecord("c")).toBeUndefined();
+  });
+
   it("lets exactly one of many simultaneous claims win", async () => {
     const store = new MemoryReplayStore();
     const results = await Promise.all(Array.from({ length: 10 }, () => store.claim("k", 60_000)));
