@@ -21,7 +21,6 @@ interface PayloadSchema {
     | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
 }
 
-
 /** A readable proof: its payer and the decoded payload (what paying once is keyed by). */
 export type ProofReading =
   { ok: true; payer: `0x${string}`; payload: unknown } | { ok: false; why: string };
