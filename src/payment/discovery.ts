@@ -65,3 +65,21 @@ export function snapshotDiscoveryExtension(): Record<string, unknown> {
     output: { example: exampleResult() },
   });
 }
+
+/**
+ * x402 v1's `outputSchema` of the route, as v1 discovery reads it: how to call it (`input`) and
+ * what it returns (`output`, by the same example as the Bazaar extension).
+ */
+export function snapshotOutputSchemaV1(): Record<string, unknown> {
+  const input = embeddedJsonSchema(DiscoveredRequestSchema);
+  return {
+    input: {
+      type: "http",
+      method: "POST",
+      bodyType: "json",
+      bodyFields: input.properties,
+      discoverable: true,
+    },
+    output: { example: exampleResult() },
+  };
+}

@@ -1,7 +1,7 @@
-import { PaymentPayloadV2Schema } from "@x402/core/schemas";
+import { PaymentPayloadV1Schema, PaymentPayloadV2Schema } from "@x402/core/schemas";
 
 /**
- * Largest PAYMENT-SIGNATURE read, and deepest JSON nesting: both well above what the official
+ * Largest proof header read, and deepest JSON nesting: both well above what the official
  * client sends for our challenge (docs/payment.md), far below what makes recursive code overflow.
  */
 const MAX_PROOF_HEADER_BYTES = 8 * 1024;
@@ -11,6 +11,15 @@ const MAX_PROOF_DEPTH = 32;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The part of the SDK's payload schemas (its own zod) used here. */
+interface PayloadSchema {
+  safeParse(
+    value: unknown,
+  ):
+    | { success: true; data: { payload: unknown } }
+    | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
+}
 
 export type ProofReading = { ok: true; payer: `0x${string}` } | { ok: false; why: string };
 
@@ -24,11 +33,17 @@ export interface ProofGeneration {
 
 /**
  * Every generation the gate knows, newest first: a request carrying any of these headers is a
- * payment attempt, never the plain challenge. x402 v1 (`X-PAYMENT`) has no reader yet.
+ * payment attempt, never the plain challenge; when it carries both, the newest is read.
  */
 export const PROOF_GENERATIONS: readonly ProofGeneration[] = [
-  { header: "payment-signature", read: readPaymentProof },
-  { header: "x-payment" },
+  {
+    header: "payment-signature",
+    read: (value) => readProof(value, "PAYMENT-SIGNATURE", PaymentPayloadV2Schema, "x402 v2"),
+  },
+  {
+    header: "x-payment",
+    read: (value) => readProof(value, "X-PAYMENT", PaymentPayloadV1Schema, "x402 v1"),
+  },
 ];
 
 /** The first (non-empty) proof header the request carries, read by its generation's reader. */
@@ -43,47 +58,46 @@ export function readRequestProof(
 }
 
 /**
- * Reads a PAYMENT-SIGNATURE header with bounded work, before the SDK or anything recursive sees
- * it: size, base64, UTF-8, nesting depth (scanned without recursion), JSON, then the x402 v2
- * PaymentPayload shape with an EIP-3009 authorization (what our challenge asks for), whose
- * `from` is the payer. A failure says why in words a client can act on.
+ * Reads a proof header (`name`) with bounded work, before the SDK or anything recursive sees
+ * it: size, base64, UTF-8, nesting depth (scanned without recursion), JSON, then its
+ * generation's PaymentPayload shape (the SDK's schema) with an EIP-3009 authorization (what our
+ * challenge asks for), whose `from` is the payer. A failure says why in words a client can act on.
  */
-function readPaymentProof(header: string): ProofReading {
+function readProof(
+  header: string,
+  name: string,
+  schema: PayloadSchema,
+  generation: string,
+): ProofReading {
   if (header.length > MAX_PROOF_HEADER_BYTES) {
-    return refuse(
-      `PAYMENT-SIGNATURE is ${header.length} bytes; at most ${MAX_PROOF_HEADER_BYTES} are read`,
-    );
+    return refuse(`${name} is ${header.length} bytes; at most ${MAX_PROOF_HEADER_BYTES} are read`);
   }
-  if (!BASE64.test(header)) return refuse("PAYMENT-SIGNATURE is not base64");
+  if (!BASE64.test(header)) return refuse(`${name} is not base64`);
   let text: string;
   try {
     text = utf8.decode(Buffer.from(header, "base64"));
   } catch {
-    return refuse("PAYMENT-SIGNATURE does not decode to UTF-8 text");
+    return refuse(`${name} does not decode to UTF-8 text`);
   }
   const depth = nestingDepth(text);
   if (depth > MAX_PROOF_DEPTH) {
-    return refuse(`PAYMENT-SIGNATURE nests deeper than ${MAX_PROOF_DEPTH} levels`);
+    return refuse(`${name} nests deeper than ${MAX_PROOF_DEPTH} levels`);
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    return refuse("PAYMENT-SIGNATURE does not decode to JSON");
+    return refuse(`${name} does not decode to JSON`);
   }
-  const parsed = PaymentPayloadV2Schema.safeParse(json);
+  const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const where = issue?.path.length ? issue.path.join(".") : "the payload";
-    return refuse(
-      `PAYMENT-SIGNATURE is not an x402 v2 PaymentPayload (${where}: ${issue?.message})`,
-    );
+    const where = issue?.path.length ? issue.path.map(String).join(".") : "the payload";
+    return refuse(`${name} is not an ${generation} PaymentPayload (${where}: ${issue?.message})`);
   }
   const payer = authorizationFrom(parsed.data.payload);
   if (!payer) {
-    return refuse(
-      "PAYMENT-SIGNATURE carries no EIP-3009 authorization (payload.authorization.from)",
-    );
+    return refuse(`${name} carries no EIP-3009 authorization (payload.authorization.from)`);
   }
   return { ok: true, payer };
 }

@@ -1,5 +1,5 @@
 import type { RouteConfig } from "@x402/core/server";
-import type { Network } from "@x402/core/types";
+import type { Network, PaymentRequirements } from "@x402/core/types";
 import { getDefaultAsset } from "@x402/evm";
 import { parseUnits } from "viem";
 import { NETWORK_IDS } from "../config.js";
@@ -29,31 +29,60 @@ export interface RouteOffer {
   resourceUrl?: string;
 }
 
+const MAX_TIMEOUT_SECONDS = 300;
+/** What the challenges say the resource is. */
+export const RESOURCE_DESCRIPTION = "Live security-hygiene snapshot of one public URL";
+export const RESOURCE_MIME_TYPE = "application/json";
+
+/** USDC on a network with the EIP-712 domain (name, version) the payer signs over. */
+function usdcOn(network: Network): {
+  asset: `0x${string}`;
+  extra: { name: string; version: string };
+} {
+  const asset = USDC_ADDRESSES[network];
+  if (!asset) throw new Error(`no USDC address known for network ${network}`);
+  const { name, version } = getDefaultAsset(network);
+  return { asset, extra: { name, version } };
+}
+
+/** The `exact` requirement the route offers on `network`, or undefined if it is not offered. */
+export function offeredRequirement(
+  offer: RouteOffer,
+  network: Network,
+): PaymentRequirements | undefined {
+  if (!offer.networks.includes(network)) return undefined;
+  return {
+    scheme: "exact",
+    network,
+    amount: usdcAmount(offer.priceUsdc),
+    payTo: offer.payTo,
+    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+    ...usdcOn(network),
+  };
+}
+
 /** The SDK's configuration of the paid route: one `exact` USDC entry per network. */
 export function paidRouteConfig(offer: RouteOffer): RouteConfig {
   const amount = usdcAmount(offer.priceUsdc);
   return {
     accepts: offer.networks.map((network) => {
-      const asset = USDC_ADDRESSES[network];
-      if (!asset) throw new Error(`no USDC address known for network ${network}`);
-      // EIP-712 domain (name, version) of USDC on that network, which the payer signs over.
-      const { name, version } = getDefaultAsset(network);
+      const { asset, extra } = usdcOn(network);
       return {
         scheme: "exact",
         network,
         payTo: offer.payTo,
-        price: { amount, asset, extra: { name, version } },
-        maxTimeoutSeconds: 300,
+        price: { amount, asset, extra },
+        maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
       };
     }),
     ...(offer.resourceUrl !== undefined && { resource: offer.resourceUrl }),
-    description: "Live security-hygiene snapshot of one public URL",
-    mimeType: "application/json",
+    description: RESOURCE_DESCRIPTION,
+    mimeType: RESOURCE_MIME_TYPE,
     serviceName: "secsnap",
     extensions: snapshotDiscoveryExtension(),
     unpaidResponseBody: () => ({
       contentType: "application/json",
-      body: { error: "Payment required: see the PAYMENT-REQUIRED header (x402 v2)." },
+      body: { error: "Payment required: x402 v2 in the PAYMENT-REQUIRED header, v1 in `accepts`." },
     }),
     settlementFailedResponseBody: (_ctx, failure) => ({
       contentType: "application/json",

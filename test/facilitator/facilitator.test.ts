@@ -106,11 +106,14 @@ async function transfersIn(hash: Hex) {
 }
 
 describe("GET endpoints", () => {
-  it("/supported lists exact on eip155:84532 (x402 v2) and the gas payer", async () => {
+  it("/supported lists exact on eip155:84532 (x402 v2), on base-sepolia (v1), and the gas payer", async () => {
     const supported = await new HTTPFacilitatorClient({
       url: devnet.facilitatorUrl,
     }).getSupported();
-    expect(supported.kinds).toEqual([{ x402Version: 2, scheme: "exact", network: "eip155:84532" }]);
+    expect(supported.kinds).toEqual([
+      { x402Version: 2, scheme: "exact", network: "eip155:84532" },
+      { x402Version: 1, scheme: "exact", network: "base-sepolia" },
+    ]);
     expect(supported.signers["eip155:*"]).toEqual([devnet.gasPayer]);
   });
 
@@ -362,12 +365,19 @@ describe("bad input", () => {
     expect((await verify({ ...good, accepted: upto }, upto)).body).toMatchObject({
       invalidReason: "unsupported_scheme",
     });
+    // A v2 payload labelled v1 is read as v1, and is not a v1 payload.
     const v1 = await post(devnet.facilitatorUrl, "/verify", {
       x402Version: 1,
       paymentPayload: { ...good, x402Version: 1 },
       paymentRequirements: requirements(),
     });
-    expect(v1).toMatchObject({ status: 400, body: { invalidReason: "invalid_x402_version" } });
+    expect(v1).toMatchObject({ status: 400, body: { invalidReason: "invalid_payload" } });
+    const v3 = await post(devnet.facilitatorUrl, "/verify", {
+      x402Version: 3,
+      paymentPayload: { ...good, x402Version: 3 },
+      paymentRequirements: requirements(),
+    });
+    expect(v3).toMatchObject({ status: 400, body: { invalidReason: "invalid_x402_version" } });
   });
 
   it("refuses a body over the size limit with 413", async () => {
