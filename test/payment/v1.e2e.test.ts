@@ -24,6 +24,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
+import { Ajv2020 } from "ajv/dist/2020.js";
 import { createPaymentHeader } from "x402/client";
 import { PaymentRequirementsSchema as X402V1RequirementsSchema } from "x402/types";
 import { decodeXPaymentResponse, wrapFetchWithPayment } from "x402-fetch";
@@ -202,6 +203,16 @@ describe("one 402 for both generations", () => {
       // What x402-fetch itself parses each entry with.
       expect(() => X402V1RequirementsSchema.parse(body.accepts[0])).not.toThrow();
     }
+  });
+
+  it("the body is what /openapi.json publishes for the 402 (PaymentRequiredV1)", async () => {
+    const doc: unknown = await (await fetch(`${service.url}/openapi.json`)).json();
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addSchema(doc as object, "openapi.json");
+    const check = ajv.getSchema("openapi.json#/components/schemas/PaymentRequiredV1");
+    expect(check).toBeDefined();
+    expect(check!(await (await post(target.url)).json())).toBe(true);
+    expect(check!.errors ?? null).toBeNull();
   });
 
   it("invalid input with a v1 proof is 400 without a challenge", async () => {
