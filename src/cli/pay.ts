@@ -48,6 +48,21 @@ function chooseAccount(
   );
 }
 
+/**
+ * `--v1`: pays the x402 v1 challenge in the 402 body with an `X-PAYMENT` proof, as legacy
+ * clients do (the SDK's client signs v1 through the same scheme registration).
+ */
+async function payWithV1(client: x402Client, body: unknown, request: Request): Promise<Response> {
+  const http = new x402HTTPClient(client);
+  const challenge = http.getPaymentRequiredResponse(() => null, body);
+  if (challenge.x402Version !== 1) {
+    throw new Error("the API's 402 body is not an x402 v1 challenge");
+  }
+  const proof = http.encodePaymentSignatureHeader(await http.createPaymentPayload(challenge));
+  for (const [name, value] of Object.entries(proof)) request.headers.set(name, value);
+  return fetch(request);
+}
+
 async function readBody(response: Response): Promise<unknown> {
   const text = await response.text();
   try {
@@ -59,13 +74,14 @@ async function readBody(response: Response): Promise<unknown> {
 
 export const payCommand: Command = {
   usage: [
-    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1]",
+    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--v1]",
     "",
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
     "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the amount paid and the",
     "settlement transaction go to stderr. Against the devnet (a challenge offering only",
     "eip155:84532) it pays from anvil's funded test account 2 unless SECSNAP_PRIVATE_KEY is set.",
     "--max-usdc refuses to sign for more than that amount (default 1).",
+    "--v1 pays with the legacy protocol (x402 v1: the 402 body, X-PAYMENT, X-PAYMENT-RESPONSE).",
     "Exit codes: 0 report printed, 1 bad usage, 2 the API refused (400, 402, 503) or is unreachable.",
   ].join("\n"),
 
@@ -75,6 +91,7 @@ export const payCommand: Command = {
       options: {
         api: { type: "string", default: "http://127.0.0.1:8080" },
         "max-usdc": { type: "string", default: "1" },
+        v1: { type: "boolean", default: false },
       },
       allowPositionals: true,
     });
@@ -106,9 +123,10 @@ export const payCommand: Command = {
         outcome = { status: first.status, body: await readBody(first) };
       } else {
         const probe = new x402HTTPClient(new x402Client());
+        const firstBody = await readBody(first);
         const challenge = probe.getPaymentRequiredResponse(
           (name) => first.headers.get(name),
-          await readBody(first),
+          firstBody,
         );
         const { account, note } = chooseAccount(
           env.SECSNAP_PRIVATE_KEY?.trim() || undefined,
@@ -118,9 +136,11 @@ export const payCommand: Command = {
         const client = new x402Client();
         client.setSpendControls({ maxAmountPerPayment: `$${maxUsdc}` });
         registerExactEvmScheme(client, { signer: account });
-        const paidFetch = wrapFetchWithPayment(fetch, client);
-        const response = await paidFetch(request());
-        const header = response.headers.get("PAYMENT-RESPONSE");
+        const response = values.v1
+          ? await payWithV1(client, firstBody, request())
+          : await wrapFetchWithPayment(fetch, client)(request());
+        const header =
+          response.headers.get("PAYMENT-RESPONSE") ?? response.headers.get("X-PAYMENT-RESPONSE");
         outcome = {
           status: response.status,
           body: await readBody(response),

@@ -37,6 +37,7 @@ import {
   startServer,
   type RunningServer,
 } from "../../src/http/index.js";
+import { payCommand } from "../../src/cli/pay.js";
 import { createPaymentGate } from "../../src/payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
@@ -48,6 +49,8 @@ let chain: PublicClient;
 let target: { server: Server; url: string; closedPortUrl: string };
 let engine: SnapshotEngine;
 let service: RunningServer;
+/** The proof header names of every paid request the service received, in order. */
+const proofHeadersSeen: string[] = [];
 
 /** `/` answers 200, `/to-private` redirects to a private address (→ 400 ssrf). */
 async function startTarget(): Promise<typeof target> {
@@ -99,7 +102,13 @@ beforeAll(async () => {
   });
   const urlPolicy = createUrlPolicy({ allowedPorts: ports, allowCidrs: ["127.0.0.0/8"] });
   const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
-  const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
+  const fast = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
+  const front: typeof fast = (req, res) => {
+    for (const name of ["payment-signature", "x-payment"]) {
+      if (req.headers[name] !== undefined) proofHeadersSeen.push(name);
+    }
+    return fast(req, res);
+  };
   service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
 }, 120_000);
 
@@ -339,5 +348,32 @@ describe("v2 clients are unaffected", () => {
     const settlement = decodePaymentResponseHeader(response.headers.get("PAYMENT-RESPONSE")!);
     expect(settlement).toMatchObject({ success: true, network: "eip155:84532" });
     expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+});
+
+describe("secsnap pay --v1", () => {
+  it("pays with X-PAYMENT, prints the report and the on-chain transaction", async () => {
+    const { address } = wallet(6);
+    const before = await balanceOf(address);
+    let out = "";
+    let err = "";
+    const sink = (append: (s: string) => void) =>
+      ({
+        write: (chunk: string) => (append(String(chunk)), true),
+      }) as unknown as NodeJS.WriteStream;
+    const seen = proofHeadersSeen.length;
+    const code = await payCommand.run({
+      args: [target.url, "--api", service.url, "--v1"],
+      env: { SECSNAP_PRIVATE_KEY: devnet.payerPrivateKeys[6] },
+      stdout: sink((s) => (out += s)),
+      stderr: sink((s) => (err += s)),
+    });
+    expect(code).toBe(0);
+    expect(JSON.parse(out)).toMatchObject({ requested_url: target.url, reachable: true });
+    expect(proofHeadersSeen.slice(seen)).toEqual(["x-payment"]);
+    const hash = /settlement transaction: (0x[0-9a-f]{64})/.exec(err)?.[1];
+    expect(hash).toBeDefined();
+    expect(await transfersIn(hash as Hex)).toHaveLength(1);
+    expect(await balanceOf(address)).toBe(before - PRICE_UNITS);
   });
 });
