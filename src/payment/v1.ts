@@ -44,7 +44,7 @@ import {
 
 /** The v1 proof header and its receipt header. */
 export const V1_PROOF_HEADER = "x-payment";
-export const V1_RECEIPT_HEADER = "x-payment-response";
+const V1_RECEIPT_HEADER = "x-payment-response";
 /** The v2 receipt header the SDK sets, renamed for v1 clients. */
 const V2_RECEIPT_HEADER = "payment-response";
 
@@ -54,7 +54,7 @@ const V1_NAMES: ReadonlyMap<string, string> = new Map(
 );
 const V2_IDS: ReadonlyMap<string, string> = new Map(Object.entries(NETWORK_IDS));
 
-export function v1NetworkName(network: string): string {
+function v1NetworkName(network: string): string {
   return V1_NAMES.get(network) ?? network;
 }
 
@@ -140,7 +140,7 @@ function v1AsSdkPayload(
  * The request as the SDK reads it, with an `X-PAYMENT` proof (and no v2 one) handed over as a
  * PAYMENT-SIGNATURE carrying the v1 payload (v1AsSdkPayload).
  */
-export class V1ProofAdapter implements HTTPAdapter {
+class V1ProofAdapter implements HTTPAdapter {
   private readonly proof: string;
 
   constructor(
