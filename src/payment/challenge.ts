@@ -53,12 +53,21 @@ export async function challengeAnswer(
   const required = headers["payment-required"];
   let body = withErrorMessage(await response.text(), required, explain);
   if (v1OutputSchema && required) {
-    const { error } = JSON.parse(body) as { error?: unknown };
-    const message = typeof error === "string" ? error : "Payment required.";
-    const v1 = v1Challenge(required, message, v1OutputSchema);
+    const v1 = v1Challenge(required, errorOf(body), v1OutputSchema);
     if (v1) body = JSON.stringify(v1);
   }
   return { status: response.status, headers, body };
+}
+
+/** The `error` of a JSON body, or a generic one. */
+function errorOf(body: string): string {
+  try {
+    const { error } = JSON.parse(body) as { error?: unknown };
+    if (typeof error === "string") return error;
+  } catch {
+    // Not JSON: the generic reason below.
+  }
+  return "Payment required.";
 }
 
 /**
