@@ -6,11 +6,12 @@
  *    the median of the per-round ratios must be ≥ 0.70. The server runs in a child process so the load
  *    generator does not share its event loop.
  * 2. Paid-snapshot overhead over the real devnet: a paid snapshot (verify → snapshot → settle,
- *    timed inside the payment gate) beside the same snapshot run unpaid through the engine; and
- *    a paid call carrying a payment id beside its idempotent replay (the kept answer), which
- *    must be ≥ 10× faster.
+ *    timed inside the payment gate) beside the same snapshot run unpaid through the engine; the
+ *    same paid snapshot paid with x402 v1 (x402-fetch 1.x), alternating with v2, whose median
+ *    must be within 1.1× the v2 one; and a paid call carrying a payment id beside its idempotent
+ *    replay (the kept answer), which must be ≥ 10× faster.
  *
- *   tsx bench/payment.ts            exits 1 if the challenge ratio misses its target
+ *   tsx bench/payment.ts            exits 1 if a ratio misses its target
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
@@ -23,7 +24,10 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { Pool, type Dispatcher } from "undici";
+import { createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { baseSepolia } from "viem/chains";
+import { wrapFetchWithPayment as wrapV1Fetch } from "x402-fetch";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { createApp } from "../src/http/app.js";
 import { createChallengeFastPath } from "../src/http/challenge-fast-path.js";
@@ -33,7 +37,8 @@ import { createSnapshotEngine, createUrlPolicy } from "../src/snapshot/index.js"
 import type { EngineOptions } from "../src/snapshot/index.js";
 import { summarise, type Summary } from "./lib/stats.js";
 
-const CHALLENGE_TARGET_RATIO = 0.7;
+const CHALLENGE_TARGET_RATIO = 0.85;
+const V1_PAID_TARGET_RATIO = 1.1;
 const CONNECTIONS = 16;
 const ROUND_MS = 1_000;
 const ROUNDS = 9;
@@ -342,7 +347,9 @@ async function replayBench(
   return speedup;
 }
 
-async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promise<number> {
+async function paidBench(
+  devnet: Awaited<ReturnType<typeof startDevnet>>,
+): Promise<{ v1Ratio: number; replaySpeedup: number }> {
   const site = await startTinySite();
   const engineOptions: EngineOptions = {
     timeoutMs: 10_000,
@@ -354,12 +361,14 @@ async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promi
   };
   const engine = createSnapshotEngine(engineOptions);
   const timings: PaidRequestTimings[] = [];
+  const v1Timings: PaidRequestTimings[] = [];
+  let paying: "v1" | "v2" = "v2";
   const gate = createPaymentGate({
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",
     facilitatorUrl: devnet.facilitatorUrl,
-    onPaidRequest: (t) => timings.push(t),
+    onPaidRequest: (t) => (paying === "v1" ? v1Timings : timings).push(t),
     log: () => {},
   });
   const app = createApp({
@@ -374,6 +383,15 @@ async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promi
   const client = new x402Client();
   registerExactEvmScheme(client, { signer: privateKeyToAccount(key) });
   const paidFetch = wrapFetchWithPayment(fetch, client);
+  const v1Key = devnet.payerPrivateKeys[6];
+  if (!v1Key) throw new Error("no devnet payer");
+  // x402-fetch takes x402's signer type (its own viem); this is what its createSigner builds.
+  const v1Signer = createWalletClient({
+    account: privateKeyToAccount(v1Key),
+    chain: baseSepolia,
+    transport: http(devnet.rpcUrl),
+  }).extend(publicActions) as unknown as Parameters<typeof wrapV1Fetch>[1];
+  const v1PaidFetch = wrapV1Fetch(fetch, v1Signer);
 
   const unpaidMs: number[] = [];
   const paidClientMs: number[] = [];
@@ -393,6 +411,15 @@ async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promi
       await res.arrayBuffer();
       const t2 = performance.now();
       if (res.status !== 200) throw new Error(`paid snapshot answered ${res.status}`);
+      paying = "v1";
+      const v1 = await v1PaidFetch(`${service.url}/v1/snapshot`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ url: site.url }),
+      });
+      await v1.arrayBuffer();
+      paying = "v2";
+      if (v1.status !== 200) throw new Error(`v1 paid snapshot answered ${v1.status}`);
       if (i === 0) continue; // warm-up
       unpaidMs.push(t1 - t0);
       paidClientMs.push(t2 - t1);
@@ -428,7 +455,18 @@ async function paidBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promi
   console.log(
     `  payment overhead (paid in service − unpaid)  ${fmt(total.median - unpaid.median)} ms; the client's extra 402 round trip and signing: ${(asClient.median - total.median).toFixed(1)} ms`,
   );
-  return replaySpeedup;
+  const v1Total = summarise(
+    v1Timings
+      .filter((t) => t.status === 200)
+      .map((t) => t.totalMs)
+      .slice(1),
+  );
+  const v1Ratio = v1Total.median / total.median;
+  console.log(row("paid with x402 v1 (x402-fetch), inside", v1Total, "ms"));
+  console.log(
+    `  ratio v1/v2 paid (medians)              ${fmt(v1Ratio, 2)}        target ≤ ${V1_PAID_TARGET_RATIO}  ${v1Ratio <= V1_PAID_TARGET_RATIO ? "OK" : "MISSED"}`,
+  );
+  return { v1Ratio, replaySpeedup };
 }
 
 async function main(): Promise<number> {
@@ -443,8 +481,12 @@ async function main(): Promise<number> {
       `payment benchmark — devnet ${devnet.rpcUrl}, facilitator ${devnet.facilitatorUrl}`,
     );
     const ratio = await challengeBench(devnet.facilitatorUrl, devnet.payTo);
-    const replaySpeedup = await paidBench(devnet);
-    return ratio >= CHALLENGE_TARGET_RATIO && replaySpeedup >= REPLAY_TARGET_SPEEDUP ? 0 : 1;
+    const { v1Ratio, replaySpeedup } = await paidBench(devnet);
+    return ratio >= CHALLENGE_TARGET_RATIO &&
+      v1Ratio <= V1_PAID_TARGET_RATIO &&
+      replaySpeedup >= REPLAY_TARGET_SPEEDUP
+      ? 0
+      : 1;
   } finally {
     await devnet.close();
   }

@@ -160,7 +160,7 @@ function refusal(response: Response, body: unknown, stderr: CliOutput): number {
 
 export const payCommand: Command = {
   usage: [
-    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia]",
+    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1]",
     "",
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
     "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the network, amount and payee",
@@ -169,6 +169,7 @@ export const payCommand: Command = {
     "--network  the network to pay on. Default: a testnet when one is offered; Base mainnet only",
     "           when asked for or when it is the only network offered.",
     "--max-usdc refuses to sign for more than that amount (default 1).",
+    "--v1       pays with the legacy protocol (x402 v1: the 402 body, X-PAYMENT, X-PAYMENT-RESPONSE).",
     "Without SECSNAP_PRIVATE_KEY it pays only a service in devnet mode (the challenge marks it),",
     "from anvil's funded test account 2. One proof is signed per call: after a 503 or a lost",
     `answer the same proof is sent again (at most ${PAID_ATTEMPTS} sends, honouring Retry-After).`,
@@ -184,6 +185,7 @@ export const payCommand: Command = {
         api: { type: "string", default: "http://127.0.0.1:8080" },
         "max-usdc": { type: "string", default: "1" },
         network: { type: "string" },
+        v1: { type: "boolean", default: false },
       },
       allowPositionals: true,
     });
@@ -223,11 +225,11 @@ export const payCommand: Command = {
     let offer: PaymentRequirements;
     let challenge: PaymentRequired;
     try {
-      challenge = new x402HTTPClient(new x402Client()).getPaymentRequiredResponse(
-        (name) => first.headers.get(name),
-        firstBody,
-      );
+      const http = new x402HTTPClient(new x402Client());
+      challenge = http.getPaymentRequiredResponse((name) => first.headers.get(name), firstBody);
       offer = chooseOffer(challenge, wanted);
+      // --v1 signs the body's x402 v1 challenge for the offer chosen above.
+      if (values.v1) challenge = v1Challenge(http, firstBody, offer);
       if (BigInt(offer.amount) > parseUnits(maxUsdc, USDC_DECIMALS)) {
         throw new PaymentRefused(`price ${usdc(offer.amount)} exceeds --max-usdc ${maxUsdc}`);
       }
@@ -288,7 +290,27 @@ interface SignedProof {
   settlement(response: Response): { network: string; transaction: string } | undefined;
 }
 
-/** One x402 v2 proof for `offer`, signed by the SDK's exact EVM client scheme. */
+/**
+ * The x402 v1 challenge of a 402 body, narrowed to the entry for the network of `offer` (v1
+ * names networks `base` / `base-sepolia`). The SDK's client signs v1 through the same scheme
+ * registration and sends it as `X-PAYMENT`.
+ */
+function v1Challenge(
+  http: x402HTTPClient,
+  body: unknown,
+  offer: PaymentRequirements,
+): PaymentRequired {
+  const v1 = http.getPaymentRequiredResponse(() => null, body);
+  if (v1.x402Version !== 1) {
+    throw new PaymentRefused("the API's 402 body is not an x402 v1 challenge");
+  }
+  const name = NETWORK_NAMES[offer.network];
+  const entry = v1.accepts.find((a) => a.network === name);
+  if (!entry) throw new PaymentRefused(`the x402 v1 challenge offers no payment on ${name}`);
+  return { ...v1, accepts: [entry] };
+}
+
+/** One proof for `offer` (x402 v2, or v1 for a v1 challenge), signed by the SDK's exact EVM scheme. */
 async function signProof(
   challenge: PaymentRequired,
   offer: PaymentRequirements,
@@ -297,7 +319,9 @@ async function signProof(
   const client = new x402Client();
   registerExactEvmScheme(client, { signer: account });
   const http = new x402HTTPClient(client);
-  const payload = await client.createPaymentPayload({ ...challenge, accepts: [offer] });
+  const payload = await client.createPaymentPayload(
+    challenge.x402Version === 1 ? challenge : { ...challenge, accepts: [offer] },
+  );
   return {
     proof: http.encodePaymentSignatureHeader(payload),
     settlement: (response) => {

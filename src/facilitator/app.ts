@@ -14,7 +14,7 @@ import type { FacilitatorOptions, X402FacilitatorHandle } from "./facilitator.js
 import { parseFacilitatorRequest } from "./requests.js";
 
 /**
- * The facilitator's HTTP face (x402 v2 facilitator API):
+ * The facilitator's HTTP face (x402 v2 facilitator API, serving v1 payments too):
  *   GET /supported, POST /verify, POST /settle, GET /health.
  * Request bodies are `{ x402Version, paymentPayload, paymentRequirements }`, as sent by the
  * SDK's HTTPFacilitatorClient. Answers:
@@ -119,7 +119,7 @@ function verifyHandler(handle: X402FacilitatorHandle, log: Log): Handler {
         400,
       );
     }
-    const parsed = parseFacilitatorRequest(body.body, handle.networks);
+    const parsed = parseFacilitatorRequest(body.body, handle.networks, handle.networksV1);
     if (!parsed.ok) {
       return c.json(
         { isValid: false, invalidReason: parsed.reason, invalidMessage: parsed.message },
@@ -155,10 +155,10 @@ function settleHandler(handle: X402FacilitatorHandle, log: Log): Handler {
       network: typeof network === "string" ? network : "",
     });
     if (!body.ok) return c.json(failure("invalid_payload", "body is not JSON"), 400);
-    const parsed = parseFacilitatorRequest(body.body, handle.networks);
+    const parsed = parseFacilitatorRequest(body.body, handle.networks, handle.networksV1);
     if (!parsed.ok) return c.json(failure(parsed.reason, parsed.message), 400);
 
-    const { paymentPayload, paymentRequirements, authorizationKey } = parsed.request;
+    const { paymentPayload, paymentRequirements, authorizationKey, amount } = parsed.request;
     if (settling.has(authorizationKey)) {
       return c.json(
         failure("duplicate_settlement", "this authorization is already being settled"),
@@ -170,7 +170,7 @@ function settleHandler(handle: X402FacilitatorHandle, log: Log): Handler {
       const result = await handle.facilitator.settle(paymentPayload, paymentRequirements);
       log(
         result.success
-          ? `facilitator: settled ${paymentRequirements.amount} on ${result.network} in ${result.transaction}`
+          ? `facilitator: settled ${amount} on ${result.network} in ${result.transaction}`
           : `facilitator: settlement refused: ${result.errorReason ?? "unknown reason"}`,
       );
       return c.json(result);

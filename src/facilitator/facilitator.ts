@@ -3,6 +3,8 @@ import type { Network } from "@x402/core/types";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import type { FacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { ExactEvmSchemeV1 } from "@x402/evm/exact/v1/facilitator";
+import { EVM_NETWORK_CHAIN_ID_MAP } from "@x402/evm/v1";
 import { createPublicClient, createWalletClient, defineChain, http } from "viem";
 import type {
   Abi,
@@ -46,7 +48,16 @@ export interface X402FacilitatorHandle {
   address: Address;
   chainId: number;
   networks: Network[];
+  /** The same chain under its x402 v1 names (e.g. `base-sepolia`), each to its CAIP-2 id. */
+  networksV1: ReadonlyMap<string, Network>;
   rpcUrl: string;
+}
+
+/** x402 v1 names of a chain, as the SDK's v1 EVM scheme knows them. */
+function v1NetworkNames(chainId: number): string[] {
+  return Object.entries(EVM_NETWORK_CHAIN_ID_MAP)
+    .filter(([, id]) => id === chainId)
+    .map(([name]) => name);
 }
 
 const EIP155 = /^eip155:(\d{1,15})$/;
@@ -135,8 +146,21 @@ export function createX402Facilitator(opts: FacilitatorOptions): X402Facilitator
     { confirmationTimeoutMs: opts.confirmationTimeoutMs ?? 120_000 },
   );
 
-  // Only x402 v2 (docs/contract.md §7.1), so register() and not registerExactEvmScheme(), which
-  // would also register v1 for every EVM network the SDK knows.
+  // x402 v2 and v1 (docs/contract.md §7.1) for this chain only: register() and registerV1()
+  // rather than registerExactEvmScheme(), which would register v1 for every EVM network known.
+  const v1Names = v1NetworkNames(chainId);
   const facilitator = new x402Facilitator().register(networks, new ExactEvmScheme(signer));
-  return { facilitator, address: account.address, chainId, networks, rpcUrl: opts.rpcUrl };
+  if (v1Names.length > 0) {
+    facilitator.registerV1(v1Names as Network[], new ExactEvmSchemeV1(signer));
+  }
+  const caip = `eip155:${chainId}` as Network;
+  const networksV1 = new Map(v1Names.map((name) => [name, caip]));
+  return {
+    facilitator,
+    address: account.address,
+    chainId,
+    networks,
+    networksV1,
+    rpcUrl: opts.rpcUrl,
+  };
 }

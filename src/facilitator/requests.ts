@@ -1,4 +1,9 @@
-import { PaymentPayloadV2Schema, PaymentRequirementsV2Schema } from "@x402/core/schemas";
+import {
+  PaymentPayloadV1Schema,
+  PaymentPayloadV2Schema,
+  PaymentRequirementsV1Schema,
+  PaymentRequirementsV2Schema,
+} from "@x402/core/schemas";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { z } from "zod";
 
@@ -45,6 +50,8 @@ type FacilitatorRequest = {
   paymentRequirements: PaymentRequirements;
   /** Identifies the authorization being spent, to refuse concurrent settles of the same one. */
   authorizationKey: string;
+  /** Token units asked for (v2 `amount`, v1 `maxAmountRequired`). */
+  amount: string;
 };
 
 export type ParseResult =
@@ -57,28 +64,33 @@ function firstIssue(issues: readonly { path: readonly PropertyKey[]; message: st
   return path ? `${path}: ${issue.message}` : issue.message;
 }
 
-export function parseFacilitatorRequest(body: unknown, networks: readonly string[]): ParseResult {
+const UNSUPPORTED_VERSION: ParseResult = {
+  ok: false,
+  reason: "invalid_x402_version",
+  message: "only x402Version 2 and 1 are supported",
+};
+
+/**
+ * A verify/settle body. `networks` are the CAIP-2 networks served (v2); `networksV1` the same
+ * chain under its v1 names, each to its CAIP-2 id.
+ */
+export function parseFacilitatorRequest(
+  body: unknown,
+  networks: readonly string[],
+  networksV1: ReadonlyMap<string, string> = new Map(),
+): ParseResult {
   if (typeof body !== "object" || body === null || Array.isArray(body)) {
     return { ok: false, reason: "invalid_payload", message: "body must be a JSON object" };
   }
   const { x402Version, paymentPayload, paymentRequirements } = body as Record<string, unknown>;
-  if (x402Version !== undefined && x402Version !== 2) {
-    return {
-      ok: false,
-      reason: "invalid_x402_version",
-      message: "only x402Version 2 is supported",
-    };
+  const payloadVersion = (paymentPayload as { x402Version?: unknown } | null)?.x402Version;
+  if (x402Version === 1 || (x402Version === undefined && payloadVersion === 1)) {
+    return parseV1Request(paymentPayload, paymentRequirements, networksV1);
   }
+  if (x402Version !== undefined && x402Version !== 2) return UNSUPPORTED_VERSION;
   const payload = PaymentPayloadV2Schema.safeParse(paymentPayload);
   if (!payload.success) {
-    const version = (paymentPayload as { x402Version?: unknown } | null)?.x402Version;
-    if (typeof version === "number" && version !== 2) {
-      return {
-        ok: false,
-        reason: "invalid_x402_version",
-        message: "only x402Version 2 is supported",
-      };
-    }
+    if (typeof payloadVersion === "number" && payloadVersion !== 2) return UNSUPPORTED_VERSION;
     return {
       ok: false,
       reason: "invalid_payload",
@@ -126,6 +138,67 @@ export function parseFacilitatorRequest(body: unknown, networks: readonly string
       paymentPayload: payload.data as PaymentPayload,
       paymentRequirements: requirements.data as PaymentRequirements,
       authorizationKey,
+      amount: requirements.data.amount,
+    },
+  };
+}
+
+/** An x402 v1 verify/settle body: the SDK's v1 schemas, an EIP-3009 payload, a served network. */
+function parseV1Request(
+  paymentPayload: unknown,
+  paymentRequirements: unknown,
+  networksV1: ReadonlyMap<string, string>,
+): ParseResult {
+  const payload = PaymentPayloadV1Schema.safeParse(paymentPayload);
+  if (!payload.success) {
+    return {
+      ok: false,
+      reason: "invalid_payload",
+      message: `paymentPayload.${firstIssue(payload.error.issues)}`,
+    };
+  }
+  const requirements = PaymentRequirementsV1Schema.safeParse(paymentRequirements);
+  if (!requirements.success) {
+    return {
+      ok: false,
+      reason: "invalid_payment_requirements",
+      message: `paymentRequirements.${firstIssue(requirements.error.issues)}`,
+    };
+  }
+  const { scheme, network, asset, maxAmountRequired } = requirements.data;
+  if (scheme !== "exact" || payload.data.scheme !== "exact") {
+    return {
+      ok: false,
+      reason: "unsupported_scheme",
+      message: `scheme ${JSON.stringify(scheme)} is not supported (only "exact")`,
+    };
+  }
+  const caip = networksV1.get(network);
+  if (caip === undefined || payload.data.network !== network) {
+    return {
+      ok: false,
+      reason: "invalid_network",
+      message: `network ${JSON.stringify(payload.data.network)} is not served here (${[...networksV1.keys()].join(", ")})`,
+    };
+  }
+  const inner = eip3009Payload.safeParse(payload.data.payload);
+  if (!inner.success) {
+    return {
+      ok: false,
+      reason: "invalid_payload",
+      message: `paymentPayload.payload.${firstIssue(inner.error.issues)}`,
+    };
+  }
+  const { from, nonce } = inner.data.authorization;
+  return {
+    ok: true,
+    request: {
+      // The SDK's facilitator routes by x402Version; its v1 scheme reads v1 fields.
+      paymentPayload: payload.data as unknown as PaymentPayload,
+      paymentRequirements: requirements.data as unknown as PaymentRequirements,
+      // The same key as v2: one authorization is one settlement whichever generation carries it.
+      authorizationKey: `${caip}|${asset.toLowerCase()}|${from.toLowerCase()}|${nonce.toLowerCase()}`,
+      amount: maxAmountRequired,
     },
   };
 }

@@ -3,8 +3,16 @@
  * readable by the page. One definition for the Hono app and the Node fast path.
  */
 
-/** Response headers browser x402 clients must be able to read; Retry-After for a 503 and 429. */
-const CORS_EXPOSED_HEADERS = ["PAYMENT-REQUIRED", "PAYMENT-RESPONSE", "Retry-After"];
+/**
+ * Response headers browser x402 clients must be able to read (v2 and v1 receipts); Retry-After
+ * for a 503 and 429.
+ */
+const CORS_EXPOSED_HEADERS = [
+  "PAYMENT-REQUIRED",
+  "PAYMENT-RESPONSE",
+  "X-PAYMENT-RESPONSE",
+  "Retry-After",
+];
 
 /** The CORS headers of every answer except the preflight. */
 export const CORS_HEADERS: Readonly<Record<string, string>> = {

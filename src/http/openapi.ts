@@ -25,6 +25,36 @@ const ServiceErrorSchema = z
   .object({ error: z.string().describe("Human-readable message.") })
   .describe("Error that is not about the submitted URL.");
 
+/** One offer of the x402 v1 challenge (the SDK's PaymentRequirementsV1Schema, described). */
+const PaymentRequirementsV1Schema = z.object({
+  scheme: z.literal("exact"),
+  network: z
+    .enum(Object.keys(NETWORK_IDS) as [keyof typeof NETWORK_IDS])
+    .describe("x402 v1 network name."),
+  maxAmountRequired: z.string().describe("USDC units (6 decimals)."),
+  resource: z.string().describe("Full URL of this endpoint."),
+  description: z.string(),
+  mimeType: z.string(),
+  outputSchema: z
+    .record(z.string(), z.unknown())
+    .describe("`input`: how to call this endpoint; `output`: an example report."),
+  payTo: z.string(),
+  maxTimeoutSeconds: z.number().int(),
+  asset: z.string().describe("USDC contract address."),
+  extra: z
+    .object({ name: z.string(), version: z.string() })
+    .describe("EIP-712 domain of the token, which the payer signs over."),
+});
+
+/** The 402 body: the x402 v1 challenge, with the same offers as the v2 PAYMENT-REQUIRED header. */
+const PaymentRequiredV1Schema = z
+  .object({
+    x402Version: z.literal(1),
+    error: z.string().describe("Why payment is required, or why the proof was refused."),
+    accepts: z.array(PaymentRequirementsV1Schema),
+  })
+  .describe("x402 v1 PaymentRequired.");
+
 const COMPONENTS = {
   SnapshotRequest: SnapshotRequestSchema.describe(
     `Other fields are ignored. The whole body may be at most ${MAX_BODY_BYTES / 1024} KiB.`,
@@ -34,6 +64,7 @@ const COMPONENTS = {
   SnapshotError: SnapshotErrorBodySchema,
   Health: HealthSchema,
   ServiceError: ServiceErrorSchema,
+  PaymentRequiredV1: PaymentRequiredV1Schema,
 } as const;
 type ComponentName = keyof typeof COMPONENTS;
 
@@ -114,7 +145,16 @@ export function createOpenApiDocument(
               required: false,
               description:
                 "x402 v2 payment proof: base64-encoded JSON PaymentPayload answering the " +
-                "challenge of a previous 402. (`X-PAYMENT` is the x402 v1 name.)",
+                "challenge of a previous 402. Read first when both proof headers are sent.",
+              schema: { type: "string" },
+            },
+            {
+              name: "X-PAYMENT",
+              in: "header",
+              required: false,
+              description:
+                "x402 v1 payment proof: base64-encoded JSON PaymentPayload (`x402Version` 1) " +
+                "answering the body of a previous 402. Checked exactly as a v2 proof.",
               schema: { type: "string" },
             },
           ],
@@ -128,6 +168,12 @@ export function createOpenApiDocument(
                   description: "x402 v2 settlement receipt: base64-encoded JSON SettleResponse.",
                   schema: { type: "string" },
                 },
+                "X-PAYMENT-RESPONSE": {
+                  description:
+                    "The same receipt for an x402 v1 payment (`X-PAYMENT`), in place of " +
+                    "`PAYMENT-RESPONSE`.",
+                  schema: { type: "string" },
+                },
               },
               content: json("SnapshotResult"),
             },
@@ -139,14 +185,16 @@ export function createOpenApiDocument(
             },
             "402": {
               description:
-                "Payment required; never charged. The body's `error` says which: no proof " +
-                "(`Payment required`); `Unreadable payment proof: <why>.` (size, encoding, " +
+                "Payment required; never charged. One answer serves both protocol generations: " +
+                "the x402 v2 challenge is in the `PAYMENT-REQUIRED` header, the x402 v1 " +
+                "challenge is the body (`PaymentRequiredV1`, the same offers). A refused proof, " +
+                "an unreadable proof and a failed settlement answer `ServiceError`, whose " +
+                "`error` says which: `Unreadable payment proof: <why>.` (size, encoding, " +
                 "shape, payment id); `Payment rejected: <reason>` (the facilitator's verify " +
                 "reason, `payment_already_used` for a proof already served without a payment " +
                 "id, `payment_proof_exhausted` after too many refused snapshots); " +
                 "`Payment settlement failed: <reason>` (the facilitator refused the " +
-                "settlement, or the authorization was canceled). The challenge is in the " +
-                "`PAYMENT-REQUIRED` header (x402 protocol version 2).",
+                "settlement, or the authorization was canceled).",
               headers: {
                 "PAYMENT-REQUIRED": {
                   description:
@@ -157,7 +205,11 @@ export function createOpenApiDocument(
                   schema: { type: "string" },
                 },
               },
-              content: json("ServiceError"),
+              content: {
+                "application/json": {
+                  schema: { anyOf: [ref("PaymentRequiredV1"), ref("ServiceError")] },
+                },
+              },
             },
             "405": notAllowed,
             "409": {

@@ -5,6 +5,7 @@ import type { Context } from "hono";
 import { errorAnswer, type Answer } from "./answer.js";
 import { describeError } from "./describe-error.js";
 import { PROOF_GENERATIONS, carriesProof } from "./proof.js";
+import { v1Challenge } from "./v1.js";
 
 /** Resource URLs remembered at once; the URL carries the client's Host, so its variety is theirs. */
 const PREPARED_CHALLENGES = 64;
@@ -35,17 +36,38 @@ export class PreparedChallenges {
   }
 }
 
-/** The SDK's 402 as an answer, its JSON body saying why (`explain` words a reason, if it can). */
+/**
+ * The SDK's 402 as an answer, its JSON body saying why (`explain` words a reason, if it can).
+ * With `v1OutputSchema` (every request but one with a v2 proof) the body is also the x402 v1
+ * challenge: the same offers as the header, so one 402 serves both generations.
+ */
 export async function challengeAnswer(
   response: Response,
   explain: (reason: string) => string | undefined,
+  v1OutputSchema?: Record<string, unknown>,
 ): Promise<Answer> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
     headers[name] = value;
   });
-  const body = withErrorMessage(await response.text(), headers["payment-required"], explain);
+  const required = headers["payment-required"];
+  let body = withErrorMessage(await response.text(), required, explain);
+  if (v1OutputSchema && required) {
+    const v1 = v1Challenge(required, errorOf(body), v1OutputSchema);
+    if (v1) body = JSON.stringify(v1);
+  }
   return { status: response.status, headers, body };
+}
+
+/** The `error` of a JSON body, or a generic one. */
+function errorOf(body: string): string {
+  try {
+    const { error } = JSON.parse(body) as { error?: unknown };
+    if (typeof error === "string") return error;
+  } catch {
+    // Not JSON: the generic reason below.
+  }
+  return "Payment required.";
 }
 
 /**

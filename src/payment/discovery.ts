@@ -69,3 +69,26 @@ export function snapshotDiscoveryExtension(): Record<string, unknown> {
   const { $schema: _draft, ...schema } = declared.bazaar.schema;
   return { bazaar: { info: declared.bazaar.info, schema } };
 }
+
+/**
+ * x402 v1's `outputSchema` of the route, as v1 discovery reads it: how to call it (`input`) and
+ * what it returns (`output`). The output is named, not embedded: this travels in the body of every
+ * 402 beside the v2 header, and its size sets the challenge's speed (docs/benchmarks.md); the
+ * example is in the header's Bazaar extension, the schema in /openapi.json.
+ */
+export function snapshotOutputSchemaV1(): Record<string, unknown> {
+  const input = embeddedJsonSchema(DiscoveredRequestSchema);
+  return {
+    input: {
+      type: "http",
+      method: "POST",
+      bodyType: "json",
+      bodyFields: input.properties,
+      discoverable: true,
+    },
+    output: {
+      type: "json",
+      schema: "SnapshotResult (GET /openapi.json, components.schemas.SnapshotResult)",
+    },
+  };
+}

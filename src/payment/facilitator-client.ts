@@ -8,6 +8,7 @@ import type {
   VerifyResponse,
 } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
+import { toFacilitatorV1 } from "./v1.js";
 
 /**
  * The facilitator could not give an answer about the payment (down, slow, 5xx, garbage).
@@ -79,12 +80,15 @@ export class ResilientFacilitatorClient implements FacilitatorClient {
     this.url = this.inner.url;
   }
 
+  /** A v1 payment goes down the facilitator's v1 path, in v1 form (v1.ts). */
   verify(payload: PaymentPayload, requirements: PaymentRequirements): Promise<VerifyResponse> {
-    return this.guard("verify", () => this.inner.verify(payload, requirements));
+    const sent = toFacilitatorV1(payload, requirements);
+    return this.guard("verify", () => this.inner.verify(sent.payload, sent.requirements));
   }
 
   settle(payload: PaymentPayload, requirements: PaymentRequirements): Promise<SettleResponse> {
-    return this.guard("settle", () => this.settler.settle(payload, requirements));
+    const sent = toFacilitatorV1(payload, requirements);
+    return this.guard("settle", () => this.settler.settle(sent.payload, sent.requirements));
   }
 
   /** /supported, kept once it answered: the gate checks it first, then the SDK reads it. */

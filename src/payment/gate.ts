@@ -2,7 +2,8 @@ import { performance } from "node:perf_hooks";
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
 import { encodePaymentResponseHeader } from "@x402/core/http";
-import { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
+import { x402ResourceServer } from "@x402/core/server";
+import type { x402HTTPResourceServer } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
@@ -13,6 +14,7 @@ import { errorAnswer, toResponse, type Answer } from "./answer.js";
 import { createCdpAuthHeaders } from "./cdp-auth.js";
 import { PreparedChallenges, challengeAnswer, unreadableProofAnswer } from "./challenge.js";
 import { describeError } from "./describe-error.js";
+import { snapshotOutputSchemaV1 } from "./discovery.js";
 import {
   FacilitatorMismatchError,
   checkSupport,
@@ -39,6 +41,7 @@ import { readRequestProof } from "./proof.js";
 import { PAID_ROUTE, paidRouteConfig, type RouteOffer } from "./route.js";
 import { MemoryReplayStore, explainRejection, guardReplays } from "./replay-guard.js";
 import type { ReplayStore } from "./replay-guard.js";
+import { DualGenerationHttpServer, V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
 
 const DEFAULT_SETTLE_TIMEOUT_MS = 130_000;
 const DEFAULT_PROOF_RELEASES = 3;
@@ -282,7 +285,8 @@ class FacilitatorReadiness {
  *  - a rejected payment's 402 says why in its JSON body (the SDK leaves it `{}`).
  *  - paying once (paid-records.ts): a payment id's answer is kept and served again, and a report
  *    whose settlement had no known outcome is kept until the retry learns it was paid.
- * A new protocol generation adds its proof header and reader in proof.ts.
+ * x402 v1 is served beside v2 by a thin translation (v1.ts). A new protocol generation adds
+ * its proof header and reader in proof.ts.
  */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const log = options.log ?? ((line: string) => console.error(line));
@@ -318,6 +322,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     log,
   );
   const challenges = new PreparedChallenges();
+  const v1OutputSchema = snapshotOutputSchemaV1();
 
   const unavailable = (why: string): Answer =>
     errorAnswer(UNAVAILABLE_STATUS, `Payment infrastructure unavailable (${why}); retry later.`, {
@@ -408,8 +413,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
     // The challenge (no proof, or one the facilitator refused): its body says why.
     if (answer.status === 402 && verified === undefined) {
-      const challenge = await challengeAnswer(answer, (reason) =>
-        explainRejection(reason, maxReleases),
+      const v2Proof = Boolean(c.req.header("payment-signature"));
+      const challenge = await challengeAnswer(
+        answer,
+        (reason) => explainRejection(reason, maxReleases),
+        v2Proof ? undefined : v1OutputSchema,
       );
       challenges.keep(c.req.url, (name) => c.req.header(name), challenge);
       return toResponse(challenge);
@@ -439,8 +447,14 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     if (identity && !identity.ok) {
       return toResponse(await unreadableProofAnswer(httpServer, c, identity.why, log));
     }
-    if (proof && identity) return payOnce(c, next, proof.payer, identity.identity);
-    return verifyRunSettle(c, next, proof?.payer);
+    const answered =
+      proof && identity
+        ? await payOnce(c, next, proof.payer, identity.identity)
+        : await verifyRunSettle(c, next, proof?.payer);
+    if (header(V1_PROOF_HEADER) && !header("payment-signature")) {
+      renameReceiptForV1(answered ?? c.res);
+    }
+    return answered;
   };
 
   const conflict = (message: string, headers: Record<string, string> = {}): Answer =>
@@ -653,5 +667,10 @@ function createHttpResourceServer(
     }
     return Promise.resolve();
   });
-  return new x402HTTPResourceServer(resourceServer, { [PAID_ROUTE]: paidRouteConfig(options) });
+  // The SDK's HTTP server, with x402 v1 proofs read too (v1.ts).
+  return new DualGenerationHttpServer(
+    resourceServer,
+    { [PAID_ROUTE]: paidRouteConfig(options) },
+    options,
+  );
 }

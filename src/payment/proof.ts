@@ -12,7 +12,7 @@ const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 const EVM_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** The part of a PaymentPayload schema (the SDK's, on its own zod) that the reader uses. */
+/** The part of the SDK's payload schemas (its own zod) used here. */
 interface PayloadSchema {
   safeParse(
     value: unknown,
@@ -35,16 +35,16 @@ export interface ProofGeneration {
 
 /**
  * Every generation the gate knows, newest first: a request carrying any of these headers is a
- * payment attempt, never the plain challenge.
+ * payment attempt, never the plain challenge; when it carries both, the newest is read.
  */
 export const PROOF_GENERATIONS: readonly ProofGeneration[] = [
   {
     header: "payment-signature",
-    read: (value) => readProof(value, "PAYMENT-SIGNATURE", "x402 v2", PaymentPayloadV2Schema),
+    read: (value) => readProof(value, "PAYMENT-SIGNATURE", PaymentPayloadV2Schema, "x402 v2"),
   },
   {
     header: "x-payment",
-    read: (value) => readProof(value, "X-PAYMENT", "x402 v1", PaymentPayloadV1Schema),
+    read: (value) => readProof(value, "X-PAYMENT", PaymentPayloadV1Schema, "x402 v1"),
   },
 ];
 
@@ -61,15 +61,15 @@ export function readRequestProof(
 
 /**
  * Reads a proof header (`name`) with bounded work, before the SDK or anything recursive sees
- * it: size, base64, UTF-8, nesting depth (scanned without recursion), JSON, then the
+ * it: size, base64, UTF-8, nesting depth (scanned without recursion), JSON, then its
  * generation's PaymentPayload shape (the SDK's schema) with an EIP-3009 authorization (what our
  * challenge asks for), whose `from` is the payer. A failure says why in words a client can act on.
  */
 function readProof(
   header: string,
   name: string,
-  generation: string,
   schema: PayloadSchema,
+  generation: string,
 ): ProofReading {
   if (header.length > MAX_PROOF_HEADER_BYTES) {
     return refuse(`${name} is ${header.length} bytes; at most ${MAX_PROOF_HEADER_BYTES} are read`);
@@ -94,7 +94,7 @@ function readProof(
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    const where = issue?.path.length ? issue.path.join(".") : "the payload";
+    const where = issue?.path.length ? issue.path.map(String).join(".") : "the payload";
     return refuse(`${name} is not an ${generation} PaymentPayload (${where}: ${issue?.message})`);
   }
   const payer = authorizationFrom(parsed.data.payload);

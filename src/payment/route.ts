@@ -1,5 +1,5 @@
 import type { RouteConfig } from "@x402/core/server";
-import type { Network } from "@x402/core/types";
+import type { Network, PaymentRequirements } from "@x402/core/types";
 import { getDefaultAsset } from "@x402/evm";
 import {
   declarePaymentIdentifierExtension,
@@ -47,26 +47,61 @@ export function paidResourceUrl(publicUrl: string): string {
   return `${publicUrl}${PAID_PATH}`;
 }
 
+const MAX_TIMEOUT_SECONDS = 300;
+/** What the challenges say the resource is. */
+export const RESOURCE_DESCRIPTION = "Live security-hygiene snapshot of one public URL";
+export const RESOURCE_MIME_TYPE = "application/json";
+
+/**
+ * USDC on a network with the EIP-712 domain (name, version) the payer signs over, and the
+ * devnet marker when the network is the embedded devnet.
+ */
+function usdcOn(
+  network: Network,
+  devnet: boolean | undefined,
+): {
+  asset: `0x${string}`;
+  extra: { name: string; version: string; devnet?: true };
+} {
+  const asset = USDC_ADDRESSES[network];
+  if (!asset) throw new Error(`no USDC address known for network ${network}`);
+  const { name, version } = getDefaultAsset(network);
+  return { asset, extra: { name, version, ...(devnet && { devnet: true as const }) } };
+}
+
+/** The `exact` requirement the route offers on `network`, or undefined if it is not offered. */
+export function offeredRequirement(
+  offer: RouteOffer,
+  network: Network,
+): PaymentRequirements | undefined {
+  if (!offer.networks.includes(network)) return undefined;
+  return {
+    scheme: "exact",
+    network,
+    amount: usdcAmount(offer.priceUsdc),
+    payTo: offer.payTo,
+    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+    ...usdcOn(network, offer.devnet),
+  };
+}
+
 /** The SDK's configuration of the paid route: one `exact` USDC entry per network. */
 export function paidRouteConfig(offer: RouteOffer): RouteConfig {
   const amount = usdcAmount(offer.priceUsdc);
   return {
     accepts: offer.networks.map((network) => {
-      const asset = USDC_ADDRESSES[network];
-      if (!asset) throw new Error(`no USDC address known for network ${network}`);
-      // EIP-712 domain (name, version) of USDC on that network, which the payer signs over.
-      const { name, version } = getDefaultAsset(network);
+      const { asset, extra } = usdcOn(network, offer.devnet);
       return {
         scheme: "exact",
         network,
         payTo: offer.payTo,
-        price: { amount, asset, extra: { name, version, ...(offer.devnet && { devnet: true }) } },
-        maxTimeoutSeconds: 300,
+        price: { amount, asset, extra },
+        maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
       };
     }),
     ...(offer.publicUrl !== undefined && { resource: paidResourceUrl(offer.publicUrl) }),
-    description: "Live security-hygiene snapshot of one public URL",
-    mimeType: "application/json",
+    description: RESOURCE_DESCRIPTION,
+    mimeType: RESOURCE_MIME_TYPE,
     serviceName: "secsnap",
     extensions: {
       ...snapshotDiscoveryExtension(),
@@ -76,7 +111,7 @@ export function paidRouteConfig(offer: RouteOffer): RouteConfig {
     },
     unpaidResponseBody: () => ({
       contentType: "application/json",
-      body: { error: "Payment required: see the PAYMENT-REQUIRED header (x402 v2)." },
+      body: { error: "Payment required: x402 v2 in the PAYMENT-REQUIRED header, v1 in `accepts`." },
     }),
     settlementFailedResponseBody: (_ctx, failure) => ({
       contentType: "application/json",

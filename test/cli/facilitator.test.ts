@@ -42,9 +42,13 @@ describe("secsnap facilitator", () => {
       expect(new URL(url).hostname).toBe("127.0.0.1");
       expect(lines.some((l) => l.startsWith("gas payer balance:"))).toBe(true);
       const supported = (await (await fetch(`${url}/supported`)).json()) as {
-        kinds: { network: string }[];
+        kinds: { x402Version: number; network: string }[];
       };
-      expect(supported.kinds.map((k) => k.network)).toEqual(["eip155:84532"]);
+      // v2 under its CAIP-2 id, v1 under the chain's v1 name.
+      expect(supported.kinds.map((k) => [k.x402Version, k.network])).toEqual([
+        [2, "eip155:84532"],
+        [1, "base-sepolia"],
+      ]);
 
       child.kill("SIGTERM");
       expect(await exited).toBe(0);

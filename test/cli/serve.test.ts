@@ -55,7 +55,12 @@ it(
         expect.objectContaining({ network: "eip155:84532", amount: "50000" }),
       ]);
       expect(unpaid.headers.get("access-control-expose-headers")).toContain("PAYMENT-REQUIRED");
-      expect(await unpaid.json()).toEqual({ error: expect.any(String) });
+      // The body is the same offer as the x402 v1 challenge.
+      expect(await unpaid.json()).toEqual({
+        x402Version: 1,
+        error: expect.any(String),
+        accepts: [expect.objectContaining({ network: "base-sepolia", maxAmountRequired: "50000" })],
+      });
 
       // The real x402 client pays; its snapshot then waits on the held target.
       const arrived = target.hold();

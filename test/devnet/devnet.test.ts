@@ -264,9 +264,12 @@ describe("reuse", () => {
       expect(partial.facilitatorReused).toBe(false);
       expect(partial.facilitatorUrl).not.toBe(devnet.facilitatorUrl);
       const body = (await (await fetch(`${partial.facilitatorUrl}/supported`)).json()) as {
-        kinds: { network: string }[];
+        kinds: { x402Version: number; network: string }[];
       };
-      expect(body.kinds.map((k) => k.network)).toEqual(["eip155:84532"]);
+      expect(body.kinds.map((k) => [k.x402Version, k.network])).toEqual([
+        [2, "eip155:84532"],
+        [1, "base-sepolia"],
+      ]);
     } finally {
       await partial.close();
     }

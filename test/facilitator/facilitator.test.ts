@@ -2,6 +2,7 @@ import { x402Client } from "@x402/core/client";
 import { HTTPFacilitatorClient } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
+import { ExactEvmSchemeV1 } from "@x402/evm/v1";
 import { createPublicClient, getAddress, http, parseEventLogs } from "viem";
 import type { Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
@@ -106,11 +107,14 @@ async function transfersIn(hash: Hex) {
 }
 
 describe("GET endpoints", () => {
-  it("/supported lists exact on eip155:84532 (x402 v2) and the gas payer", async () => {
+  it("/supported lists exact on eip155:84532 (x402 v2), on base-sepolia (v1), and the gas payer", async () => {
     const supported = await new HTTPFacilitatorClient({
       url: devnet.facilitatorUrl,
     }).getSupported();
-    expect(supported.kinds).toEqual([{ x402Version: 2, scheme: "exact", network: "eip155:84532" }]);
+    expect(supported.kinds).toEqual([
+      { x402Version: 2, scheme: "exact", network: "eip155:84532" },
+      { x402Version: 1, scheme: "exact", network: "base-sepolia" },
+    ]);
     expect(supported.signers["eip155:*"]).toEqual([devnet.gasPayer]);
   });
 
@@ -362,12 +366,19 @@ describe("bad input", () => {
     expect((await verify({ ...good, accepted: upto }, upto)).body).toMatchObject({
       invalidReason: "unsupported_scheme",
     });
+    // A v2 payload labelled v1 is read as v1, and is not a v1 payload.
     const v1 = await post(devnet.facilitatorUrl, "/verify", {
       x402Version: 1,
       paymentPayload: { ...good, x402Version: 1 },
       paymentRequirements: requirements(),
     });
-    expect(v1).toMatchObject({ status: 400, body: { invalidReason: "invalid_x402_version" } });
+    expect(v1).toMatchObject({ status: 400, body: { invalidReason: "invalid_payload" } });
+    const v3 = await post(devnet.facilitatorUrl, "/verify", {
+      x402Version: 3,
+      paymentPayload: { ...good, x402Version: 3 },
+      paymentRequirements: requirements(),
+    });
+    expect(v3).toMatchObject({ status: 400, body: { invalidReason: "invalid_x402_version" } });
   });
 
   it("refuses a body over the size limit with 413", async () => {
@@ -420,5 +431,64 @@ describe("bearer token", () => {
         port: 0,
       }),
     ).rejects.toThrow(/is chain 84532, but the networks are eip155:8453/);
+  });
+});
+
+describe("x402 v1", () => {
+  /** The v1 form of requirements(): named network, `maxAmountRequired`, resource inline. */
+  const requirementsV1 = (network = "base-sepolia") => ({
+    scheme: "exact",
+    network,
+    maxAmountRequired: "50000",
+    resource: "http://127.0.0.1/v1/snapshot",
+    description: "test",
+    mimeType: "application/json",
+    payTo: devnet.payTo,
+    maxTimeoutSeconds: 300,
+    asset: devnet.usdcAddress,
+    extra: { name: "USDC", version: "2" },
+  });
+
+  it("verifies and settles a v1 payment exactly once, on its v1 path", async () => {
+    const key = devnet.payerPrivateKeys[4]!;
+    const from = privateKeyToAccount(key).address;
+    const before = await balanceOf(from);
+    const required = requirementsV1();
+    const payload = await new ExactEvmSchemeV1(privateKeyToAccount(key)).createPaymentPayload(
+      1,
+      required as never,
+    );
+    const body = { x402Version: 1, paymentPayload: payload, paymentRequirements: required };
+    expect(await post(devnet.facilitatorUrl, "/verify", body)).toMatchObject({
+      status: 200,
+      body: { isValid: true, payer: from },
+    });
+    const settled = await post(devnet.facilitatorUrl, "/settle", body);
+    expect(settled).toMatchObject({
+      status: 200,
+      body: { success: true, network: "base-sepolia", payer: from },
+    });
+    const transfers = await transfersIn(settled.body.transaction as Hex);
+    expect(transfers).toHaveLength(1);
+    expect(transfers[0]?.args).toMatchObject({ from, to: devnet.payTo, value: 50000n });
+    expect(await balanceOf(from)).toBe(before - 50000n);
+
+    // The same authorization again: refused, nothing more moves.
+    const again = await post(devnet.facilitatorUrl, "/settle", body);
+    expect(again.body).toMatchObject({ success: false });
+    expect(await balanceOf(from)).toBe(before - 50000n);
+  });
+
+  it("refuses a v1 network other than its chain's", async () => {
+    const required = requirementsV1("base");
+    const payload = await new ExactEvmSchemeV1(
+      privateKeyToAccount(devnet.payerPrivateKeys[4]!),
+    ).createPaymentPayload(1, required as never);
+    const res = await post(devnet.facilitatorUrl, "/verify", {
+      x402Version: 1,
+      paymentPayload: payload,
+      paymentRequirements: required,
+    });
+    expect(res).toMatchObject({ status: 400, body: { invalidReason: "invalid_network" } });
   });
 });
