@@ -98,6 +98,9 @@ describe("serve with PUBLIC_URL, and hostile payment headers", () => {
       const unpaid = await postSnapshot(base);
       expect(unpaid.status).toBe(402);
       expect(challengeOf(unpaid).resource?.url).toBe(resource);
+      // The x402 v1 challenge in the body names the same resource.
+      const v1 = (await unpaid.json()) as { accepts: { resource: string }[] };
+      expect(v1.accepts.map((entry) => entry.resource)).toEqual([resource]);
     }
     const challenge = challengeOf(await postSnapshot(base));
 
