@@ -30,11 +30,11 @@ import { baseSepolia } from "viem/chains";
 import { wrapFetchWithPayment as wrapV1Fetch } from "x402-fetch";
 import { startDevnet } from "../src/devnet/devnet.js";
 import { createApp } from "../src/http/app.js";
-import { createChallengeFastPath } from "../src/http/challenge-fast-path.js";
 import { startServer } from "../src/http/server.js";
 import { createPaymentGate, type PaidRequestTimings } from "../src/payment/gate.js";
 import { createSnapshotEngine, createUrlPolicy } from "../src/snapshot/index.js";
 import type { EngineOptions } from "../src/snapshot/index.js";
+import { build, staleReason } from "../scripts/build.js";
 import { summarise, type Summary } from "./lib/stats.js";
 
 const CHALLENGE_TARGET_RATIO = 0.85;
@@ -46,71 +46,9 @@ const ROUNDS = 9;
 const MAX_REQUESTS_PER_ROUND = 200_000;
 const PAID_RUNS = 8;
 const REPLAY_TARGET_SPEEDUP = 10;
-const CHILD_ROLE = "SECSNAP_BENCH_PAYMENT_SERVER";
 const TIME_LIMIT_MS = 180_000;
 
 const body = JSON.stringify({ url: "https://example.com/" });
-
-// ---------------------------------------------------------------- child: the service under load
-
-async function runServerChild(): Promise<void> {
-  const facilitatorUrl = process.env.FACILITATOR_URL!;
-  const payTo = process.env.PAY_TO as `0x${string}`;
-  const engineOptions: EngineOptions = {
-    timeoutMs: 10_000,
-    maxRedirects: 10,
-    allowedPorts: new Set([80, 443]),
-    allowCidrs: [],
-    dnsServers: [],
-  };
-  const gate = createPaymentGate({
-    payTo,
-    networks: ["eip155:84532"],
-    priceUsdc: "0.05",
-    facilitatorUrl,
-    log: () => {},
-  });
-  if (!(await gate.warmUp())) throw new Error("facilitator /supported failed");
-  const urlPolicy = createUrlPolicy(engineOptions);
-  const app = createApp({
-    engine: createSnapshotEngine(engineOptions),
-    urlPolicy,
-    paymentMiddleware: gate.middleware,
-    log: () => {},
-  });
-  // Wired as `secsnap serve` wires it (src/cli/serve.ts).
-  const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
-  const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
-  const bare = await startBareReplay(`${server.url}/v1/snapshot`);
-  process.send?.({ url: server.url, bareUrl: bare });
-  process.on("disconnect", () => process.exit(0));
-}
-
-/**
- * The floor: a bare node:http server (no Hono, no x402, no input check) that answers every
- * request with the exact bytes of the service's 402 — same status, headers (the ~2.7 KB
- * PAYMENT-REQUIRED among them) and body. What the challenge path cannot beat on this machine.
- */
-async function startBareReplay(challengeUrl: string): Promise<string> {
-  const res = await fetch(challengeUrl, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body,
-  });
-  const replayBody = Buffer.from(await res.arrayBuffer());
-  const headers: Record<string, string> = {};
-  res.headers.forEach((value, name) => {
-    if (!["date", "connection", "keep-alive", "content-length"].includes(name))
-      headers[name] = value;
-  });
-  headers["content-length"] = String(replayBody.length);
-  const server = createServer((req, out) => {
-    req.resume();
-    req.on("end", () => out.writeHead(res.status, headers).end(replayBody));
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
 
 // ---------------------------------------------------------------- parent
 
@@ -169,9 +107,17 @@ async function load(pool: Pool, request: Dispatcher.DispatchOptions): Promise<Lo
   };
 }
 
+/** The service under load, from the compiled build in a plain node process (production's way). */
 async function startServiceChild(facilitatorUrl: string, payTo: string) {
-  const child: ChildProcess = fork(fileURLToPath(import.meta.url), [], {
-    env: { ...process.env, [CHILD_ROLE]: "1", FACILITATOR_URL: facilitatorUrl, PAY_TO: payTo },
+  const stale = staleReason();
+  if (stale !== undefined) {
+    console.log(`${stale}; compiling it first`);
+    build();
+  }
+  const server = fileURLToPath(new URL("./lib/payment-server.mjs", import.meta.url));
+  const child: ChildProcess = fork(server, [], {
+    execArgv: [],
+    env: { ...process.env, FACILITATOR_URL: facilitatorUrl, PAY_TO: payTo },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   const { url, bareUrl } = await new Promise<{ url: string; bareUrl: string }>(
@@ -492,8 +438,4 @@ async function main(): Promise<number> {
   }
 }
 
-if (process.env[CHILD_ROLE]) {
-  await runServerChild();
-} else {
-  process.exitCode = await main();
-}
+process.exitCode = await main();

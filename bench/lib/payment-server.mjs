@@ -1,0 +1,64 @@
+/**
+ * The service under load for the payment benchmark, run by plain `node` from the compiled build
+ * (dist/), as `secsnap serve` runs in production: no TypeScript loader in the measured process.
+ * Wired as src/cli/serve.ts wires it (the unpaid-challenge fast path in front of the app), plus
+ * a bare node:http server replaying the exact bytes of its 402 (the floor the answer's size sets).
+ * Sends `{ url, bareUrl }` over IPC once both listen; exits when the parent disconnects.
+ */
+import { Buffer } from "node:buffer";
+import { createServer } from "node:http";
+import { createApp, createChallengeFastPath, startServer } from "../../dist/http/index.js";
+import { createPaymentGate } from "../../dist/payment/index.js";
+import { createSnapshotEngine, createUrlPolicy } from "../../dist/snapshot/index.js";
+
+const body = JSON.stringify({ url: "https://example.com/" });
+
+async function startBareReplay(challengeUrl) {
+  const res = await globalThis.fetch(challengeUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
+  const replayBody = Buffer.from(await res.arrayBuffer());
+  const headers = {};
+  res.headers.forEach((value, name) => {
+    if (!["date", "connection", "keep-alive", "content-length"].includes(name)) {
+      headers[name] = value;
+    }
+  });
+  headers["content-length"] = String(replayBody.length);
+  const server = createServer((req, out) => {
+    req.resume();
+    req.on("end", () => out.writeHead(res.status, headers).end(replayBody));
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${server.address().port}`;
+}
+
+const engineOptions = {
+  timeoutMs: 10_000,
+  maxRedirects: 10,
+  allowedPorts: new Set([80, 443]),
+  allowCidrs: [],
+  dnsServers: [],
+};
+const gate = createPaymentGate({
+  payTo: process.env.PAY_TO,
+  networks: ["eip155:84532"],
+  priceUsdc: "0.05",
+  facilitatorUrl: process.env.FACILITATOR_URL,
+  log: () => {},
+});
+if (!(await gate.warmUp())) throw new Error("facilitator /supported failed");
+const urlPolicy = createUrlPolicy(engineOptions);
+const app = createApp({
+  engine: createSnapshotEngine(engineOptions),
+  urlPolicy,
+  paymentMiddleware: gate.middleware,
+  log: () => {},
+});
+const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
+const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
+const bareUrl = await startBareReplay(`${server.url}/v1/snapshot`);
+process.send?.({ url: server.url, bareUrl });
+process.on("disconnect", () => process.exit(0));
