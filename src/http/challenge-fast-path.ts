@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { PaymentGate } from "../payment/index.js";
 import type { UrlPolicy } from "../snapshot/index.js";
-import { readNodeBody } from "./body.js";
+import type { Answer } from "../payment/index.js";
+import { readNodeBody, type BodyText } from "./body.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { sendNodeAnswer } from "./node-answer.js";
 import { MAX_BODY_BYTES, checkSnapshotRequest, snapshotErrorAnswer } from "./snapshot-input.js";
@@ -69,6 +70,7 @@ function joinedHeader(req: IncomingMessage, name: string): string | undefined {
  */
 export function createChallengeFastPath(options: ChallengeFastPathOptions): NodeFront {
   const log = options.log ?? ((message, error) => console.error(message, error ?? ""));
+  const verdicts = new InputVerdicts(options.urlPolicy);
 
   return (req, res) => {
     const challenge = preparedChallengeFor(req, options.unpaidChallenge);
@@ -76,9 +78,8 @@ export function createChallengeFastPath(options: ChallengeFastPathOptions): Node
 
     void readNodeBody(req, MAX_BODY_BYTES).then((read) => {
       try {
-        const contentType = joinedHeader(req, "content-type");
-        const checked = checkSnapshotRequest(contentType, read, options.urlPolicy);
-        sendNodeAnswer(res, checked.ok ? challenge : snapshotErrorAnswer(checked.error));
+        const refusal = verdicts.refusal(joinedHeader(req, "content-type"), read);
+        sendNodeAnswer(res, refusal ?? challenge);
       } catch (err) {
         log("unhandled error on the unpaid challenge path", err);
         sendNodeAnswer(res, INTERNAL_ERROR);
@@ -86,4 +87,36 @@ export function createChallengeFastPath(options: ChallengeFastPathOptions): Node
     });
     return true;
   };
+}
+
+/** Distinct (content type, body) pairs whose verdict is remembered. */
+const REMEMBERED_VERDICTS = 256;
+
+/**
+ * The input check's verdict (docs/contract.md §3) per (content type, body): the check is pure
+ * (no DNS, no clock), so an identical unpaid request — a client polling the price — gets the
+ * remembered answer instead of parsing JSON and a URL again. Bounded; cleared when full.
+ */
+class InputVerdicts {
+  private readonly byRequest = new Map<string, Answer | null>();
+
+  constructor(private readonly policy: UrlPolicy) {}
+
+  /** The 400 for this request, or null when it passes the input check. */
+  refusal(contentType: string | undefined, read: BodyText): Answer | null {
+    if (!read.ok) return this.check(contentType, read);
+    const key = `${contentType ?? ""}\n${read.text}`;
+    let verdict = this.byRequest.get(key);
+    if (verdict === undefined) {
+      verdict = this.check(contentType, read);
+      if (this.byRequest.size >= REMEMBERED_VERDICTS) this.byRequest.clear();
+      this.byRequest.set(key, verdict);
+    }
+    return verdict;
+  }
+
+  private check(contentType: string | undefined, read: BodyText): Answer | null {
+    const checked = checkSnapshotRequest(contentType, read, this.policy);
+    return checked.ok ? null : snapshotErrorAnswer(checked.error);
+  }
 }

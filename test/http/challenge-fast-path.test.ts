@@ -128,6 +128,30 @@ describe("unpaid challenge fast path", () => {
     expect(engine.calls).toEqual([]);
   });
 
+  it("remembers input verdicts per content type and body without mixing them up", async () => {
+    const blocked = JSON.stringify({ url: "http://127.0.0.1/" });
+    // Each request twice (the second from the remembered verdict), interleaved, and more
+    // distinct bodies than are remembered at once: every answer stays the route's own.
+    const requests = [
+      post(VALID),
+      post(blocked),
+      post(VALID, { "content-type": "text/plain" }),
+      post(blocked, { "content-type": "text/plain" }),
+      ...Array.from({ length: 300 }, (_, i) =>
+        post(
+          JSON.stringify({
+            url: i % 2 ? `https://site${i}.example/` : `http://10.0.0.${i % 250}/`,
+          }),
+        ),
+      ),
+    ];
+    for (const request of [...requests, ...requests.slice(0, 8), ...requests.slice(-8)]) {
+      const answers = await both(request);
+      expect(answers.fast).toBe(true);
+      expect(comparable(answers.fronted)).toEqual(comparable(answers.viaHono));
+    }
+  }, 60_000);
+
   // Every docs/contract.md §3 refusal the route gives, given by the fast path identically.
   const refused: Array<[string, string]> = [
     ["a blocked address", post(JSON.stringify({ url: "http://127.0.0.1/" }))],
