@@ -9,7 +9,6 @@ import type { Network } from "@x402/core/types";
 import { createPublicClient, http, type Address, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import {
   createApp,
@@ -23,6 +22,7 @@ import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
 import { closedPort } from "../fixtures/targets.js";
 import { cleanEnv, runCli } from "./run.js";
+import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
 const BASE = "eip155:8453" as Network;
@@ -97,12 +97,7 @@ async function proxy(
 }
 
 function balanceOf(address: Address): Promise<bigint> {
-  return chain.readContract({
-    address: devnet.usdcAddress,
-    abi: DEV_USDC_ABI,
-    functionName: "balanceOf",
-    args: [address],
-  }) as Promise<bigint>;
+  return usdcBalance(chain, devnet.usdcAddress, address);
 }
 
 /** The environment of `secsnap pay`, with this payer's key or none. */

@@ -34,6 +34,7 @@ import {
 import { createPaymentGate } from "../../src/payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
+import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -122,12 +123,7 @@ afterAll(async () => {
 });
 
 function balanceOf(address: Address): Promise<bigint> {
-  return chain.readContract({
-    address: devnet.usdcAddress,
-    abi: DEV_USDC_ABI,
-    functionName: "balanceOf",
-    args: [address],
-  }) as Promise<bigint>;
+  return usdcBalance(chain, devnet.usdcAddress, address);
 }
 
 function payer(i: number): PrivateKeyAccount {

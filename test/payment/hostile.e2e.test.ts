@@ -33,6 +33,7 @@ import {
   type SnapshotEngine,
 } from "../../src/snapshot/index.js";
 import { startTarget } from "../fixtures/held-target.js";
+import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -153,12 +154,7 @@ afterAll(async () => {
 });
 
 function balanceOf(address: Address): Promise<bigint> {
-  return chain.readContract({
-    address: devnet.usdcAddress,
-    abi: DEV_USDC_ABI,
-    functionName: "balanceOf",
-    args: [address],
-  }) as Promise<bigint>;
+  return usdcBalance(chain, devnet.usdcAddress, address);
 }
 
 /** True once the token has executed (or cancelled) this authorization. */

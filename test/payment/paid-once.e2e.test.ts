@@ -27,7 +27,6 @@ import {
 } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
 import { createPaymentGate, type PaymentGateOptions } from "../../src/payment/index.js";
@@ -37,6 +36,7 @@ import {
   type SnapshotEngine,
 } from "../../src/snapshot/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
+import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -114,12 +114,7 @@ afterAll(async () => {
 });
 
 function balanceOf(address: Address): Promise<bigint> {
-  return chain.readContract({
-    address: devnet.usdcAddress,
-    abi: DEV_USDC_ABI,
-    functionName: "balanceOf",
-    args: [address],
-  }) as Promise<bigint>;
+  return usdcBalance(chain, devnet.usdcAddress, address);
 }
 
 function payer(i: number): PrivateKeyAccount {

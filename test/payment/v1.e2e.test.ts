@@ -40,6 +40,7 @@ import { payCommand } from "../../src/cli/pay.js";
 import { createPaymentGate } from "../../src/payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
+import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -119,12 +120,7 @@ afterAll(async () => {
 });
 
 function balanceOf(address: Address): Promise<bigint> {
-  return chain.readContract({
-    address: devnet.usdcAddress,
-    abi: DEV_USDC_ABI,
-    functionName: "balanceOf",
-    args: [address],
-  }) as Promise<bigint>;
+  return usdcBalance(chain, devnet.usdcAddress, address);
 }
 
 /** x402-fetch's signer type; x402 bundles its own viem, whose types differ from ours only nominally. */
