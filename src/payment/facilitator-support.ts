@@ -10,12 +10,18 @@ export interface PaymentKind {
 }
 
 /**
- * The kinds the gate needs the facilitator to settle: x402 v2 `exact` on every configured
- * network. A protocol generation the gate serves adds its kinds here, so a facilitator that
- * lacks one stops the start too.
+ * The kinds the gate needs the facilitator to settle: `exact` on every configured network, in
+ * x402 v2 (its CAIP-2 id) and v1 (its v1 name), the two generations the route serves. A
+ * facilitator that lacks one stops the start.
  */
 export function requiredKinds(networks: readonly string[]): PaymentKind[] {
-  return networks.map((network) => ({ x402Version: 2, scheme: "exact", network }));
+  return networks.flatMap((network) => {
+    const v1Name = Object.entries(NETWORK_IDS).find(([, id]) => id === network)?.[0];
+    return [
+      { x402Version: 2, scheme: "exact", network },
+      ...(v1Name ? [{ x402Version: 1, scheme: "exact", network: v1Name }] : []),
+    ];
+  });
 }
 
 /** A facilitator that can never settle what the configuration offers: fix the configuration. */

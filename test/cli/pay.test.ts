@@ -133,8 +133,12 @@ describe("which network", () => {
       upstream: devnet.facilitatorUrl,
       rewrite: (request, body) => {
         if (request.path !== "/supported") return body;
-        const supported = JSON.parse(body) as { kinds: Array<{ network: string }> };
-        supported.kinds.push(...supported.kinds.map((k) => ({ ...k, network: BASE })));
+        const supported = JSON.parse(body) as {
+          kinds: Array<{ x402Version: number; network: string }>;
+        };
+        supported.kinds.push(
+          ...supported.kinds.map((k) => ({ ...k, network: k.x402Version === 1 ? "base" : BASE })),
+        );
         return JSON.stringify(supported);
       },
       intercept: (request) => {

@@ -190,6 +190,24 @@ describe("serve checks the facilitator at start", () => {
     }
   }, 60_000);
 
+  it("stops with one line when the facilitator lacks x402 v1 on a configured network", async () => {
+    const facilitator = await startSupportedFacilitator([BASE_SEPOLIA], 0, { v1: false });
+    try {
+      const served = serve({
+        X402_FACILITATOR_URL: facilitator.url,
+        X402_NETWORKS: "base-sepolia",
+      });
+      const first = await Promise.race([served.first, served.exited.then(() => undefined)]);
+      served.child.kill("SIGKILL");
+      expect(first, "it must not start listening").toBeUndefined();
+      expect(await served.exited).toBe(1);
+      expect(served.lines).toHaveLength(1);
+      expect(served.lines[0]).toMatch(/^secsnap: X402_NETWORKS .*x402 v1 "exact" on base-sepolia/);
+    } finally {
+      await facilitator.close();
+    }
+  }, 60_000);
+
   it("warns once when the facilitator is unreachable, answers 503 until it answers, then serves", async () => {
     const port = await closedPort("127.0.0.1");
     const served = serve({

@@ -24,6 +24,7 @@ import {
   sampleResult,
   type RawResponse,
 } from "./helpers.js";
+import { exactKinds } from "../fixtures/supported-facilitator.js";
 
 let facilitator: Server;
 let gate: PaymentGate;
@@ -38,7 +39,7 @@ beforeAll(async () => {
     if (req.url !== "/supported") return void res.writeHead(404).end();
     res.writeHead(200, { "content-type": "application/json" }).end(
       JSON.stringify({
-        kinds: [{ x402Version: 2, scheme: "exact", network: "eip155:84532" }],
+        kinds: exactKinds(["eip155:84532"]),
         extensions: [],
         signers: {},
       }),

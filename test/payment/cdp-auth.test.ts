@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { CDP_FACILITATOR_URL, loadPaymentConfig, parseCdpApiKeySecret } from "../../src/config.js";
 import { createCdpAuthHeaders } from "../../src/payment/cdp-auth.js";
 import { createPaymentGate, paymentGateOptionsFromConfig } from "../../src/payment/gate.js";
+import { exactKinds } from "../fixtures/supported-facilitator.js";
 
 const API_KEY_ID = "organizations/org-1/apiKeys/key-1";
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
@@ -222,7 +223,7 @@ async function startCdpStandIn(publicKey: KeyObject, alg: string): Promise<CdpSt
     state.accepted[endpoint]++;
     if (endpoint === "supported") {
       return send(200, {
-        kinds: [{ x402Version: 2, scheme: "exact", network: BASE_SEPOLIA }],
+        kinds: exactKinds([BASE_SEPOLIA]),
         extensions: [],
         signers: {},
       });

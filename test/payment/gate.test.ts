@@ -23,6 +23,7 @@ import {
   MemoryReplayStore,
 } from "../../src/payment/index.js";
 import { SnapshotResultSchema } from "../../src/snapshot/result.js";
+import { exactKinds } from "../fixtures/supported-facilitator.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const BASE_SEPOLIA = "eip155:84532";
@@ -70,7 +71,7 @@ async function startScriptedFacilitator(networks: string[]): Promise<ScriptedFac
       state.calls.supported++;
       if (!state.supportedUp) return send(500, { error: "down" });
       return send(200, {
-        kinds: networks.map((network) => ({ x402Version: 2, scheme: "exact", network })),
+        kinds: exactKinds(networks),
         extensions: [],
         signers: {},
       });
