@@ -9,7 +9,7 @@ import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";
 import { RAW_ANSWERS, rawResponse, startRawHttpTarget } from "../fixtures/hostile-bodies.js";
 import type { RawHttpTarget } from "../fixtures/hostile-bodies.js";
-import { PUBLIC_HOST, createTestEngine } from "../fixtures/targets.js";
+import { PUBLIC_HOST, createTestEngine, snapshotOnce } from "../fixtures/targets.js";
 import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
 
 let dns: DnsFixture;
@@ -18,14 +18,8 @@ beforeAll(async () => {
 });
 afterAll(() => dns.close());
 
-async function snapshotOf(target: RawHttpTarget): Promise<SnapshotResult> {
-  const engine = createTestEngine({ dns, ports: [target.port] });
-  try {
-    return await engine.snapshot(target.url("/", "site.test"));
-  } finally {
-    await engine.close();
-    await target.close();
-  }
+function snapshotOf(target: RawHttpTarget): Promise<SnapshotResult> {
+  return snapshotOnce(dns, target);
 }
 
 const HOME = rawResponse("HTTP/1.1 200 OK", ["X-Frame-Options: DENY"], "home");

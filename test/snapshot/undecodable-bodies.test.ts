@@ -18,7 +18,7 @@ import {
   startFaultyBodyTarget,
 } from "../fixtures/hostile-bodies.js";
 import type { BodyFault, Coding } from "../fixtures/hostile-bodies.js";
-import { PUBLIC_HOST, createTestEngine, respond, startHttpTarget } from "../fixtures/targets.js";
+import { PUBLIC_HOST, respond, snapshotOnce, startHttpTarget } from "../fixtures/targets.js";
 import type { Routes, TargetServer } from "../fixtures/targets.js";
 
 const FILES = [
@@ -33,14 +33,8 @@ beforeAll(async () => {
 });
 afterAll(() => dns.close());
 
-async function snapshotOf(target: TargetServer): Promise<SnapshotResult> {
-  const engine = createTestEngine({ dns, ports: [target.port] });
-  try {
-    return await engine.snapshot(target.url("/", "site.test"));
-  } finally {
-    await engine.close();
-    await target.close();
-  }
+function snapshotOf(target: TargetServer): Promise<SnapshotResult> {
+  return snapshotOnce(dns, target);
 }
 
 async function faulty(fault: BodyFault, coding: Coding): Promise<SnapshotResult> {
