@@ -2,6 +2,9 @@ import { z } from "zod";
 
 import { CHECKS } from "./checks/registry.js";
 import type { CheckField, CheckName } from "./checks/registry.js";
+import { SEVERITIES } from "./findings/finding.js";
+import type { Finding } from "./findings/finding.js";
+import { GRADES, gradeOf, scoreOf } from "./findings/score.js";
 
 /**
  * The report shapes of docs/contract.md §2, as zod schemas. They are the single source of truth:
@@ -26,6 +29,16 @@ const ChecksSchema = z
   })
   .strict()
   .describe("Map of check name to result; each value equals the field of the same base name.");
+
+const FindingSchema = z
+  .object({
+    id: z.string().describe("Stable id of the finding (docs/findings.md)."),
+    check: z.string().describe("The check or topic it is about."),
+    severity: z.enum(SEVERITIES),
+    message: z.string().describe("What was found; also one of the notes."),
+    recommendation: z.string().describe("How to fix it."),
+  })
+  .strict();
 
 export const SnapshotResultSchema = z
   .object({
@@ -56,6 +69,11 @@ export const SnapshotResultSchema = z
       .array(z.string())
       .describe("Human-readable findings; nothing is said of what is fine."),
     checks: ChecksSchema,
+    findings: z
+      .array(FindingSchema)
+      .describe("Judgements of what was seen, most severe first (docs/findings.md)."),
+    score: z.number().int().min(0).max(100).describe("100 less a penalty per finding."),
+    grade: z.enum(GRADES as [string, ...string[]]).describe("The score on a fixed scale."),
   })
   .strict();
 export type SnapshotResult = z.infer<typeof SnapshotResultSchema>;
@@ -64,7 +82,10 @@ export type SnapshotResult = z.infer<typeof SnapshotResultSchema>;
 export type CheckValues = SnapshotResult["checks"];
 
 /** What a report says besides its checks and notes. */
-export type ReportFacts = Omit<SnapshotResult, CheckField | "notes" | "checks">;
+export type ReportFacts = Omit<
+  SnapshotResult,
+  CheckField | "notes" | "checks" | "findings" | "score" | "grade"
+>;
 
 /**
  * A report in the key order of docs/contract.md §2.1: the facts, each check's field, the notes,
@@ -74,7 +95,9 @@ export function buildReport(
   facts: ReportFacts,
   values: CheckValues,
   notes: string[],
+  findings: Finding[] = [],
 ): SnapshotResult {
+  const score = scoreOf(findings);
   const fields: Partial<Record<CheckField, boolean | null>> = {};
   const checks: Partial<Record<CheckName, boolean | null>> = {};
   for (const { name, field } of CHECKS) {
@@ -92,6 +115,9 @@ export function buildReport(
     ...(fields as Pick<SnapshotResult, CheckField>),
     notes,
     checks: checks as CheckValues,
+    findings,
+    score,
+    grade: gradeOf(score),
   };
 }
 

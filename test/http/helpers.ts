@@ -52,6 +52,9 @@ export function sampleResult(rawUrl: string): SnapshotResult {
       robots_txt: true,
       sitemap_xml: null,
     },
+    findings: [],
+    score: 100,
+    grade: "A+",
   };
 }
 

@@ -25,6 +25,9 @@ describe("checks registry", () => {
       ...CHECKS.map((c) => c.field),
       "notes",
       "checks",
+      "findings",
+      "score",
+      "grade",
     ]);
   });
 

@@ -64,6 +64,9 @@ const FIELD_ORDER = [
   "sitemap_xml_present",
   "notes",
   "checks",
+  "findings",
+  "score",
+  "grade",
 ];
 
 /** Sends headers exactly as given: a flat [name, value, name, value, …] list keeps duplicates. */
