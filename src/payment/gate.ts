@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
-import { encodePaymentResponseHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { x402ResourceServer } from "@x402/core/server";
 import type { x402HTTPResourceServer } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
@@ -39,7 +39,12 @@ import {
 } from "./paid-records.js";
 import { readRequestProof } from "./proof.js";
 import { PAID_ROUTE, paidRouteConfig, type RouteOffer } from "./route.js";
-import { MemoryReplayStore, explainRejection, guardReplays } from "./replay-guard.js";
+import {
+  MemoryReplayStore,
+  REPLAY_CHECK_FAILED,
+  explainRejection,
+  guardReplays,
+} from "./replay-guard.js";
 import type { ReplayStore } from "./replay-guard.js";
 import { DualGenerationHttpServer, V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
 
@@ -61,6 +66,8 @@ const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
 const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([OVER_BUDGET_STATUS, UNAVAILABLE_STATUS]);
 
 const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
+/** Why a paid request is a 503 while the shared store (memory, or Redis) fails. */
+const STORE_DOWN = "payment state store unavailable";
 /** Records of paid requests (kept answers, unsettled payments) live at least this long. */
 const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
 /** Bound on one paid request holding its payment id or proof (verify, snapshot, settle). */
@@ -112,7 +119,7 @@ export interface PaymentGateOptions extends RouteOffer {
    * the client hung up) before it is refused with a 402; default 3 (SNAPSHOT_PROOF_RELEASES).
    */
   proofReleases?: number;
-  /** Unpaid snapshots per payer and minute before a 429; default 60. Ignored with `payerBudget`. */
+  /** Unpaid snapshots per payer and minute before a 429; default 60. With `payerBudget`, only said. */
   refusedPerPayerPerMinute?: number;
   /** Where the per-payer count lives; default in memory (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE). */
   payerBudget?: PayerBudget;
@@ -331,7 +338,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
 
   function overBudget(retryAfterMs: number): Answer {
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-    const limit = options.payerBudget ? "" : ` (at most ${perMinute} a minute)`;
+    const known = !options.payerBudget || options.refusedPerPayerPerMinute !== undefined;
+    const limit = known ? ` (at most ${perMinute} a minute)` : "";
     return errorAnswer(
       OVER_BUDGET_STATUS,
       `Too many unpaid snapshots for this payer${limit}: refused targets and closed ` +
@@ -366,9 +374,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         });
         if (!reservation?.ok) {
           c.res = toResponse(
-            reservation
-              ? overBudget(reservation.retryAfterMs)
-              : unavailable("payer budget unavailable"),
+            reservation ? overBudget(reservation.retryAfterMs) : unavailable(STORE_DOWN),
           );
           return;
         }
@@ -409,6 +415,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       // The report was made and settlement went out with no known outcome: the caller keeps it.
       if (attempt?.report) attempt.unsettled = true;
       c.res = toResponse(unavailable("facilitator unreachable or failing"));
+      return c.res;
+    }
+    // The claim after verify could not be checked: the store is down, not the proof.
+    if (answer.status === 402 && verified === undefined && storeFailed(answer)) {
+      c.res = toResponse(unavailable(STORE_DOWN));
       return c.res;
     }
     // The challenge (no proof, or one the facilitator refused): its body says why.
@@ -491,7 +502,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
       if (claimed) await store.release(lockKey).catch(() => {});
-      return toResponse(unavailable("payment record store unavailable"));
+      return toResponse(unavailable(STORE_DOWN));
     }
     try {
       if (record && record.fingerprint !== identity.fingerprint) {
@@ -514,7 +525,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return await firstAttempt(c, next, payer, recordKey, identity);
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
-      return toResponse(unavailable("payment record store unavailable"));
+      return toResponse(unavailable(STORE_DOWN));
     } finally {
       if (claimed) {
         await store.release(lockKey).catch((error: unknown) => {
@@ -618,6 +629,17 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     unpaidChallenge: (resourceUrl, header) => challenges.get(resourceUrl, header),
     warmUp: () => readiness.warmUp(),
   };
+}
+
+/** An SDK 402 whose reason is the replay store's failure (replay-guard.ts). */
+function storeFailed(answer: Response): boolean {
+  const required = answer.headers.get("payment-required");
+  if (!required) return false;
+  try {
+    return decodePaymentRequiredHeader(required).error === REPLAY_CHECK_FAILED;
+  } catch {
+    return false;
+  }
 }
 
 /** One paid request's report and whether its settlement went out with no known outcome. */

@@ -215,6 +215,9 @@ export function paymentProofTtlMs(payload: PaymentProof, now = Date.now()): numb
   return Math.min(MAX_TTL_MS, Math.max(MIN_TTL_MS, ttl));
 }
 
+/** The verify reason of a proof whose claim could not be checked (the store failed): a 503. */
+export const REPLAY_CHECK_FAILED = "replay_check_failed";
+
 /** The verify reason (the challenge's `error`) of a proof released too often. */
 const PROOF_EXHAUSTED = "payment_proof_exhausted";
 
@@ -268,14 +271,17 @@ export function guardReplays(
       };
     } catch (error) {
       log(`replay store failed: ${String(error)}`);
-      return { abort: true, reason: "replay_check_failed", message: "Try again." };
+      return { abort: true, reason: REPLAY_CHECK_FAILED, message: "Try again." };
     }
   });
   const release = async (paymentPayload: object, counted: boolean): Promise<void> => {
     const key = claimed.get(paymentPayload);
     if (key === undefined) return;
     claimed.delete(paymentPayload);
-    await store.release(key, counted);
+    // The store down: the claim stays until its TTL, and the client signs a new proof.
+    await store.release(key, counted).catch((error: unknown) => {
+      log(`replay store could not release a proof: ${String(error)}`);
+    });
   };
   // The snapshot ran unless the gate itself answered before it (over budget, budget store down).
   server.onVerifiedPaymentCanceled(({ paymentPayload, responseStatus }) =>
