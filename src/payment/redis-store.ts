@@ -39,6 +39,10 @@ if ARGV[1] == '1' then r = r + 1 end
 if r == 0 then redis.call('DEL', KEYS[1]) else redis.call('HSET', KEYS[1], 's', 'f', 'r', r) end
 return 1`;
 
+const EXTEND_SCRIPT = `
+if redis.call('HGET', KEYS[1], 's') ~= 'c' then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[1])`;
+
 // HSET on an existing key keeps its TTL; a missing (expired) key is not brought back.
 const MARK_SPENT_SCRIPT = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -49,6 +53,7 @@ interface ReplayCommands {
   secsnapClaim(key: string, ttlMs: number, maxReleases: string): Promise<number>;
   secsnapRelease(key: string, counted: "0" | "1"): Promise<number>;
   secsnapMarkSpent(key: string): Promise<number>;
+  secsnapExtend(key: string, ttlMs: number): Promise<number>;
 }
 
 /**
@@ -63,6 +68,7 @@ export class RedisReplayStore implements ReplayStore {
     client.defineCommand("secsnapClaim", { numberOfKeys: 1, lua: CLAIM_SCRIPT });
     client.defineCommand("secsnapRelease", { numberOfKeys: 1, lua: RELEASE_SCRIPT });
     client.defineCommand("secsnapMarkSpent", { numberOfKeys: 1, lua: MARK_SPENT_SCRIPT });
+    client.defineCommand("secsnapExtend", { numberOfKeys: 1, lua: EXTEND_SCRIPT });
     this.commands = client as unknown as ReplayCommands;
   }
 
@@ -73,6 +79,10 @@ export class RedisReplayStore implements ReplayStore {
 
   async release(key: string, counted = false): Promise<void> {
     await this.commands.secsnapRelease(CLAIM + key, counted ? "1" : "0");
+  }
+
+  async extend(key: string, ttlMs: number): Promise<void> {
+    await this.commands.secsnapExtend(CLAIM + key, Math.max(1, ttlMs));
   }
 
   async markSpent(key: string): Promise<void> {

@@ -22,6 +22,8 @@ export interface ReplayStore {
    * (a refused snapshot). A spent key stays spent.
    */
   release(key: string, counted?: boolean): Promise<void>;
+  /** A claim still held lives `ttlMs` from now: a lease its request renews while it runs. */
+  extend(key: string, ttlMs: number): Promise<void>;
   /** The proof was settled: it can never be claimed again while the entry lives. */
   markSpent(key: string): Promise<void>;
   /** Counted releases of `key` so far (0 for an unknown key). */
@@ -94,6 +96,12 @@ export class MemoryReplayStore implements ReplayStore {
     // Nothing to remember about a proof never counted: forget it, as before it was claimed.
     if (entry.releases === 0) this.entries.delete(key);
     else entry.state = "free";
+    return Promise.resolve();
+  }
+
+  extend(key: string, ttlMs: number): Promise<void> {
+    const entry = this.entries.get(key);
+    if (entry?.state === "claimed") entry.expiresAt = this.now() + Math.max(1, ttlMs);
     return Promise.resolve();
   }
 
