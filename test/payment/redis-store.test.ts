@@ -101,6 +101,27 @@ describe.each(variants)("shared state in %s", (kind) => {
     expect(await state.replay.claim(k, 60_000)).toBe(true);
   });
 
+  it.skipIf(skip)(
+    "a held claim's lease is renewed by extend; a free or spent one is not",
+    async () => {
+      const state = await shared(kind);
+      const k = key("lease");
+      expect(await state.replay.claim(k, 150)).toBe(true);
+      for (let i = 0; i < 4; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 75));
+        await state.replay.extend(k, 150);
+      }
+      // 300 ms after a 150 ms claim: still held, because it was renewed.
+      expect(await state.replay.claim(k, 60_000)).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await state.replay.claim(k, 60_000)).toBe(true);
+      await state.replay.markSpent(k);
+      await state.replay.extend(k, 1);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(await state.replay.claim(k, 60_000)).toBe(false);
+    },
+  );
+
   it.skipIf(skip)("records round-trip, are replaced, deleted and expire", async () => {
     const state = await shared(kind);
     const k = key("record");
