@@ -184,7 +184,8 @@ describe.skipIf(!redisServerBinary)("Redis keys", () => {
 describe.skipIf(!redisServerBinary)("Redis faults", () => {
   it("stopped: every call rejects at once and ping says down; started again: used again, no new client", async () => {
     const own = await startRedis();
-    const state = await createSharedState({ redisUrl: own.url });
+    const lines: string[] = [];
+    const state = await createSharedState({ redisUrl: own.url, log: (l) => lines.push(l) });
     try {
       expect(await state.replay.claim(key("before"), 60_000)).toBe(true);
       await own.stop();
@@ -196,8 +197,13 @@ describe.skipIf(!redisServerBinary)("Redis faults", () => {
       // Generous bound: a failure, not a wait for Redis.
       expect(performance.now() - started).toBeLessThan(10 * REDIS_COMMAND_TIMEOUT_MS);
 
+      // Reconnect attempts keep failing meanwhile: the error is said once, not per attempt.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(lines.filter((l) => l.startsWith("redis unavailable"))).toHaveLength(1);
+
       await own.start();
       await expect.poll(() => state.ping(), { timeout: 15_000, interval: 100 }).toBe("ok");
+      await expect.poll(() => lines.at(-1)).toBe("redis answers again");
       expect(await state.replay.claim(key("after"), 60_000)).toBe(true);
       expect((await state.payerBudget(5).reserve("0xabc")).ok).toBe(true);
     } finally {
@@ -208,7 +214,10 @@ describe.skipIf(!redisServerBinary)("Redis faults", () => {
 
   it("a Redis that accepts and never answers: calls fail within the command timeout", async () => {
     const silent = await silentRedis();
-    const state = await createSharedState({ redisUrl: silent.url });
+    const lines: string[] = [];
+    const state = await createSharedState({ redisUrl: silent.url, log: (l) => lines.push(l) });
+    // The start waited a little for the first answer, then said so in one line.
+    expect(lines).toContain("redis not answering yet: paid requests get 503 until it does");
     try {
       await expect.poll(() => silent.accepted(), { timeout: 5_000 }).toBeGreaterThan(0);
       const started = performance.now();
