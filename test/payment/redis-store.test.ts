@@ -152,6 +152,28 @@ describe.each(variants)("shared state in %s", (kind) => {
     expect((await b.reserve(payer)).ok).toBe(false);
   });
 
+  it.skipIf(skip)(
+    "limiterFor: one rate budget for two instances, refused with the time to wait",
+    async () => {
+      const options = { keyPrefix: `ip-${++unique}`, points: 4, durationSeconds: 60 };
+      const a = (await shared(kind)).limiterFor(options);
+      const b = kind === "redis" ? (await shared(kind)).limiterFor(options) : a;
+      const results = await Promise.allSettled([
+        ...Array.from({ length: 3 }, () => a.consume("203.0.113.7")),
+        ...Array.from({ length: 3 }, () => b.consume("203.0.113.7")),
+      ]);
+      const refused = results.filter((r) => r.status === "rejected");
+      expect(refused).toHaveLength(2);
+      for (const r of refused) {
+        const wait = (r.reason as { msBeforeNext: number }).msBeforeNext;
+        expect(wait).toBeGreaterThan(0);
+        expect(wait).toBeLessThanOrEqual(60_000);
+      }
+      // Another client has its own budget.
+      await expect(b.consume("203.0.113.8")).resolves.toBeDefined();
+    },
+  );
+
   it.skipIf(skip)("ping answers ok", async () => {
     expect(await (await shared(kind)).ping()).toBe("ok");
   });
