@@ -67,6 +67,15 @@ const publicUrl = z
   })
   .transform((u) => (u === undefined ? undefined : `${u.origin}${u.pathname.replace(/\/+$/, "")}`));
 
+/** REDIS_URL: `redis://` or `rediss://` (TLS), as ioredis reads it; blank is unset. */
+const redisUrl = z
+  .string()
+  .refine(
+    (s) => s === "" || (URL.canParse(s) && /^rediss?:$/.test(new URL(s).protocol)),
+    "must be a redis:// or rediss:// URL",
+  )
+  .transform((s) => (s === "" ? undefined : s));
+
 /** A URL with a `?`, `#` or credentials, even empty ones (`new URL` drops an empty `?`). */
 function hasQueryFragmentOrCredentials(u: URL): boolean {
   return u.username !== "" || u.password !== "" || /[?#]/.test(u.href);
@@ -148,6 +157,11 @@ export interface Config {
    * and the OpenAPI `servers` entry. Unset: each request's own URL.
    */
   publicUrl: string | undefined;
+  /**
+   * REDIS_URL: where the state several instances share lives (proof claims, paid records, rate
+   * counters; docs/operations.md). Unset: in this process's memory.
+   */
+  redisUrl: string | undefined;
   snapshot: SnapshotConfig;
   payment: PaymentConfig;
 }
@@ -357,6 +371,8 @@ export function loadConfig(env: Env = process.env): Config {
     port: read(env, "PORT", z.coerce.number().int().min(0).max(65535), "8080"),
     host: read(env, "HOST", z.string().min(1), "0.0.0.0"),
     publicUrl: read(env, "PUBLIC_URL", publicUrl, ""),
+    // May carry a password: never echoed in an error.
+    redisUrl: read(env, "REDIS_URL", redisUrl, "", { secret: true }),
     snapshot: loadSnapshotConfig(env),
     payment: loadPaymentConfig(env),
   };

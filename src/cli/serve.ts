@@ -4,9 +4,11 @@ import { loadConfig, type PaymentConfig } from "../config.js";
 import { createApp, createChallengeFastPath, startServer } from "../http/index.js";
 import {
   createPaymentGate,
+  createSharedState,
   paidRecordOptionsFromConfig,
   paymentGateOptionsFromConfig,
   type PaymentGate,
+  type SharedState,
 } from "../payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
@@ -36,10 +38,13 @@ interface PaymentSetup {
 async function setupPayment(
   config: PaymentConfig,
   publicUrl: string | undefined,
+  shared: SharedState,
   log: (line: string) => void,
 ): Promise<PaymentSetup> {
   const common = {
     log,
+    replayStore: shared.replay,
+    payerBudget: shared.payerBudget(config.refusedPerPayerPerMinute),
     proofReleases: config.proofReleases,
     refusedPerPayerPerMinute: config.refusedPerPayerPerMinute,
     ...(publicUrl !== undefined && { publicUrl }),
@@ -146,7 +151,15 @@ export const serveCommand: Command = {
     const log = rateLimitedLog((line) => stderr.write(`${line}\n`));
     const appLog = (message: string, error?: unknown) =>
       log(error === undefined ? message : `${message}: ${describe(error)}`);
-    const payment = await setupPayment(config.payment, config.publicUrl, log);
+    // Created once: the gate's proof claims and records, and the rate counters, live here.
+    const shared = await createSharedState({ redisUrl: config.redisUrl, log });
+    let payment: PaymentSetup;
+    try {
+      payment = await setupPayment(config.payment, config.publicUrl, shared, log);
+    } catch (err) {
+      await shared.close();
+      throw err;
+    }
     const engine = createSnapshotEngine(config.snapshot);
     const urlPolicy = createUrlPolicy(config.snapshot);
     const { gate } = payment;
@@ -168,7 +181,7 @@ export const serveCommand: Command = {
     try {
       server = await startServer({ config, app, front });
     } catch (err) {
-      await Promise.allSettled([engine.close(), payment.close()]);
+      await Promise.allSettled([engine.close(), payment.close(), shared.close()]);
       const code = (err as NodeJS.ErrnoException).code ?? "error";
       stderr.write(`cannot listen on ${config.host}:${config.port}: ${code}\n`);
       return 1;
@@ -182,6 +195,7 @@ export const serveCommand: Command = {
     await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
     await engine.close();
     await payment.close();
+    await shared.close();
     stderr.write("stopped\n");
     return 0;
   },

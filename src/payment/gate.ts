@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
-import { encodePaymentResponseHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { x402ResourceServer } from "@x402/core/server";
 import type { x402HTTPResourceServer } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
@@ -39,7 +39,12 @@ import {
 } from "./paid-records.js";
 import { readRequestProof } from "./proof.js";
 import { PAID_ROUTE, paidRouteConfig, type RouteOffer } from "./route.js";
-import { MemoryReplayStore, explainRejection, guardReplays } from "./replay-guard.js";
+import {
+  MemoryReplayStore,
+  REPLAY_CHECK_FAILED,
+  explainRejection,
+  guardReplays,
+} from "./replay-guard.js";
 import type { ReplayStore } from "./replay-guard.js";
 import { DualGenerationHttpServer, V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
 
@@ -61,10 +66,19 @@ const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
 const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([OVER_BUDGET_STATUS, UNAVAILABLE_STATUS]);
 
 const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
+/** Why a paid request is a 503 while the shared store (memory, or Redis) fails. */
+const STORE_DOWN = "payment state store unavailable";
 /** Records of paid requests (kept answers, unsettled payments) live at least this long. */
 const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
-/** Bound on one paid request holding its payment id or proof (verify, snapshot, settle). */
-const PAID_LOCK_TTL_MS = 5 * 60_000;
+/**
+ * A paid request holds its payment id or proof (verify, snapshot, settle) as a lease of this
+ * length, renewed every PAID_LOCK_RENEW_MS while it runs: an instance that dies mid-request
+ * blocks its retries (409 + Retry-After) no longer than this (docs/operations.md).
+ */
+const PAID_LOCK_LEASE_MS = 15_000;
+const PAID_LOCK_RENEW_MS = 5_000;
+/** How often a copy waiting for a settling request's lock tries it. */
+const LOCK_POLL_MS = 100;
 /** Pending settlements remembered at once between the SDK's settle hook and the gate. */
 const MAX_SETTLING = 10_000;
 
@@ -112,7 +126,7 @@ export interface PaymentGateOptions extends RouteOffer {
    * the client hung up) before it is refused with a 402; default 3 (SNAPSHOT_PROOF_RELEASES).
    */
   proofReleases?: number;
-  /** Unpaid snapshots per payer and minute before a 429; default 60. Ignored with `payerBudget`. */
+  /** Unpaid snapshots per payer and minute before a 429; default 60. With `payerBudget`, only said. */
   refusedPerPayerPerMinute?: number;
   /** Where the per-payer count lives; default in memory (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE). */
   payerBudget?: PayerBudget;
@@ -304,11 +318,31 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const store = options.replayStore ?? new MemoryReplayStore();
   const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
   // What the SDK is settling, by authorization: kept when the outcome is unknown.
-  const settling = new Map<string, { payload: unknown; requirements: unknown }>();
+  const settling = new Map<string, Settling>();
+  // First attempts under way, by authorization: their report is kept before settlement.
+  const attempts = new Map<
+    string,
+    { settlingKey: string; identity: PaidIdentity; attempt: PaidAttempt }
+  >();
+  /**
+   * Right before settlement, the report is kept as unsettled in the shared store: if this
+   * process dies before answering, the retry (on any instance) learns the payment and gets it.
+   */
+  const beforeSettle = async (authKey: string, pending: Settling): Promise<void> => {
+    const entry = attempts.get(authKey);
+    if (!entry?.attempt.report) return;
+    await keep(entry.settlingKey, {
+      state: "unsettled",
+      fingerprint: entry.identity.fingerprint,
+      answer: await answerOf(entry.attempt.report.clone()),
+      ...pending,
+    });
+    entry.attempt.kept = true;
+  };
   const httpServer = createHttpResourceServer(
     options,
     facilitator,
-    { store, maxReleases, settling },
+    { store, maxReleases, settling, beforeSettle },
     log,
   );
   const recovery = new SettlementRecovery(facilitator, options.rpcUrls ?? {}, log);
@@ -331,7 +365,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
 
   function overBudget(retryAfterMs: number): Answer {
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-    const limit = options.payerBudget ? "" : ` (at most ${perMinute} a minute)`;
+    const known = !options.payerBudget || options.refusedPerPayerPerMinute !== undefined;
+    const limit = known ? ` (at most ${perMinute} a minute)` : "";
     return errorAnswer(
       OVER_BUDGET_STATUS,
       `Too many unpaid snapshots for this payer${limit}: refused targets and closed ` +
@@ -366,9 +401,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         });
         if (!reservation?.ok) {
           c.res = toResponse(
-            reservation
-              ? overBudget(reservation.retryAfterMs)
-              : unavailable("payer budget unavailable"),
+            reservation ? overBudget(reservation.retryAfterMs) : unavailable(STORE_DOWN),
           );
           return;
         }
@@ -409,6 +442,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       // The report was made and settlement went out with no known outcome: the caller keeps it.
       if (attempt?.report) attempt.unsettled = true;
       c.res = toResponse(unavailable("facilitator unreachable or failing"));
+      return c.res;
+    }
+    // The claim after verify could not be checked: the store is down, not the proof.
+    if (answer.status === 402 && verified === undefined && storeFailed(answer)) {
+      c.res = toResponse(unavailable(STORE_DOWN));
       return c.res;
     }
     // The challenge (no proof, or one the facilitator refused): its body says why.
@@ -470,10 +508,41 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         "report once the payment is known, never charged twice",
     );
 
+  /** Takes the lock of a payment id (or proof), renewed while held; undefined if held elsewhere. */
+  async function lock(lockKey: string): Promise<Lease | undefined> {
+    if (!(await store.claim(lockKey, PAID_LOCK_LEASE_MS))) return undefined;
+    const timer = setInterval(() => {
+      store.extend(lockKey, PAID_LOCK_LEASE_MS).catch((error: unknown) => {
+        log(`paid record store could not renew a lease: ${describeError(error)}`);
+      });
+    }, PAID_LOCK_RENEW_MS).unref();
+    return {
+      release: async () => {
+        clearInterval(timer);
+        await store.release(lockKey).catch((error: unknown) => {
+          log(`paid record store failed: ${describeError(error)}`);
+        });
+      },
+    };
+  }
+
+  /** Waits for a lock held elsewhere: until it is released, or its lease ends unrenewed. */
+  async function waitForLock(lockKey: string): Promise<Lease | undefined> {
+    const deadline = performance.now() + PAID_LOCK_LEASE_MS + PAID_LOCK_RENEW_MS;
+    while (performance.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+      const held = await lock(lockKey);
+      if (held) return held;
+    }
+    return undefined;
+  }
+
   /**
    * Paying once (docs/payment.md): one request at a time per payment id (or proof); a kept
    * answer is served again for its payment id, an unsettled report once its payment is known;
-   * the same key with another proof or body is a 409.
+   * the same key with another proof or body is a 409. A report kept right before settlement
+   * (`settling`) is completed by whoever holds the lock next, so a request whose instance died
+   * after settling still gets its report (docs/operations.md).
    */
   async function payOnce(
     c: Context,
@@ -481,20 +550,33 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     payer: string,
     identity: PaidIdentity,
   ): Promise<Response | void> {
-    const lockKey = `paid-lock|${identity.key}`;
-    const recordKey = `paid|${identity.key}`;
-    let claimed = false;
+    const keys = paidKeys(identity);
+    let held: Lease | undefined;
     let record: PaidRecord | undefined;
+    let settlingRecord: PaidRecord | undefined;
     try {
-      claimed = await store.claim(lockKey, PAID_LOCK_TTL_MS);
-      record = decodeRecord(await store.getRecord(recordKey));
+      held = await lock(keys.lock);
+      record = decodeRecord(await store.getRecord(keys.record));
+      if (!record && (held || !identity.idempotent)) {
+        settlingRecord = decodeRecord(await store.getRecord(keys.settling));
+      }
+      if (!held && !record && settlingRecord && !identity.idempotent) {
+        // Settling elsewhere, or its instance died doing it: wait for the lock, then finish.
+        held = await waitForLock(keys.lock);
+        if (held) {
+          record = decodeRecord(await store.getRecord(keys.record));
+          settlingRecord = decodeRecord(await store.getRecord(keys.settling));
+        }
+      }
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
-      if (claimed) await store.release(lockKey).catch(() => {});
-      return toResponse(unavailable("payment record store unavailable"));
+      await held?.release();
+      return toResponse(unavailable(STORE_DOWN));
     }
     try {
-      if (record && record.fingerprint !== identity.fingerprint) {
+      const conflicting = (r: PaidRecord | undefined) =>
+        r !== undefined && r.fingerprint !== identity.fingerprint;
+      if (conflicting(record) || (held && conflicting(settlingRecord))) {
         return toResponse(
           conflict(
             identity.idempotent
@@ -504,23 +586,22 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         );
       }
       if (record?.state === "served") return toResponse(record.answer);
-      if (!claimed) {
+      if (!held) {
         // Without an id, today's rule answers a concurrent copy: the proof is served once.
-        return record || identity.idempotent
+        return record || identity.idempotent || settlingRecord
           ? toResponse(inProgress())
           : await verifyRunSettle(c, next, payer);
       }
-      if (record) return toResponse(await settleKept(recordKey, record, identity, payer));
-      return await firstAttempt(c, next, payer, recordKey, identity);
+      const kept = record ?? settlingRecord;
+      if (kept?.state === "unsettled") {
+        return toResponse(await settleKept(keys, kept, identity, payer));
+      }
+      return await firstAttempt(c, next, payer, keys, identity);
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
-      return toResponse(unavailable("payment record store unavailable"));
+      return toResponse(unavailable(STORE_DOWN));
     } finally {
-      if (claimed) {
-        await store.release(lockKey).catch((error: unknown) => {
-          log(`paid record store failed: ${describeError(error)}`);
-        });
-      }
+      await held?.release();
     }
   }
 
@@ -528,11 +609,17 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     c: Context,
     next: Next,
     payer: string,
-    recordKey: string,
+    keys: PaidKeys,
     identity: PaidIdentity,
   ): Promise<Response | void> {
     const attempt: PaidAttempt = {};
-    const returned = await verifyRunSettle(c, next, payer, attempt);
+    attempts.set(identity.authorizationKey, { settlingKey: keys.settling, identity, attempt });
+    let returned: Response | void;
+    try {
+      returned = await verifyRunSettle(c, next, payer, attempt);
+    } finally {
+      attempts.delete(identity.authorizationKey);
+    }
     const pending = takeSettling(identity);
     if (attempt.unsettled && attempt.report && pending) {
       const record: PaidRecord = {
@@ -541,18 +628,26 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         answer: await answerOf(attempt.report),
         ...pending,
       };
-      await keep(recordKey, record);
+      await keep(keys.record, record);
+      if (attempt.kept) await forget(keys.settling);
       c.res = toResponse(unsettledAnswer());
       return c.res;
     }
     const answer = returned ?? c.res;
     if (identity.idempotent && answer.status === 200) {
       const served = await answerOf(answer);
-      await keep(recordKey, { state: "served", fingerprint: identity.fingerprint, answer: served });
+      await keep(keys.record, {
+        state: "served",
+        fingerprint: identity.fingerprint,
+        answer: served,
+      });
+      if (attempt.kept) await forget(keys.settling);
       // The SDK's answer was read here: the route answers this copy.
       c.res = toResponse(served);
       return c.res;
     }
+    // Answered (settled and served, or refused): the report kept before settlement goes.
+    if (attempt.kept) await forget(keys.settling);
     return returned;
   }
 
@@ -580,7 +675,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
 
   /** The kept report once its payment is known made; 402 if refused; 503 while unknown. */
   async function settleKept(
-    recordKey: string,
+    keys: PaidKeys,
     record: Extract<PaidRecord, { state: "unsettled" }>,
     identity: PaidIdentity,
     payer: string,
@@ -591,7 +686,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return unsettledAnswer();
     }
     if (outcome.kind === "refused") {
-      await forget(recordKey);
+      await Promise.all([forget(keys.record), forget(keys.settling)]);
       return errorAnswer(402, `Payment settlement failed: ${outcome.reason}`);
     }
     // Paid for after all: the snapshot no longer counts against the payer's unpaid budget.
@@ -606,10 +701,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       },
     };
     if (identity.idempotent) {
-      await keep(recordKey, { state: "served", fingerprint: record.fingerprint, answer });
+      await keep(keys.record, { state: "served", fingerprint: record.fingerprint, answer });
     } else {
-      await forget(recordKey);
+      await forget(keys.record);
     }
+    await forget(keys.settling);
     return answer;
   }
 
@@ -620,10 +716,49 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   };
 }
 
+/** An SDK 402 whose reason is the replay store's failure (replay-guard.ts). */
+function storeFailed(answer: Response): boolean {
+  const required = answer.headers.get("payment-required");
+  if (!required) return false;
+  try {
+    return decodePaymentRequiredHeader(required).error === REPLAY_CHECK_FAILED;
+  } catch {
+    return false;
+  }
+}
+
+/** A held lock of a paid request (payOnce), renewed until released. */
+interface Lease {
+  release(): Promise<void>;
+}
+
+/** The store keys of one payment id (or proof): its lock, its record, its report in settlement. */
+interface PaidKeys {
+  lock: string;
+  record: string;
+  settling: string;
+}
+
+function paidKeys(identity: PaidIdentity): PaidKeys {
+  return {
+    lock: `paid-lock|${identity.key}`,
+    record: `paid|${identity.key}`,
+    settling: `settling|${identity.key}`,
+  };
+}
+
 /** One paid request's report and whether its settlement went out with no known outcome. */
 interface PaidAttempt {
   report?: Response;
   unsettled?: boolean;
+  /** Its report was kept as unsettled before settlement (dropped once answered). */
+  kept?: boolean;
+}
+
+/** What the SDK settles: kept with a report so a retry can complete the settlement. */
+interface Settling {
+  payload: unknown;
+  requirements: unknown;
 }
 
 /** The request body as the input check read it (the route's `snapshotInput`), for fingerprints. */
@@ -649,7 +784,8 @@ function createHttpResourceServer(
   replays: {
     store: ReplayStore;
     maxReleases: number;
-    settling: Map<string, { payload: unknown; requirements: unknown }>;
+    settling: Map<string, Settling>;
+    beforeSettle: (authKey: string, pending: Settling) => Promise<void>;
   },
   log: (line: string) => void,
 ): x402HTTPResourceServer {
@@ -659,13 +795,14 @@ function createHttpResourceServer(
   resourceServer.registerExtension(paymentIdentifierResourceServerExtension);
   guardReplays(resourceServer, replays.store, replays.maxReleases, NOT_RUN_STATUSES, log);
   // Remembered so a settlement with no known outcome can be completed on the client's retry.
-  resourceServer.onBeforeSettle(({ paymentPayload, requirements }) => {
+  resourceServer.onBeforeSettle(async ({ paymentPayload, requirements }) => {
     const key = authorizationKey(paymentPayload);
     if (key !== undefined) {
       if (replays.settling.size >= MAX_SETTLING) replays.settling.clear();
-      replays.settling.set(key, { payload: paymentPayload, requirements });
+      const pending = { payload: paymentPayload, requirements };
+      replays.settling.set(key, pending);
+      await replays.beforeSettle(key, pending);
     }
-    return Promise.resolve();
   });
   // The SDK's HTTP server, with x402 v1 proofs read too (v1.ts).
   return new DualGenerationHttpServer(

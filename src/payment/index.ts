@@ -13,5 +13,8 @@ export {
 } from "./gate.js";
 export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate.js";
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
+export { KEY_PREFIX, REDIS_COMMAND_TIMEOUT_MS } from "./redis-store.js";
 export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
+export { createSharedState } from "./shared-state.js";
+export type { SharedState } from "./shared-state.js";
 export { usdcAmount } from "./route.js";

@@ -22,6 +22,8 @@ export interface ReplayStore {
    * (a refused snapshot). A spent key stays spent.
    */
   release(key: string, counted?: boolean): Promise<void>;
+  /** A claim still held lives `ttlMs` from now: a lease its request renews while it runs. */
+  extend(key: string, ttlMs: number): Promise<void>;
   /** The proof was settled: it can never be claimed again while the entry lives. */
   markSpent(key: string): Promise<void>;
   /** Counted releases of `key` so far (0 for an unknown key). */
@@ -94,6 +96,12 @@ export class MemoryReplayStore implements ReplayStore {
     // Nothing to remember about a proof never counted: forget it, as before it was claimed.
     if (entry.releases === 0) this.entries.delete(key);
     else entry.state = "free";
+    return Promise.resolve();
+  }
+
+  extend(key: string, ttlMs: number): Promise<void> {
+    const entry = this.entries.get(key);
+    if (entry?.state === "claimed") entry.expiresAt = this.now() + Math.max(1, ttlMs);
     return Promise.resolve();
   }
 
@@ -215,6 +223,9 @@ export function paymentProofTtlMs(payload: PaymentProof, now = Date.now()): numb
   return Math.min(MAX_TTL_MS, Math.max(MIN_TTL_MS, ttl));
 }
 
+/** The verify reason of a proof whose claim could not be checked (the store failed): a 503. */
+export const REPLAY_CHECK_FAILED = "replay_check_failed";
+
 /** The verify reason (the challenge's `error`) of a proof released too often. */
 const PROOF_EXHAUSTED = "payment_proof_exhausted";
 
@@ -268,14 +279,17 @@ export function guardReplays(
       };
     } catch (error) {
       log(`replay store failed: ${String(error)}`);
-      return { abort: true, reason: "replay_check_failed", message: "Try again." };
+      return { abort: true, reason: REPLAY_CHECK_FAILED, message: "Try again." };
     }
   });
   const release = async (paymentPayload: object, counted: boolean): Promise<void> => {
     const key = claimed.get(paymentPayload);
     if (key === undefined) return;
     claimed.delete(paymentPayload);
-    await store.release(key, counted);
+    // The store down: the claim stays until its TTL, and the client signs a new proof.
+    await store.release(key, counted).catch((error: unknown) => {
+      log(`replay store could not release a proof: ${String(error)}`);
+    });
   };
   // The snapshot ran unless the gate itself answered before it (over budget, budget store down).
   server.onVerifiedPaymentCanceled(({ paymentPayload, responseStatus }) =>

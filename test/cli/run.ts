@@ -11,11 +11,12 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Environment for the CLI: no inherited SNAPSHOT_/X402_ settings, no colour. */
+/** Environment for the CLI: no inherited SNAPSHOT_/X402_/REDIS_URL settings, no colour. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(SNAPSHOT_|X402_|DEVNET_|FACILITATOR_|PORT$|HOST$|NO_COLOR$)/.test(k)) env[k] = v;
+    if (!/^(SNAPSHOT_|X402_|DEVNET_|FACILITATOR_|REDIS_URL$|PORT$|HOST$|NO_COLOR$)/.test(k))
+      env[k] = v;
   }
   return { ...env, ...extra };
 }

@@ -503,6 +503,59 @@ describe("a settled payment always gets its report", () => {
   });
 });
 
+describe("the payment state store failing", () => {
+  it("before verify: 503 with Retry-After, nothing verified or settled; the same proof works after", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const store = new MemoryReplayStore();
+    const claim = store.claim.bind(store);
+    let down = true;
+    store.claim = (...args) => (down ? Promise.reject(new Error("store down")) : claim(...args));
+    const service = await startService(base(facilitator.url, { replayStore: store }));
+    try {
+      const challenge = await challengeOf(await post(service, "https://example.com"));
+      const headers = await signedHeaders(challenge);
+      const [verifies, settles] = [facilitator.calls.verify, facilitator.calls.settle];
+      const refused = await post(service, "https://example.com", headers);
+      expect(refused.status).toBe(503);
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      expect(((await refused.json()) as { error: string }).error).toContain(
+        "payment state store unavailable",
+      );
+      expect(facilitator.calls.verify).toBe(verifies);
+      expect(facilitator.calls.settle).toBe(settles);
+      down = false;
+      expect((await post(service, "https://example.com", headers)).status).toBe(200);
+    } finally {
+      await service.close();
+      await facilitator.close();
+    }
+  });
+
+  it("between verify and the proof's claim: 503, not a 402, and nothing settled", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    const store = new MemoryReplayStore();
+    const claim = store.claim.bind(store);
+    // The request's lock is taken; the proof's own claim (after verify) fails.
+    store.claim = (key, ...rest) =>
+      key.startsWith("paid-lock|") ? claim(key, ...rest) : Promise.reject(new Error("store down"));
+    const service = await startService(base(facilitator.url, { replayStore: store }));
+    try {
+      const challenge = await challengeOf(await post(service, "https://example.com"));
+      const settles = facilitator.calls.settle;
+      const refused = await post(service, "https://example.com", await signedHeaders(challenge));
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toBeTruthy();
+      expect(((await refused.json()) as { error: string }).error).toContain(
+        "payment state store unavailable",
+      );
+      expect(facilitator.calls.settle).toBe(settles);
+    } finally {
+      await service.close();
+      await facilitator.close();
+    }
+  });
+});
+
 /** A proof signed by `account` (a fresh nonce each time). */
 async function signedBy(
   account: ReturnType<typeof privateKeyToAccount>,

@@ -1,0 +1,129 @@
+import type { Redis } from "ioredis";
+import { RateLimiterMemory, RateLimiterRedis } from "rate-limiter-flexible";
+import type { RateLimiterAbstract } from "rate-limiter-flexible";
+import { describeError } from "./describe-error.js";
+import { RateLimiterPayerBudget, type PayerBudget } from "./payer-budget.js";
+import { KEY_PREFIX, RedisReplayStore, createRedisClient } from "./redis-store.js";
+import { MemoryReplayStore, type ReplayStore } from "./replay-guard.js";
+
+/** A rate budget: `points` per `durationSeconds` per key, counted under `keyPrefix`. */
+export interface LimiterOptions {
+  keyPrefix: string;
+  points: number;
+  durationSeconds: number;
+}
+
+/**
+ * What several instances of the service must share to act as one (docs/operations.md, "Shared
+ * state in Redis"): proof claims and paid records (`replay`, the gate's ReplayStore) and rate
+ * counters (`limiterFor`). In Redis when REDIS_URL is set, else in this process's memory.
+ */
+export interface SharedState {
+  readonly kind: "memory" | "redis";
+  readonly replay: ReplayStore;
+  /** A rate limiter over the shared counters (memory or Redis, the same API). */
+  limiterFor(options: LimiterOptions): RateLimiterAbstract;
+  /** The per-payer unpaid-snapshot budget (payer-budget.ts) over `limiterFor`. */
+  payerBudget(perMinute: number): PayerBudget;
+  /** "down" when Redis does not answer a PING within the command timeout; memory is always up. */
+  ping(): Promise<"ok" | "down">;
+  close(): Promise<void>;
+}
+
+export interface SharedStateOptions {
+  /** REDIS_URL; unset: memory. */
+  redisUrl?: string | undefined;
+  /** One short line per event; the caller rate-limits it (src/cli/rate-limited-log.ts). */
+  log?: (line: string) => void;
+}
+
+/** How long a start waits for Redis's first answer; past it the paid route is 503 until then. */
+const FIRST_CONNECT_WAIT_MS = 3_000;
+
+/**
+ * The shared state the CLI creates once per process and hands to the gate and the limits. With
+ * Redis, waits (briefly) for the first connection, so the first paid request finds it ready; a
+ * Redis still down then is one log line, and the state connects by itself when it is up.
+ */
+export async function createSharedState(options: SharedStateOptions = {}): Promise<SharedState> {
+  if (options.redisUrl === undefined) return memorySharedState();
+  const log = options.log ?? (() => {});
+  const { state, client } = redisSharedState(options.redisUrl, log);
+  const ready = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => done(false), FIRST_CONNECT_WAIT_MS);
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      client.off("ready", onReady);
+      resolve(ok);
+    };
+    const onReady = () => done(true);
+    if (client.status === "ready") done(true);
+    else client.on("ready", onReady);
+  });
+  if (!ready) log("redis not answering yet: paid requests get 503 until it does");
+  return state;
+}
+
+function memorySharedState(): SharedState {
+  const limiterFor = (o: LimiterOptions): RateLimiterAbstract =>
+    new RateLimiterMemory({
+      keyPrefix: o.keyPrefix,
+      points: o.points,
+      duration: o.durationSeconds,
+    });
+  return {
+    kind: "memory",
+    replay: new MemoryReplayStore(),
+    limiterFor,
+    payerBudget: (perMinute) =>
+      new RateLimiterPayerBudget(
+        limiterFor({ keyPrefix: "payer", points: perMinute, durationSeconds: 60 }),
+      ),
+    ping: () => Promise.resolve("ok"),
+    close: () => Promise.resolve(),
+  };
+}
+
+function redisSharedState(
+  url: string,
+  log: (line: string) => void,
+): { state: SharedState; client: Redis } {
+  let lastError: string | undefined;
+  const client = createRedisClient(url, (error) => {
+    // The same error repeats on every reconnect attempt: said once until Redis answers again.
+    const line = `redis unavailable: ${describeError(error)}`;
+    if (line !== lastError) log(line);
+    lastError = line;
+  });
+  client.on("ready", () => {
+    if (lastError !== undefined) log("redis answers again");
+    lastError = undefined;
+  });
+  const limiterFor = (o: LimiterOptions): RateLimiterAbstract =>
+    new RateLimiterRedis({
+      storeClient: client,
+      keyPrefix: `${KEY_PREFIX}${o.keyPrefix}`,
+      points: o.points,
+      duration: o.durationSeconds,
+      // Disconnected: reject at once (the caller answers 503), never queue.
+      rejectIfRedisNotReady: true,
+    });
+  const state: SharedState = {
+    kind: "redis",
+    replay: new RedisReplayStore(client),
+    limiterFor,
+    payerBudget: (perMinute) =>
+      new RateLimiterPayerBudget(
+        limiterFor({ keyPrefix: "payer", points: perMinute, durationSeconds: 60 }),
+      ),
+    ping: () =>
+      client.ping().then(
+        () => "ok" as const,
+        () => "down" as const,
+      ),
+    close: async () => {
+      await client.quit().catch(() => client.disconnect());
+    },
+  };
+  return { state, client };
+}

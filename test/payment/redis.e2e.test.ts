@@ -1,0 +1,280 @@
+/**
+ * Two instances of the service sharing one real redis-server, on one real devnet (anvil +
+ * DevUSDC + the project's facilitator), paid with the official v2 client: a proof sent to both at
+ * once is served once; a payment-id retry on the other instance gets the same report; Redis
+ * stopped or hung is a 503 that charges nothing while the free endpoints answer, and payments
+ * work again when it is back, without a restart. Money checked on chain.
+ */
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { performance } from "node:perf_hooks";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import type { PaymentRequired } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
+import { createPublicClient, http, type Address, type PublicClient } from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
+import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
+import {
+  KEY_PREFIX,
+  REDIS_COMMAND_TIMEOUT_MS,
+  createPaymentGate,
+  createSharedState,
+  type SharedState,
+} from "../../src/payment/index.js";
+import {
+  createSnapshotEngine,
+  createUrlPolicy,
+  type SnapshotEngine,
+} from "../../src/snapshot/index.js";
+import {
+  redisServerBinary,
+  silentRedis,
+  startRedis,
+  type RedisProcess,
+} from "../fixtures/redis.js";
+import { usdcBalance } from "../fixtures/usdc.js";
+
+const PRICE_UNITS = 50_000n;
+
+let devnet: Devnet;
+let chain: PublicClient;
+let engine: SnapshotEngine;
+let redis: RedisProcess;
+let target: { server: Server; url: string; probePort: number; hits: () => number };
+const opened: { close(): Promise<void> }[] = [];
+
+/** A site answering 200 on `/`; counts those requests (one per snapshot). */
+async function startTarget(): Promise<typeof target> {
+  let hits = 0;
+  const server = createServer((req, res) => {
+    const root = req.url === "/" || req.url?.startsWith("/?");
+    if (root) hits++;
+    res.writeHead(root ? 200 : 404).end("ok\n");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+  const probePort = (closed.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  return {
+    server,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+    probePort,
+    hits: () => hits,
+  };
+}
+
+/** One instance of the service over `shared` (its own Redis client, as a process would have). */
+async function startInstance(shared: SharedState): Promise<string> {
+  const allowedPorts = new Set([80, 443, Number(new URL(target.url).port), target.probePort]);
+  const gate = createPaymentGate({
+    payTo: devnet.payTo,
+    networks: [devnet.network],
+    priceUsdc: "0.05",
+    facilitatorUrl: devnet.facilitatorUrl,
+    supportedRetryMs: 0,
+    replayStore: shared.replay,
+    payerBudget: shared.payerBudget(60),
+    rpcUrls: { [devnet.network]: devnet.rpcUrl },
+    log: (line) => {
+      if (process.env.DEBUG_GATE) console.error(line);
+    },
+  });
+  const urlPolicy = createUrlPolicy({ allowedPorts, allowCidrs: ["127.0.0.0/8"] });
+  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+  const service: RunningServer = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+  opened.push({ close: () => service.close(1_000) });
+  return service.url;
+}
+
+async function sharedState(url: string): Promise<SharedState> {
+  const state = await createSharedState({ redisUrl: url });
+  opened.push(state);
+  return state;
+}
+
+/** Two instances, each with its own client of the same Redis. */
+async function fleet(url = redis.url): Promise<[string, string]> {
+  return [await startInstance(await sharedState(url)), await startInstance(await sharedState(url))];
+}
+
+const binary = redisServerBinary;
+
+beforeAll(async () => {
+  if (!binary) return;
+  redis = await startRedis();
+  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
+  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  target = await startTarget();
+  engine = createSnapshotEngine({
+    timeoutMs: 5_000,
+    maxRedirects: 10,
+    allowedPorts: new Set([80, 443, Number(new URL(target.url).port), target.probePort]),
+    allowCidrs: ["127.0.0.0/8"],
+    dnsServers: [],
+    httpsProbePort: target.probePort,
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(opened.map((x) => x.close()));
+  await engine?.close();
+  await new Promise<void>((resolve) => (target ? target.server.close(() => resolve()) : resolve()));
+  await devnet?.close();
+  await redis?.close();
+});
+
+function balanceOf(address: Address): Promise<bigint> {
+  return usdcBalance(chain, devnet.usdcAddress, address);
+}
+
+function payer(i: number): PrivateKeyAccount {
+  const key = devnet.payerPrivateKeys[i];
+  if (!key) throw new Error(`no payer ${i}`);
+  return privateKeyToAccount(key);
+}
+
+function post(base: string, headers: Record<string, string> = {}) {
+  return fetch(`${base}/v1/snapshot`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ url: target.url }),
+  });
+}
+
+async function challenge(base: string): Promise<PaymentRequired> {
+  const response = await post(base);
+  expect(response.status).toBe(402);
+  return decodePaymentRequiredHeader(response.headers.get("PAYMENT-REQUIRED")!);
+}
+
+/** A proof by the official client, carrying `paymentId` when given. */
+async function proof(
+  base: string,
+  account: PrivateKeyAccount,
+  paymentId?: string,
+): Promise<Record<string, string>> {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  const payload = await client.createPaymentPayload(await challenge(base));
+  if (paymentId !== undefined) {
+    payload.extensions = {
+      ...payload.extensions,
+      [PAYMENT_IDENTIFIER]: { info: { required: false, id: paymentId } },
+    };
+  }
+  return new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
+}
+
+/** The free endpoints and the unpaid challenge answer, whatever Redis does. */
+async function freeEndpointsAnswer(base: string): Promise<void> {
+  expect((await fetch(`${base}/health`)).status).toBe(200);
+  expect((await fetch(`${base}/demo/snapshot`)).status).toBe(200);
+  expect((await fetch(`${base}/openapi.json`)).status).toBe(200);
+  await challenge(base);
+}
+
+describe.skipIf(!binary)("two instances sharing one Redis", () => {
+  it("the same proof sent to both at the same instant: exactly one 200, one snapshot, one transfer", async () => {
+    const [a, b] = await fleet();
+    const account = payer(0);
+    const before = await balanceOf(account.address);
+    const headers = await proof(a, account);
+    const hitsBefore = target.hits();
+
+    const answers = await Promise.all([post(a, headers), post(b, headers)]);
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    // The other copy is refused before any work: in progress (409) or already used (402).
+    expect([402, 409]).toContain(statuses.find((s) => s !== 200));
+    await Promise.all(answers.map((r) => r.text()));
+
+    expect(target.hits() - hitsBefore).toBe(1);
+    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+  });
+
+  it("a payment-id retry on the other instance: the same report bytes and receipt, one transfer; every Redis key has a TTL", async () => {
+    const [a, b] = await fleet();
+    const account = payer(1);
+    const before = await balanceOf(account.address);
+    const headers = await proof(a, account, generatePaymentId());
+    const hitsBefore = target.hits();
+
+    const first = await post(a, headers);
+    expect(first.status).toBe(200);
+    const firstBody = await first.text();
+    const receipt = first.headers.get("payment-response");
+    expect(decodePaymentResponseHeader(receipt!).success).toBe(true);
+
+    const retry = await post(b, headers);
+    expect(retry.status).toBe(200);
+    expect(await retry.text()).toBe(firstBody);
+    expect(retry.headers.get("payment-response")).toBe(receipt);
+
+    expect(target.hits() - hitsBefore).toBe(1);
+    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+
+    const keys = await redis.inspect.keys(`${KEY_PREFIX}*`);
+    expect(keys.some((k) => k.startsWith(`${KEY_PREFIX}record:`))).toBe(true);
+    expect(keys.some((k) => k.startsWith(`${KEY_PREFIX}claim:`))).toBe(true);
+    for (const key of keys) expect(await redis.inspect.pttl(key), key).toBeGreaterThan(0);
+  });
+
+  it("Redis stopped: 503 with Retry-After, nothing charged, free endpoints answer; started again: a paid call succeeds, no restart", async () => {
+    const own = await startRedis();
+    opened.push(own);
+    const [a] = await fleet(own.url);
+    const account = payer(2);
+    const before = await balanceOf(account.address);
+    const headers = await proof(a, account);
+
+    await own.stop();
+    const down = await post(a, headers);
+    expect(down.status).toBe(503);
+    expect(Number(down.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(((await down.json()) as { error: string }).error).toContain(
+      "payment state store unavailable",
+    );
+    await freeEndpointsAnswer(a);
+    expect(await balanceOf(account.address)).toBe(before);
+
+    await own.start();
+    // The same proof: it was not consumed by the refused attempt.
+    let paid: Response | undefined;
+    await expect
+      .poll(
+        async () => {
+          paid = await post(a, headers);
+          return paid.status;
+        },
+        { timeout: 20_000, interval: 250 },
+      )
+      .toBe(200);
+    expect(await paid!.json()).toMatchObject({ requested_url: target.url, reachable: true });
+    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+  }, 60_000);
+
+  it("a Redis that accepts and never answers: 503 within the command timeout, nothing charged, free endpoints answer", async () => {
+    const silent = await silentRedis();
+    opened.push(silent);
+    const [a] = await fleet(silent.url);
+    const account = payer(3);
+    const before = await balanceOf(account.address);
+    const headers = await proof(a, account);
+    const hitsBefore = target.hits();
+
+    const started = performance.now();
+    const hung = await post(a, headers);
+    expect(hung.status).toBe(503);
+    expect(hung.headers.get("retry-after")).toBeTruthy();
+    // Generous bound: the paid route does not wait on a hung Redis.
+    expect(performance.now() - started).toBeLessThan(10 * REDIS_COMMAND_TIMEOUT_MS);
+    await freeEndpointsAnswer(a);
+    expect(target.hits()).toBe(hitsBefore);
+    expect(await balanceOf(account.address)).toBe(before);
+  }, 60_000);
+});
