@@ -14,4 +14,5 @@ export {
 export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate.js";
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
 export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
+export { carriesProof } from "./proof.js";
 export { usdcAmount } from "./route.js";

@@ -1,0 +1,53 @@
+import { RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import { jsonAnswer, type Answer } from "../payment/index.js";
+
+/** Paths a load balancer polls: never limited, or a busy client could take an instance out. */
+const EXEMPT_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
+
+/**
+ * The per-client budget of free answers (docs/operations.md, "Rate limits"): 402 challenges,
+ * 400s, the demo, the OpenAPI document, the page — everything but the health checks and a
+ * request carrying a payment proof, which is paid work (the payer budget bounds its refusals).
+ */
+export class ClientRateLimit {
+  constructor(
+    private readonly limiter: RateLimiterAbstract,
+    private readonly log: (line: string) => void = (line) => console.error(line),
+  ) {}
+
+  /** Whether a request to `path` counts against its client's budget. */
+  static applies(path: string, paid: boolean): boolean {
+    return !paid && !EXEMPT_PATHS.has(path);
+  }
+
+  /**
+   * Takes one unit for `client`: undefined when served, else the 429. A store failure lets the
+   * request through (one log line): free answers stay up while the shared store is down.
+   */
+  async take(client: string): Promise<Answer | undefined> {
+    try {
+      await this.limiter.consume(client, 1);
+      return undefined;
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes) return rateLimited(rejection.msBeforeNext);
+      this.log(`rate limit store failed, request let through: ${describe(rejection)}`);
+      return undefined;
+    }
+  }
+}
+
+function rateLimited(msBeforeNext: number): Answer {
+  const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
+  return jsonAnswer(
+    429,
+    {
+      error: `Too many requests from this address; retry in ${seconds} s. Paid requests are not limited.`,
+      error_type: "rate_limited",
+    },
+    { "retry-after": String(seconds) },
+  );
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
