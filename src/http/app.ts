@@ -122,7 +122,7 @@ function rateLimitMiddleware(
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = (name: string) => c.req.header(name);
-    if (!ClientRateLimit.applies(c.req.path, carriesProof(header))) return next();
+    if (ClientRateLimit.exempt(c.req.path) || carriesProof(header)) return next();
     const peer = nodeResponse(c)?.req.socket.remoteAddress;
     const refused = await limit.take(clientAddress(peer, header("x-forwarded-for"), trustProxy));
     if (refused) return toResponse(refused);

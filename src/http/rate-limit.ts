@@ -15,9 +15,9 @@ export class ClientRateLimit {
     private readonly log: (line: string) => void = (line) => console.error(line),
   ) {}
 
-  /** Whether a request to `path` counts against its client's budget. */
-  static applies(path: string, paid: boolean): boolean {
-    return !paid && !EXEMPT_PATHS.has(path);
+  /** Paths never counted (a request carrying a payment proof is not counted either). */
+  static exempt(path: string): boolean {
+    return EXEMPT_PATHS.has(path);
   }
 
   /**
