@@ -27,7 +27,12 @@ import { readBodyText } from "./body.js";
 import { clientAddress } from "./client-ip.js";
 import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
-import { HealthSchema, STATIC_CACHE_CONTROL, createOpenApiDocument } from "./openapi.js";
+import {
+  HealthSchema,
+  ReadinessSchema,
+  STATIC_CACHE_CONTROL,
+  createOpenApiDocument,
+} from "./openapi.js";
 import { ClientRateLimit } from "./rate-limit.js";
 import { readinessAnswer, type ReadinessCheck } from "./readiness.js";
 import {
@@ -236,9 +241,11 @@ function addFreeRoutes(
     return toResponse(jsonAnswer(200, body));
   });
   app.get("/openapi.json", etag(), () => toResponse(openApiAnswer));
-  app.get("/ready", async () =>
-    toResponse(await readinessAnswer(deps.readinessChecks ?? [], admission)),
-  );
+  app.get("/ready", async () => {
+    const answer = await readinessAnswer(deps.readinessChecks ?? [], admission);
+    checkShape(ReadinessSchema, JSON.parse(answer.body), "Readiness");
+    return toResponse(answer);
+  });
 }
 
 /** 405 with Allow on known paths, 404 elsewhere, and the last-resort 500. */
