@@ -167,10 +167,10 @@ export interface OpsConfig {
 }
 
 /**
- * Snapshots in flight per instance by default: a snapshot mostly waits on the network (about
- * 1 MB of memory and little CPU each; docs/operations.md, "Back-pressure").
+ * Snapshots in flight per instance by default, per core: a snapshot mostly waits on the network,
+ * so memory and deadlines bound it, not CPU (docs/operations.md, "Back-pressure").
  */
-export const SNAPSHOTS_PER_CORE = 64;
+const SNAPSHOTS_PER_CORE = 64;
 
 export function loadOpsConfig(env: Env = process.env): OpsConfig {
   return {
