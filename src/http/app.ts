@@ -163,7 +163,7 @@ function corsMiddleware(): MiddlewareHandler<AppEnv> {
   };
 }
 
-/** POST /v1/snapshot: input check (docs/contract.md §3) → payment → snapshot. */
+/** POST /v1/snapshot: input check (docs/contract.md §3) → admission → payment → snapshot. */
 function addSnapshotRoute(
   app: Hono<AppEnv>,
   deps: AppDeps,
