@@ -1,5 +1,13 @@
-import { RateLimiterRes, type RateLimiterAbstract } from "rate-limiter-flexible";
+import {
+  RLWrapperTimeouts,
+  RateLimiterMemory,
+  RateLimiterRes,
+  type RateLimiterAbstract,
+} from "rate-limiter-flexible";
 import { jsonAnswer, type Answer } from "../payment/index.js";
+
+/** A shared store slower than this counts as failed: a free answer never waits on it longer. */
+const STORE_TIMEOUT_MS = 500;
 
 /** Paths a load balancer polls: never limited, or a busy client could take an instance out. */
 const EXEMPT_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
@@ -10,10 +18,18 @@ const EXEMPT_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
  * request carrying a payment proof, which is paid work (the payer budget bounds its refusals).
  */
 export class ClientRateLimit {
+  private readonly limiter: RateLimiterAbstract;
+
   constructor(
-    private readonly limiter: RateLimiterAbstract,
+    limiter: RateLimiterAbstract,
     private readonly log: (line: string) => void = (line) => console.error(line),
-  ) {}
+  ) {
+    // In memory, one consume stays the whole cost of the hot 402; a store out of process is bounded.
+    this.limiter =
+      limiter instanceof RateLimiterMemory
+        ? limiter
+        : new RLWrapperTimeouts({ limiter, timeoutMs: STORE_TIMEOUT_MS });
+  }
 
   /** Paths never counted (a request carrying a payment proof is not counted either). */
   static exempt(path: string): boolean {

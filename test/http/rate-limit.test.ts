@@ -24,7 +24,7 @@ import { clientAddress } from "../../src/http/client-ip.js";
 import { createPaymentGate, type PaymentGate } from "../../src/payment/index.js";
 import { createUrlPolicy } from "../../src/snapshot/index.js";
 import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
-import { closedPort } from "../fixtures/targets.js";
+import { closedPort, startSilentServer } from "../fixtures/targets.js";
 import { DEFAULT_PORTS, ScriptedEngine, sampleResult } from "./helpers.js";
 
 let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>>;
@@ -171,6 +171,23 @@ describe("a budget of N free answers per client and minute", () => {
       expect(service.logged.some((line) => /rate limit store failed/.test(line))).toBe(true);
     } finally {
       redis.disconnect();
+    }
+  });
+
+  it("a rate-limit store that accepts and never answers does not hold free answers", async () => {
+    // A real listener that takes the connection and never says a word, as a hung store would.
+    const silent = await startSilentServer("127.0.0.1");
+    const redis = new Redis({ port: silent.port, host: "127.0.0.1", maxRetriesPerRequest: 0 });
+    redis.on("error", () => {});
+    try {
+      const limiter = new RateLimiterRedis({ storeClient: redis, points: 1, duration: 60 });
+      const service = await serve({ limiter });
+      for (let i = 0; i < 3; i++) expect((await unpaid(service.base)).status).toBe(402);
+      expect((await fetch(`${service.base}/demo/snapshot`)).status).toBe(200);
+      expect(service.logged.some((line) => /rate limit store failed/.test(line))).toBe(true);
+    } finally {
+      redis.disconnect();
+      await silent.close();
     }
   });
 });
