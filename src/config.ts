@@ -1,4 +1,5 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
+import { availableParallelism } from "node:os";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { ConfigError } from "./config-error.js";
@@ -164,6 +165,49 @@ export interface Config {
   redisUrl: string | undefined;
   snapshot: SnapshotConfig;
   payment: PaymentConfig;
+  ops: OpsConfig;
+}
+
+/** Running under load and in a fleet (docs/operations.md). */
+export interface OpsConfig {
+  /** Free answers (402, 400, demo, OpenAPI, page) per client IP and minute (RATE_LIMIT_PER_MINUTE). */
+  rateLimitPerMinute: number;
+  /** Proxies in front whose X-Forwarded-For entries are believed (TRUST_PROXY, hops). */
+  trustProxy: number;
+  /** Paid snapshots in flight per instance before a 503 (SNAPSHOT_MAX_CONCURRENCY). */
+  snapshotMaxConcurrency: number;
+  /** On SIGTERM, how long /ready says draining before the listener closes (SHUTDOWN_GRACE_MS). */
+  shutdownGraceMs: number;
+}
+
+/**
+ * Snapshots in flight per instance by default, per core: a snapshot mostly waits on the network,
+ * so memory and deadlines bound it, not CPU (docs/operations.md, "Back-pressure").
+ */
+const SNAPSHOTS_PER_CORE = 64;
+
+export function loadOpsConfig(env: Env = process.env): OpsConfig {
+  return {
+    rateLimitPerMinute: read(
+      env,
+      "RATE_LIMIT_PER_MINUTE",
+      int(1, 1_000_000, "a whole number from 1 to 1000000"),
+      "600",
+    ),
+    trustProxy: read(env, "TRUST_PROXY", int(0, 10, "a number of proxy hops from 0 to 10"), "0"),
+    snapshotMaxConcurrency: read(
+      env,
+      "SNAPSHOT_MAX_CONCURRENCY",
+      int(1, 100_000, "a whole number from 1 to 100000"),
+      String(availableParallelism() * SNAPSHOTS_PER_CORE),
+    ),
+    shutdownGraceMs: read(
+      env,
+      "SHUTDOWN_GRACE_MS",
+      int(0, 120_000, "milliseconds between 0 and 120000"),
+      "2000",
+    ),
+  };
 }
 
 /** Price of one live snapshot when X402_PRICE_USDC is unset. */
@@ -375,6 +419,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: read(env, "REDIS_URL", redisUrl, "", { secret: true }),
     snapshot: loadSnapshotConfig(env),
     payment: loadPaymentConfig(env),
+    ops: loadOpsConfig(env),
   };
 }
 

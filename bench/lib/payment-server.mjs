@@ -1,13 +1,20 @@
 /**
  * The service under load for the payment benchmark, run by plain `node` from the compiled build
  * (dist/), as `secsnap serve` runs in production: no TypeScript loader in the measured process.
- * Wired as src/cli/serve.ts wires it (the unpaid-challenge fast path in front of the app), plus
+ * Wired as src/cli/serve.ts wires it (the unpaid-challenge fast path in front of the app, the
+ * per-client rate limit on both; its budget is set above what one run sends a minute), plus
  * a bare node:http server replaying the exact bytes of its 402 (the floor the answer's size sets).
  * Sends `{ url, bareUrl }` over IPC once both listen; exits when the parent disconnects.
  */
 import { Buffer } from "node:buffer";
 import { createServer } from "node:http";
-import { createApp, createChallengeFastPath, startServer } from "../../dist/http/index.js";
+import { RateLimiterMemory } from "rate-limiter-flexible";
+import {
+  ClientRateLimit,
+  createApp,
+  createChallengeFastPath,
+  startServer,
+} from "../../dist/http/index.js";
 import { createPaymentGate } from "../../dist/payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../dist/snapshot/index.js";
 
@@ -51,13 +58,19 @@ const gate = createPaymentGate({
 });
 if (!(await gate.warmUp())) throw new Error("facilitator /supported failed");
 const urlPolicy = createUrlPolicy(engineOptions);
+const rateLimit = new ClientRateLimit(new RateLimiterMemory({ points: 1e9, duration: 60 }));
 const app = createApp({
   engine: createSnapshotEngine(engineOptions),
   urlPolicy,
   paymentMiddleware: gate.middleware,
   log: () => {},
+  rateLimit,
 });
-const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
+const front = createChallengeFastPath({
+  urlPolicy,
+  unpaidChallenge: gate.unpaidChallenge,
+  rateLimit,
+});
 const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
 const bareUrl = await startBareReplay(`${server.url}/v1/snapshot`);
 process.send?.({ url: server.url, bareUrl });

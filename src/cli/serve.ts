@@ -1,7 +1,15 @@
 import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { loadConfig, type PaymentConfig } from "../config.js";
-import { createApp, createChallengeFastPath, startServer } from "../http/index.js";
+import {
+  ClientRateLimit,
+  SnapshotAdmission,
+  createApp,
+  createChallengeFastPath,
+  startServer,
+  type ReadinessCheck,
+} from "../http/index.js";
 import {
   createPaymentGate,
   createSharedState,
@@ -138,7 +146,8 @@ export const serveCommand: Command = {
     "",
     "Starts the API on HOST:PORT (default 0.0.0.0:8080; PORT=0 picks a free port).",
     "The first output line states the payment mode and the URL.",
-    "SIGTERM/SIGINT: stop accepting, let running requests finish, exit 0.",
+    "SIGTERM/SIGINT: /ready turns 503 and new paid work is refused; after SHUTDOWN_GRACE_MS",
+    "(SIGTERM only) stop accepting, let running requests finish, exit 0.",
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {
@@ -163,6 +172,21 @@ export const serveCommand: Command = {
     const engine = createSnapshotEngine(config.snapshot);
     const urlPolicy = createUrlPolicy(config.snapshot);
     const { gate } = payment;
+    const admission = new SnapshotAdmission(config.ops.snapshotMaxConcurrency);
+    const rateLimit = new ClientRateLimit(
+      shared.limiterFor({
+        keyPrefix: "client",
+        points: config.ops.rateLimitPerMinute,
+        durationSeconds: 60,
+      }),
+      log,
+    );
+    const readinessChecks: ReadinessCheck[] = [
+      { name: "facilitator", check: () => gate.facilitatorReady() },
+      ...(shared.kind === "redis"
+        ? [{ name: "redis", check: async () => (await shared.ping()) === "ok" }]
+        : []),
+    ];
     const app = createApp({
       engine,
       urlPolicy,
@@ -170,11 +194,17 @@ export const serveCommand: Command = {
       priceUsdc: config.payment.priceUsdc,
       ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
       log: appLog,
+      admission,
+      readinessChecks,
+      rateLimit,
+      trustProxy: config.ops.trustProxy,
     });
     const front = createChallengeFastPath({
       urlPolicy,
       unpaidChallenge: gate.unpaidChallenge,
       log: appLog,
+      rateLimit,
+      trustProxy: config.ops.trustProxy,
     });
 
     let server;
@@ -191,7 +221,12 @@ export const serveCommand: Command = {
       `secsnap ${SERVICE_VERSION} listening on ${server.url} (mode: ${payment.mode})${howToPay}\n`,
     );
 
-    stderr.write(`${await signal}: shutting down, waiting for running requests\n`);
+    const received = await signal;
+    // /ready says draining first; a load balancer polling it stops sending here during the grace
+    // (SIGTERM, an orchestrator's stop; Ctrl-C at a terminal has no load balancer to wait for).
+    admission.drain();
+    stderr.write(`${received}: shutting down, waiting for running requests\n`);
+    if (received === "SIGTERM") await sleep(config.ops.shutdownGraceMs);
     await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
     await engine.close();
     await payment.close();

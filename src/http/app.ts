@@ -4,7 +4,13 @@ import { cors } from "hono/cors";
 import { etag } from "hono/etag";
 import { HTTPException } from "hono/http-exception";
 import type { z } from "zod";
-import { errorAnswer, jsonAnswer, toResponse, type Answer } from "../payment/index.js";
+import {
+  carriesProof,
+  errorAnswer,
+  jsonAnswer,
+  toResponse,
+  type Answer,
+} from "../payment/index.js";
 import {
   DemoSnapshotResultSchema,
   SnapshotError,
@@ -16,10 +22,19 @@ import {
   type UrlPolicy,
 } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
+import { SnapshotAdmission } from "./admission.js";
 import { readBodyText } from "./body.js";
+import { clientAddress } from "./client-ip.js";
 import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
-import { HealthSchema, STATIC_CACHE_CONTROL, createOpenApiDocument } from "./openapi.js";
+import {
+  HealthSchema,
+  ReadinessSchema,
+  STATIC_CACHE_CONTROL,
+  createOpenApiDocument,
+} from "./openapi.js";
+import { ClientRateLimit } from "./rate-limit.js";
+import { readinessAnswer, type ReadinessCheck } from "./readiness.js";
 import {
   MAX_BODY_BYTES,
   checkSnapshotRequest,
@@ -49,6 +64,14 @@ export interface AppDeps {
   publicUrl?: string;
   /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
   log?: Logger;
+  /** Snapshot requests in flight and draining (back-pressure); default unlimited, never draining. */
+  admission?: SnapshotAdmission;
+  /** What GET /ready checks besides draining (the facilitator, a shared store); default none. */
+  readinessChecks?: readonly ReadinessCheck[];
+  /** Per-client budget of free answers (RATE_LIMIT_PER_MINUTE); default none. */
+  rateLimit?: ClientRateLimit;
+  /** Proxies whose X-Forwarded-For entries name the client (TRUST_PROXY); default 0. */
+  trustProxy?: number;
 }
 
 /** The methods each known path answers; everything else on these paths is 405 with Allow. */
@@ -56,6 +79,7 @@ const ALLOWED_METHODS = {
   "/v1/snapshot": "POST, OPTIONS",
   "/demo/snapshot": "GET, HEAD, OPTIONS",
   "/health": "GET, HEAD, OPTIONS",
+  "/ready": "GET, HEAD, OPTIONS",
   "/openapi.json": "GET, HEAD, OPTIONS",
 } as const;
 
@@ -64,9 +88,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const log: Logger = deps.log ?? ((message, error) => console.error(message, error ?? ""));
   const checkShape = shapeChecker(log);
   const app = new Hono<AppEnv>();
+  const admission = deps.admission ?? new SnapshotAdmission();
   app.use("*", corsMiddleware());
-  addSnapshotRoute(app, deps, checkShape);
-  addFreeRoutes(app, deps, checkShape);
+  if (deps.rateLimit) app.use("*", rateLimitMiddleware(deps.rateLimit, deps.trustProxy ?? 0));
+  addSnapshotRoute(app, deps, admission, checkShape);
+  addFreeRoutes(app, deps, admission, checkShape);
   addFallbacks(app, log);
   return app;
 }
@@ -89,6 +115,24 @@ function shapeChecker(log: Logger): ShapeCheck {
 function nodeResponse(c: Context): ServerResponse | undefined {
   const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
   return outgoing instanceof ServerResponse ? outgoing : undefined;
+}
+
+/**
+ * The per-client budget (docs/operations.md, "Rate limits"), before any route's work; a request
+ * with a payment proof and the health checks pass untouched.
+ */
+function rateLimitMiddleware(
+  limit: ClientRateLimit,
+  trustProxy: number,
+): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const header = (name: string) => c.req.header(name);
+    if (ClientRateLimit.exempt(c.req.path) || carriesProof(header)) return next();
+    const peer = nodeResponse(c)?.req.socket.remoteAddress;
+    const refused = await limit.take(clientAddress(peer, header("x-forwarded-for"), trustProxy));
+    if (refused) return toResponse(refused);
+    await next();
+  };
 }
 
 /** Made once: the CORS middleware runs on every request. */
@@ -119,8 +163,13 @@ function corsMiddleware(): MiddlewareHandler<AppEnv> {
   };
 }
 
-/** POST /v1/snapshot: input check (docs/contract.md §3) → payment → snapshot. */
-function addSnapshotRoute(app: Hono<AppEnv>, deps: AppDeps, checkShape: ShapeCheck): void {
+/** POST /v1/snapshot: input check (docs/contract.md §3) → admission → payment → snapshot. */
+function addSnapshotRoute(
+  app: Hono<AppEnv>,
+  deps: AppDeps,
+  admission: SnapshotAdmission,
+  checkShape: ShapeCheck,
+): void {
   const refuse = (body: SnapshotErrorBody): Response => {
     checkShape(SnapshotErrorBodySchema, body, "SnapshotError");
     return toResponse(snapshotErrorAnswer(body));
@@ -148,12 +197,33 @@ function addSnapshotRoute(app: Hono<AppEnv>, deps: AppDeps, checkShape: ShapeChe
     }
   };
 
+  /**
+   * Back-pressure and draining (docs/operations.md): a request that would run a snapshot takes a
+   * slot before its payment is verified or claimed, so a refusal charges nothing. Without a proof
+   * it only gets the challenge, which costs no slot.
+   */
+  const admit: MiddlewareHandler<AppEnv> = async (c, next) => {
+    if (deps.paymentMiddleware && !carriesProof((name) => c.req.header(name))) return next();
+    const refused = admission.enter();
+    if (refused) return toResponse(refused);
+    try {
+      await next();
+    } finally {
+      admission.leave();
+    }
+  };
+
   const noPayment: MiddlewareHandler<AppEnv> = (_c, next) => next();
-  app.post("/v1/snapshot", validateInput, deps.paymentMiddleware ?? noPayment, runSnapshot);
+  app.post("/v1/snapshot", validateInput, admit, deps.paymentMiddleware ?? noPayment, runSnapshot);
 }
 
 /** The demo, health and the API description; the first and last are fixed, so built once. */
-function addFreeRoutes(app: Hono<AppEnv>, deps: AppDeps, checkShape: ShapeCheck): void {
+function addFreeRoutes(
+  app: Hono<AppEnv>,
+  deps: AppDeps,
+  admission: SnapshotAdmission,
+  checkShape: ShapeCheck,
+): void {
   const demo = demoSnapshot();
   checkShape(DemoSnapshotResultSchema, demo, "DemoSnapshotResult");
   const cacheable = { "cache-control": STATIC_CACHE_CONTROL };
@@ -171,6 +241,11 @@ function addFreeRoutes(app: Hono<AppEnv>, deps: AppDeps, checkShape: ShapeCheck)
     return toResponse(jsonAnswer(200, body));
   });
   app.get("/openapi.json", etag(), () => toResponse(openApiAnswer));
+  app.get("/ready", async () => {
+    const answer = await readinessAnswer(deps.readinessChecks ?? [], admission);
+    checkShape(ReadinessSchema, JSON.parse(answer.body), "Readiness");
+    return toResponse(answer);
+  });
 }
 
 /** 405 with Allow on known paths, 404 elsewhere, and the last-resort 500. */

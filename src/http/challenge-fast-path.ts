@@ -3,8 +3,10 @@ import type { PaymentGate } from "../payment/index.js";
 import type { UrlPolicy } from "../snapshot/index.js";
 import type { Answer } from "../payment/index.js";
 import { readNodeBody, type BodyText } from "./body.js";
+import { clientAddress } from "./client-ip.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { sendNodeAnswer } from "./node-answer.js";
+import type { ClientRateLimit } from "./rate-limit.js";
 import { MAX_BODY_BYTES, checkSnapshotRequest, snapshotErrorAnswer } from "./snapshot-input.js";
 
 /** Answers a Node request itself and returns true, or returns false and leaves it untouched. */
@@ -15,6 +17,10 @@ export interface ChallengeFastPathOptions {
   /** The payment gate's prepared challenge for a request (PaymentGate.unpaidChallenge). */
   unpaidChallenge: PaymentGate["unpaidChallenge"];
   log?: (message: string, error?: unknown) => void;
+  /** The app's per-client budget, taken here too: these answers are free (RATE_LIMIT_PER_MINUTE). */
+  rateLimit?: ClientRateLimit;
+  /** Proxies whose X-Forwarded-For entries name the client (TRUST_PROXY); default 0. */
+  trustProxy?: number;
 }
 
 const SNAPSHOT_PATH = "/v1/snapshot";
@@ -48,6 +54,12 @@ function preparedChallengeFor(
   });
 }
 
+/** X-Forwarded-For as one list (Node joins repeats, but its type allows an array). */
+function forwardedFor(req: IncomingMessage): string | undefined {
+  const value = req.headers["x-forwarded-for"];
+  return Array.isArray(value) ? value.join(", ") : value;
+}
+
 /** One header as @hono/node-server's c.req.header() joins repeats (content-type is not merged by Node). */
 function joinedHeader(req: IncomingMessage, name: string): string | undefined {
   let value: string | undefined;
@@ -71,14 +83,21 @@ function joinedHeader(req: IncomingMessage, name: string): string | undefined {
 export function createChallengeFastPath(options: ChallengeFastPathOptions): NodeFront {
   const log = options.log ?? ((message, error) => console.error(message, error ?? ""));
   const verdicts = new InputVerdicts(options.urlPolicy);
+  const { rateLimit } = options;
+  const trustProxy = options.trustProxy ?? 0;
+  const noLimit = Promise.resolve(undefined);
 
   return (req, res) => {
     const challenge = preparedChallengeFor(req, options.unpaidChallenge);
     if (!challenge) return false;
 
-    void readNodeBody(req, MAX_BODY_BYTES).then((read) => {
+    // Counted while the body arrives: one consume, no extra wait for the memory limiter.
+    const limited = rateLimit
+      ? rateLimit.take(clientAddress(req.socket.remoteAddress, forwardedFor(req), trustProxy))
+      : noLimit;
+    void Promise.all([readNodeBody(req, MAX_BODY_BYTES), limited]).then(([read, tooMany]) => {
       try {
-        const refusal = verdicts.refusal(joinedHeader(req, "content-type"), read);
+        const refusal = tooMany ?? verdicts.refusal(joinedHeader(req, "content-type"), read);
         sendNodeAnswer(res, refusal ?? challenge);
       } catch (err) {
         log("unhandled error on the unpaid challenge path", err);

@@ -2,11 +2,14 @@
  * The HTTP layer's public face: the app, the unpaid-challenge fast path in front of it, and the
  * server that runs both. Other folders import only from here.
  */
+export { SnapshotAdmission } from "./admission.js";
 export { createApp } from "./app.js";
 export type { AppEnv } from "./app.js";
 export { createChallengeFastPath } from "./challenge-fast-path.js";
 export type { NodeFront } from "./challenge-fast-path.js";
 export { createOpenApiDocument } from "./openapi.js";
+export { ClientRateLimit } from "./rate-limit.js";
+export type { ReadinessCheck } from "./readiness.js";
 export { startServer } from "./server.js";
 export type { RunningServer } from "./server.js";
 export { MAX_BODY_BYTES } from "./snapshot-input.js";

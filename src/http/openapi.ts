@@ -20,6 +20,29 @@ export const HealthSchema = z
   })
   .strict();
 
+/** GET /ready (docs/contract.md §2.7): ready, or what is down. */
+export const ReadinessSchema = z.union([
+  z.object({ status: z.literal("ready") }).strict(),
+  z
+    .object({
+      status: z.literal("not_ready"),
+      down: z
+        .array(z.string())
+        .min(1)
+        .describe("What is down: `draining`, `facilitator`, or a store's name."),
+    })
+    .strict(),
+]);
+
+/** The 429 of a client over its budget of free answers (docs/contract.md §2.7). */
+const RateLimitedSchema = z
+  .object({
+    error: z.string().describe("Human-readable message."),
+    error_type: z.literal("rate_limited"),
+  })
+  .strict()
+  .describe("Too many free answers (402, 400, demo, OpenAPI) for this client address.");
+
 /** Every non-report error: 404, 405, 500 and the payment layer's 402, 409, 429 and 503. */
 const ServiceErrorSchema = z
   .object({ error: z.string().describe("Human-readable message.") })
@@ -63,6 +86,8 @@ const COMPONENTS = {
   DemoSnapshotResult: DemoSnapshotResultSchema,
   SnapshotError: SnapshotErrorBodySchema,
   Health: HealthSchema,
+  Readiness: ReadinessSchema,
+  RateLimited: RateLimitedSchema,
   ServiceError: ServiceErrorSchema,
   PaymentRequiredV1: PaymentRequiredV1Schema,
 } as const;
@@ -91,6 +116,22 @@ const json = (name: ComponentName) => ({ "application/json": { schema: ref(name)
 const cacheControl = (value: string) => ({
   "Cache-Control": { description: `Always \`${value}\`.`, schema: { type: "string" } },
 });
+
+const retryAfter = {
+  "Retry-After": {
+    description: "Seconds to wait before retrying.",
+    required: true,
+    schema: { type: "integer", minimum: 1 },
+  },
+};
+
+/** Free answers are limited per client address (RATE_LIMIT_PER_MINUTE). */
+const rateLimited = {
+  description:
+    "Too many free answers for this client address in the last minute (`RATE_LIMIT_PER_MINUTE`).",
+  headers: retryAfter,
+  content: json("RateLimited"),
+};
 
 const notAllowed = {
   description: "Method not allowed on this path; the `Allow` header lists the methods.",
@@ -121,8 +162,8 @@ export function createOpenApiDocument(
         `headers and three well-known files. It costs ${price} per call, paid with the x402 ` +
         "protocol version 2 (scheme `exact`, USDC on Base " +
         `\`${NETWORK_IDS.base}\` or Base Sepolia \`${NETWORK_IDS["base-sepolia"]}\`). Input ` +
-        "is checked before payment is asked for, and a 400 is never charged. GET /demo/snapshot " +
-        "and GET /health are free. Every answer is JSON; CORS allows any origin.",
+        "is checked before payment is asked for, and a 400 is never charged. GET /demo/snapshot, " +
+        "GET /health and GET /ready are free. Every answer is JSON; CORS allows any origin.",
       license: { name: "MIT", identifier: "MIT" },
     },
     paths: {
@@ -230,7 +271,8 @@ export function createOpenApiDocument(
               description:
                 "The payer (the proof's `from`) had too many unpaid snapshots (refused targets, " +
                 "closed connections) in the last minute. Answered before the snapshot runs; " +
-                "nothing is charged and the proof is not used up.",
+                "nothing is charged and the proof is not used up. Or, without a proof, " +
+                "`RateLimited`: too many free answers (402, 400) for this client address.",
               headers: {
                 "Retry-After": {
                   description: "Seconds until the payer may be served again.",
@@ -238,12 +280,18 @@ export function createOpenApiDocument(
                   schema: { type: "integer", minimum: 1 },
                 },
               },
-              content: json("ServiceError"),
+              content: {
+                "application/json": {
+                  schema: { anyOf: [ref("ServiceError"), ref("RateLimited")] },
+                },
+              },
             },
             "503": {
               description:
                 "The payment facilitator (or a store) is unreachable or failing: nothing was " +
-                "charged; retry later. Or the settlement's outcome is unknown: the report is " +
+                "charged; retry later. Or this instance is at its limit of snapshots in flight " +
+                "(`SNAPSHOT_MAX_CONCURRENCY`) or shutting down: refused before the payment is " +
+                "verified, nothing charged, the proof still usable. Or the settlement's outcome is unknown: the report is " +
                 "kept, and a retry with the same proof (or payment id) and body gets it once " +
                 "the payment is known to be made, never charging twice.",
               headers: {
@@ -273,6 +321,7 @@ export function createOpenApiDocument(
             },
             "304": { description: "Not modified (`If-None-Match` matched the ETag)." },
             "405": notAllowed,
+            "429": rateLimited,
           },
         },
       },
@@ -290,6 +339,28 @@ export function createOpenApiDocument(
           },
         },
       },
+      "/ready": {
+        get: {
+          operationId: "getReadiness",
+          summary: "Whether this instance can take payments: the load balancer's check. Free.",
+          description:
+            "Ready when the facilitator's `/supported` is known, every configured store " +
+            "answers, and the instance is not shutting down. Never rate limited.",
+          responses: {
+            "200": {
+              description: 'Ready: `{"status":"ready"}`.',
+              headers: cacheControl(NO_STORE),
+              content: json("Readiness"),
+            },
+            "503": {
+              description: "Not ready: `down` names what is down, or `draining` after SIGTERM.",
+              headers: cacheControl(NO_STORE),
+              content: json("Readiness"),
+            },
+            "405": notAllowed,
+          },
+        },
+      },
       "/openapi.json": {
         get: {
           operationId: "getOpenApi",
@@ -301,6 +372,7 @@ export function createOpenApiDocument(
               content: { "application/json": { schema: { type: "object" } } },
             },
             "405": notAllowed,
+            "429": rateLimited,
           },
         },
       },

@@ -154,6 +154,11 @@ export interface PaymentGate {
    * when it lacks a configured network, scheme or protocol version.
    */
   warmUp(): Promise<boolean>;
+  /**
+   * Whether the facilitator's /supported is known (fetched and checked), trying again when the
+   * last failure is older than `supportedRetryMs`: GET /ready's `facilitator` check.
+   */
+  facilitatorReady(): Promise<boolean>;
 }
 
 /** The gate's options from the validated environment; devnet supplies payTo and facilitator. */
@@ -713,6 +718,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     middleware,
     unpaidChallenge: (resourceUrl, header) => challenges.get(resourceUrl, header),
     warmUp: () => readiness.warmUp(),
+    facilitatorReady: () => readiness.check(),
   };
 }
 

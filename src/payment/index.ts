@@ -17,4 +17,5 @@ export { KEY_PREFIX, REDIS_COMMAND_TIMEOUT_MS } from "./redis-store.js";
 export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
 export { createSharedState } from "./shared-state.js";
 export type { SharedState } from "./shared-state.js";
+export { carriesProof } from "./proof.js";
 export { usdcAmount } from "./route.js";

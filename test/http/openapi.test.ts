@@ -1,8 +1,10 @@
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createOpenApiDocument } from "../../src/http/index.js";
-import { ScriptedEngine, sampleResult, serveApp, type Served } from "./helpers.js";
+import { RateLimiterMemory } from "rate-limiter-flexible";
+import { ClientRateLimit, createApp, createOpenApiDocument } from "../../src/http/index.js";
+import { createUrlPolicy } from "../../src/snapshot/index.js";
+import { DEFAULT_PORTS, ScriptedEngine, sampleResult, serveApp, type Served } from "./helpers.js";
 
 let served: Served;
 let doc: Record<string, unknown>;
@@ -34,10 +36,10 @@ describe("GET /openapi.json", () => {
     expect(validator.version).toBe("3.1");
   });
 
-  it("is the document the code generates, describing all four endpoints", () => {
+  it("is the document the code generates, describing all five endpoints", () => {
     expect(doc).toEqual(createOpenApiDocument());
     expect(Object.keys(doc.paths as object).sort()).toEqual(
-      ["/demo/snapshot", "/health", "/openapi.json", "/v1/snapshot"].sort(),
+      ["/demo/snapshot", "/health", "/openapi.json", "/ready", "/v1/snapshot"].sort(),
     );
     const post = (doc.paths as Record<string, Record<string, { responses: object }>>)[
       "/v1/snapshot"
@@ -65,6 +67,27 @@ describe("real responses match their published schemas", () => {
   it("health", async () => {
     const body: unknown = await (await fetch(`${served.url}/health`)).json();
     expect(validate("Health", body)).toEqual({ ok: true, errors: null });
+  });
+
+  it("ready, and not ready", async () => {
+    const body: unknown = await (await fetch(`${served.url}/ready`)).json();
+    expect(validate("Readiness", body)).toEqual({ ok: true, errors: null });
+    const down = { status: "not_ready", down: ["draining", "facilitator"] };
+    expect(validate("Readiness", down)).toEqual({ ok: true, errors: null });
+    expect(validate("Readiness", { status: "not_ready", down: [] }).ok).toBe(false);
+  });
+
+  it("429 RateLimited", async () => {
+    const app = createApp({
+      engine: new ScriptedEngine(async (raw) => sampleResult(raw)),
+      urlPolicy: createUrlPolicy({ allowedPorts: DEFAULT_PORTS, allowCidrs: [] }),
+      rateLimit: new ClientRateLimit(new RateLimiterMemory({ points: 1, duration: 60 })),
+      log: () => {},
+    });
+    expect((await app.request("/demo/snapshot")).status).toBe(200);
+    const limited = await app.request("/demo/snapshot");
+    expect(limited.status).toBe(429);
+    expect(validate("RateLimited", await limited.json())).toEqual({ ok: true, errors: null });
   });
 
   it("demo", async () => {

@@ -1,0 +1,54 @@
+import { errorAnswer, type Answer } from "../payment/index.js";
+
+/** `Retry-After` (seconds) of a paid request turned away by back-pressure or draining. */
+const RETRY_AFTER_SECONDS = "1";
+
+const BUSY: Answer = errorAnswer(
+  503,
+  "Too many snapshots in progress on this instance; retry shortly. Nothing was charged.",
+  { "retry-after": RETRY_AFTER_SECONDS },
+);
+const DRAINING: Answer = errorAnswer(
+  503,
+  "This instance is shutting down; retry (another instance answers). Nothing was charged.",
+  { "retry-after": RETRY_AFTER_SECONDS },
+);
+
+/**
+ * Which snapshot requests run (docs/operations.md, "Back-pressure" and "Readiness and
+ * draining"): at most `maxInFlight` at once per instance, and none once draining. A request is
+ * admitted or refused before its payment is verified or claimed, so a refusal charges nothing
+ * and leaves the proof usable.
+ */
+export class SnapshotAdmission {
+  private running = 0;
+  private stopping = false;
+
+  constructor(readonly maxInFlight: number = Number.POSITIVE_INFINITY) {}
+
+  /** Snapshot requests admitted and not yet answered. */
+  get inFlight(): number {
+    return this.running;
+  }
+
+  get draining(): boolean {
+    return this.stopping;
+  }
+
+  /** From now on /ready says draining and new snapshot requests are refused. */
+  drain(): void {
+    this.stopping = true;
+  }
+
+  /** Takes a slot (undefined; call `leave` once answered), or the 503 that refuses the request. */
+  enter(): Answer | undefined {
+    if (this.stopping) return DRAINING;
+    if (this.running >= this.maxInFlight) return BUSY;
+    this.running++;
+    return undefined;
+  }
+
+  leave(): void {
+    this.running--;
+  }
+}

@@ -1,0 +1,185 @@
+/**
+ * `secsnap serve` as a load balancer sees it (docs/operations.md, "Readiness and draining"): the
+ * real process, its GET /ready and its SIGTERM. A facilitator unreachable at start keeps /ready
+ * at 503 naming it until it answers; on SIGTERM /ready turns 503 `draining` first, new paid work
+ * is refused with nothing charged, the paid request in flight still finishes and settles on
+ * chain, then the process exits 0.
+ */
+import { connect, type Socket } from "node:net";
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { createPublicClient, http, type Address, type Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { DEVNET_USDC_ADDRESS, PAYERS } from "../../src/devnet/constants.js";
+import { startTarget } from "../fixtures/held-target.js";
+import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
+import { closedPort } from "../fixtures/targets.js";
+import { usdcBalance } from "../fixtures/usdc.js";
+import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
+
+let target: Awaited<ReturnType<typeof startTarget>>;
+beforeAll(async () => {
+  target = await startTarget();
+});
+afterAll(() => target.close());
+
+async function ready(base: string): Promise<{ status: number; body: unknown }> {
+  const response = await fetch(`${base}/ready`);
+  return { status: response.status, body: await response.json() };
+}
+
+/** Polls /ready until it is 200 (the facilitator is retried at most once a second). */
+async function untilReady(base: string): Promise<{ status: number; body: unknown }> {
+  for (let i = 0; ; i++) {
+    const answer = await ready(base);
+    if (answer.status === 200 || i === 100) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** A request whose body never finishes: the server keeps draining, and so the chain stays up. */
+function openRequest(base: string): Promise<Socket> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(
+        `POST /v1/snapshot HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\n` +
+          "content-length: 100\r\n\r\n{",
+      );
+      resolve(socket);
+    });
+    socket.on("error", reject);
+  });
+}
+
+function post(base: string, headers: Record<string, string> = {}) {
+  return fetch(`${base}/v1/snapshot`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ url: target.url }),
+  });
+}
+
+it(
+  "a facilitator down at start: /ready 503 naming it, 200 once it answers; /health 200 throughout",
+  { timeout: 60_000 },
+  async () => {
+    const facilitatorPort = await closedPort("127.0.0.1");
+    const child = spawnCli(
+      ["serve"],
+      cleanEnv({
+        PORT: "0",
+        HOST: "127.0.0.1",
+        X402_PAY_TO: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+        X402_NETWORKS: "base-sepolia",
+        X402_FACILITATOR_URL: `http://127.0.0.1:${facilitatorPort}`,
+        SHUTDOWN_GRACE_MS: "0",
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>> | undefined;
+    try {
+      const first = await waitForLine(child.stdout, /listening on/);
+      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      expect(await ready(base)).toEqual({
+        status: 503,
+        body: { status: "not_ready", down: ["facilitator"] },
+      });
+      expect(await (await fetch(`${base}/health`)).json()).toEqual({
+        status: "ok",
+        version: "1.0.0",
+      });
+
+      facilitator = await startSupportedFacilitator(["eip155:84532"], facilitatorPort);
+      expect(await untilReady(base)).toEqual({ status: 200, body: { status: "ready" } });
+
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+      await facilitator?.close();
+    }
+  },
+);
+
+it(
+  "SIGTERM: /ready 503 draining first, new paid work 503 and uncharged, the running paid request settles, exit 0",
+  { timeout: 180_000 },
+  async () => {
+    const child = spawnCli(
+      ["serve"],
+      cleanEnv({
+        PORT: "0",
+        HOST: "127.0.0.1",
+        SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
+        SNAPSHOT_ALLOWED_PORTS: String(target.port),
+        DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
+        DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
+        // Long enough to look at /ready while the listener is still open.
+        SHUTDOWN_GRACE_MS: "10000",
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const stopping = waitForLine(child.stderr, /^SIGTERM: shutting down/);
+    let keeper: Socket | undefined;
+    try {
+      const first = await waitForLine(child.stdout, /listening on/);
+      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      const rpcUrl = / at (http:\/\/127\.0\.0\.1:\d+)/.exec(first)?.[1] as string;
+      const payTo = /payTo (0x[0-9a-fA-F]{40})/.exec(first)?.[1] as Address;
+      expect([base, rpcUrl, payTo].every(Boolean), first).toBe(true);
+      const chain = createPublicClient({ transport: http(rpcUrl) });
+      const balance = (owner: Address) => usdcBalance(chain, DEVNET_USDC_ADDRESS, owner);
+      expect(await ready(base)).toEqual({ status: 200, body: { status: "ready" } });
+
+      // A second payer's proof, signed now and sent once draining has begun.
+      const late = privateKeyToAccount(PAYERS[3]!.privateKey);
+      const client = new x402Client();
+      registerExactEvmScheme(client, { signer: late });
+      const challenge = await post(base);
+      const required = decodePaymentRequiredHeader(challenge.headers.get("payment-required")!);
+      const lateProof = new x402HTTPClient(client).encodePaymentSignatureHeader(
+        await client.createPaymentPayload(required),
+      );
+      const [payToBefore, lateBefore] = [await balance(payTo), await balance(late.address)];
+
+      // The paid snapshot waits on the held target when SIGTERM comes.
+      const arrived = target.hold();
+      const paying = runCli(["pay", target.url, "--api", base], cleanEnv());
+      await arrived;
+      keeper = await openRequest(base);
+      child.kill("SIGTERM");
+      await stopping;
+
+      expect(await ready(base)).toEqual({
+        status: 503,
+        body: { status: "not_ready", down: ["draining"] },
+      });
+      expect((await fetch(`${base}/health`)).status).toBe(200);
+      const refused = await post(base, lateProof);
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+      expect(((await refused.json()) as { error: string }).error).toMatch(/shutting down/);
+
+      target.release();
+      const paid = await paying;
+      expect(paid, paid.stderr + paid.stdout).toMatchObject({ code: 0 });
+      expect(JSON.parse(paid.stdout)).toMatchObject({ requested_url: target.url, reachable: true });
+      const tx = /settlement transaction: (0x[0-9a-f]{64})/.exec(paid.stderr)?.[1] as Hex;
+      expect(tx, paid.stderr).toBeDefined();
+
+      // Still draining (the unfinished request), so the chain is still up.
+      expect((await chain.getTransactionReceipt({ hash: tx })).status).toBe("success");
+      expect((await balance(payTo)) - payToBefore).toBe(50_000n);
+      expect(await balance(late.address)).toBe(lateBefore);
+
+      keeper.destroy();
+      expect(await exited).toBe(0);
+    } finally {
+      keeper?.destroy();
+      child.kill("SIGKILL");
+    }
+  },
+);

@@ -1,0 +1,242 @@
+/**
+ * The per-client budget of free answers (docs/operations.md, "Rate limits"): real servers with
+ * the unpaid-challenge fast path in front of the app and a payment gate against a real HTTP
+ * /supported. Over the budget a free answer is 429 `rate_limited` with Retry-After, on both
+ * serving paths; the health checks and requests carrying a payment proof are never counted; the
+ * client is the socket peer, or the X-Forwarded-For entry TRUST_PROXY allows.
+ */
+import { Redis } from "ioredis";
+import {
+  RateLimiterMemory,
+  RateLimiterRedis,
+  type RateLimiterAbstract,
+} from "rate-limiter-flexible";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  ClientRateLimit,
+  createApp,
+  createChallengeFastPath,
+  startServer,
+  type NodeFront,
+  type RunningServer,
+} from "../../src/http/index.js";
+import { clientAddress } from "../../src/http/client-ip.js";
+import { createPaymentGate, type PaymentGate } from "../../src/payment/index.js";
+import { createUrlPolicy } from "../../src/snapshot/index.js";
+import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
+import { closedPort, startSilentServer } from "../fixtures/targets.js";
+import { DEFAULT_PORTS, ScriptedEngine, sampleResult } from "./helpers.js";
+
+let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>>;
+let gate: PaymentGate;
+const opened: RunningServer[] = [];
+
+beforeAll(async () => {
+  facilitator = await startSupportedFacilitator(["eip155:84532"]);
+  gate = createPaymentGate({
+    payTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+    networks: ["eip155:84532"],
+    priceUsdc: "0.05",
+    facilitatorUrl: facilitator.url,
+    log: () => {},
+  });
+  expect(await gate.warmUp()).toBe(true);
+});
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((s) => s.close(100)));
+});
+
+afterAll(() => facilitator.close());
+
+interface Limited {
+  base: string;
+  /** Answers the fast path gave itself (402s and 429s served without Hono). */
+  fastAnswers: () => number;
+  logged: string[];
+}
+
+async function serve(opts: {
+  perMinute?: number;
+  trustProxy?: number;
+  limiter?: RateLimiterAbstract;
+}): Promise<Limited> {
+  const logged: string[] = [];
+  const limiter =
+    opts.limiter ?? new RateLimiterMemory({ points: opts.perMinute ?? 3, duration: 60 });
+  const rateLimit = new ClientRateLimit(limiter, (line) => logged.push(line));
+  const trustProxy = opts.trustProxy ?? 0;
+  const urlPolicy = createUrlPolicy({ allowedPorts: DEFAULT_PORTS, allowCidrs: [] });
+  const app = createApp({
+    engine: new ScriptedEngine(async (raw) => sampleResult(raw)),
+    urlPolicy,
+    paymentMiddleware: gate.middleware,
+    log: () => {},
+    rateLimit,
+    trustProxy,
+  });
+  const fastPath = createChallengeFastPath({
+    urlPolicy,
+    unpaidChallenge: gate.unpaidChallenge,
+    rateLimit,
+    trustProxy,
+  });
+  let fast = 0;
+  const front: NodeFront = (req, res) => {
+    const taken = fastPath(req, res);
+    if (taken) fast++;
+    return taken;
+  };
+  const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
+  opened.push(server);
+  return { base: server.url, fastAnswers: () => fast, logged };
+}
+
+function unpaid(base: string, headers: Record<string, string> = {}, url = "https://example.com") {
+  return fetch(`${base}/v1/snapshot`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ url }),
+  });
+}
+
+async function expectRateLimited(response: Response): Promise<void> {
+  expect(response.status).toBe(429);
+  expect(response.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
+  expect(Number(response.headers.get("retry-after"))).toBeLessThanOrEqual(60);
+  expect(response.headers.get("access-control-allow-origin")).toBe("*");
+  expect(await response.json()).toEqual({ error: expect.any(String), error_type: "rate_limited" });
+}
+
+describe("a budget of N free answers per client and minute", () => {
+  it("the N+1st 402 is a 429 with Retry-After, also where the fast path answers", async () => {
+    const service = await serve({ perMinute: 3 });
+    for (let i = 0; i < 3; i++) expect((await unpaid(service.base)).status).toBe(402);
+    // The first 402 came from the route, the next two from the fast path.
+    expect(service.fastAnswers()).toBe(2);
+    await expectRateLimited(await unpaid(service.base));
+    expect(service.fastAnswers()).toBe(3);
+  });
+
+  it("400s, the demo and the OpenAPI document draw on the same budget", async () => {
+    const service = await serve({ perMinute: 3 });
+    expect((await unpaid(service.base, {}, "http://169.254.169.254/")).status).toBe(400);
+    expect((await fetch(`${service.base}/demo/snapshot`)).status).toBe(200);
+    expect((await fetch(`${service.base}/openapi.json`)).status).toBe(200);
+    await expectRateLimited(await fetch(`${service.base}/demo/snapshot`));
+    await expectRateLimited(await fetch(`${service.base}/openapi.json`));
+    await expectRateLimited(await unpaid(service.base, {}, "http://169.254.169.254/"));
+    // A page that is not there yet is limited by path too.
+    await expectRateLimited(await fetch(`${service.base}/`));
+  });
+
+  it("/health and /ready are never limited and take nothing from the budget", async () => {
+    const service = await serve({ perMinute: 1 });
+    for (let i = 0; i < 5; i++) {
+      expect((await fetch(`${service.base}/health`)).status).toBe(200);
+      expect((await fetch(`${service.base}/ready`)).status).toBe(200);
+    }
+    expect((await fetch(`${service.base}/demo/snapshot`)).status).toBe(200);
+    await expectRateLimited(await fetch(`${service.base}/demo/snapshot`));
+    expect((await fetch(`${service.base}/health`)).status).toBe(200);
+    expect((await fetch(`${service.base}/ready`)).status).toBe(200);
+  });
+
+  it("a request carrying a payment proof is not limited: it reaches the payment gate", async () => {
+    const service = await serve({ perMinute: 1 });
+    expect((await unpaid(service.base)).status).toBe(402);
+    await expectRateLimited(await unpaid(service.base));
+    // Not a valid proof, so the gate refuses it: a 402 saying why, never a 429.
+    const withProof = await unpaid(service.base, { "payment-signature": "bm90IGEgcHJvb2Y=" });
+    expect(withProof.status).toBe(402);
+    expect(((await withProof.json()) as { error: string }).error).toMatch(/payment proof/i);
+  });
+
+  it("a rate-limit store that fails lets free answers through and says so", async () => {
+    // A real Redis client pointed at a port nobody listens on: every command fails at once.
+    const redis = new Redis({
+      port: await closedPort("127.0.0.1"),
+      host: "127.0.0.1",
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    redis.on("error", () => {}); // the failure under test; each command reports it too
+    try {
+      const limiter = new RateLimiterRedis({ storeClient: redis, points: 1, duration: 60 });
+      const service = await serve({ limiter });
+      for (let i = 0; i < 3; i++) expect((await unpaid(service.base)).status).toBe(402);
+      expect((await fetch(`${service.base}/demo/snapshot`)).status).toBe(200);
+      expect(service.logged.some((line) => /rate limit store failed/.test(line))).toBe(true);
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it("a rate-limit store that accepts and never answers does not hold free answers", async () => {
+    // A real listener that takes the connection and never says a word, as a hung store would.
+    const silent = await startSilentServer("127.0.0.1");
+    const redis = new Redis({ port: silent.port, host: "127.0.0.1", maxRetriesPerRequest: 0 });
+    redis.on("error", () => {});
+    try {
+      const limiter = new RateLimiterRedis({ storeClient: redis, points: 1, duration: 60 });
+      const service = await serve({ limiter });
+      for (let i = 0; i < 3; i++) expect((await unpaid(service.base)).status).toBe(402);
+      expect((await fetch(`${service.base}/demo/snapshot`)).status).toBe(200);
+      expect(service.logged.some((line) => /rate limit store failed/.test(line))).toBe(true);
+    } finally {
+      redis.disconnect();
+      await silent.close();
+    }
+  });
+});
+
+describe("the client behind proxies", () => {
+  it("TRUST_PROXY=1: clients behind one proxy are counted apart by X-Forwarded-For", async () => {
+    const service = await serve({ perMinute: 2, trustProxy: 1 });
+    const a = { "x-forwarded-for": "203.0.113.5" };
+    const b = { "x-forwarded-for": "203.0.113.6" };
+    expect((await unpaid(service.base, a)).status).toBe(402);
+    expect((await unpaid(service.base, a)).status).toBe(402);
+    await expectRateLimited(await unpaid(service.base, a));
+    expect((await unpaid(service.base, b)).status).toBe(402);
+    expect((await fetch(`${service.base}/demo/snapshot`, { headers: b })).status).toBe(200);
+    await expectRateLimited(await fetch(`${service.base}/demo/snapshot`, { headers: b }));
+  });
+
+  it("TRUST_PROXY=1: a client's own X-Forwarded-For entries never become its key", async () => {
+    const service = await serve({ perMinute: 2, trustProxy: 1 });
+    // The proxy appends the address it saw (203.0.113.5) to whatever the client sent.
+    const spoofing = (i: number) => ({ "x-forwarded-for": `198.51.100.${i}, 203.0.113.5` });
+    expect((await unpaid(service.base, spoofing(1))).status).toBe(402);
+    expect((await unpaid(service.base, spoofing(2))).status).toBe(402);
+    await expectRateLimited(await unpaid(service.base, spoofing(3)));
+    await expectRateLimited(await unpaid(service.base, { "x-forwarded-for": "203.0.113.5" }));
+  });
+
+  it("TRUST_PROXY=0: X-Forwarded-For is ignored, the socket peer is the client", async () => {
+    const service = await serve({ perMinute: 2, trustProxy: 0 });
+    const from = (i: number) => ({ "x-forwarded-for": `198.51.100.${i}` });
+    expect((await unpaid(service.base, from(1))).status).toBe(402);
+    expect((await unpaid(service.base, from(2))).status).toBe(402);
+    await expectRateLimited(await unpaid(service.base, from(3)));
+    await expectRateLimited(await fetch(`${service.base}/demo/snapshot`, { headers: from(4) }));
+  });
+
+  it("the key: the right entry per hop count, IPv4-mapped as IPv4, IPv6 by its /64", () => {
+    expect(clientAddress("127.0.0.1", "1.1.1.1, 2.2.2.2", 0)).toBe("127.0.0.1");
+    expect(clientAddress("127.0.0.1", "1.1.1.1, 2.2.2.2", 1)).toBe("2.2.2.2");
+    expect(clientAddress("127.0.0.1", "1.1.1.1, 2.2.2.2", 2)).toBe("1.1.1.1");
+    // Fewer entries than trusted hops: the left-most there is.
+    expect(clientAddress("127.0.0.1", "2.2.2.2", 3)).toBe("2.2.2.2");
+    expect(clientAddress("127.0.0.1", undefined, 1)).toBe("127.0.0.1");
+    expect(clientAddress("::ffff:10.1.2.3", undefined, 0)).toBe("10.1.2.3");
+    expect(clientAddress("2001:db8:1:2:aaaa::1", undefined, 0)).toBe(
+      clientAddress("2001:db8:1:2:bbbb::9", undefined, 0),
+    );
+    expect(clientAddress("2001:db8:1:2::1", undefined, 0)).not.toBe(
+      clientAddress("2001:db8:1:3::1", undefined, 0),
+    );
+  });
+});
