@@ -14,7 +14,7 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { createPublicClient, http, type Address, type PublicClient } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startDevnet, type Devnet } from "../../src/devnet/index.js";
 import { startDnsServer, type DnsFixture } from "../fixtures/dns-server.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
@@ -47,7 +47,9 @@ const SITE = "site.test";
 async function startRedis(bin: string) {
   const port = await freePort();
   let child: ChildProcess | undefined;
+  const running = () => child !== undefined && child.exitCode === null && child.signalCode === null;
   const start = async () => {
+    if (running()) return;
     const proc = spawn(bin, [
       "--port",
       String(port),
@@ -70,7 +72,7 @@ async function startRedis(bin: string) {
   };
   const stop = async () => {
     const proc = child;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    if (!proc || !running()) return;
     const exited = new Promise((resolve) => proc.once("exit", resolve));
     proc.kill("SIGKILL");
     await exited;
@@ -153,6 +155,14 @@ describe.skipIf(!redisServer || !haproxy)(
       await devnet?.close();
       await redis?.stop();
     });
+
+    // Each case starts from a whole fleet, whatever the one before it left down.
+    afterEach(async () => {
+      release();
+      await redis.start();
+      for (const instance of [a, b]) if (instance.pid === undefined) await instance.start();
+      await Promise.all([lb.waitFor("a", "UP"), lb.waitFor("b", "UP")]);
+    }, 60_000);
 
     const balanceOf = (address: Address) => usdcBalance(chain, devnet.usdcAddress, address);
 
@@ -300,9 +310,6 @@ describe.skipIf(!redisServer || !haproxy)(
           success: true,
         });
         expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
-
-        await a.start();
-        await lb.waitFor("a", "UP");
       },
     );
 
@@ -355,6 +362,7 @@ describe.skipIf(!redisServer || !haproxy)(
 
         const arrived = hold();
         const running = post(lb.url, headers, "b");
+        running.catch(() => undefined); // awaited below; a failure before that is not unhandled
         await arrived; // b's snapshot is waiting on the site
         const exited = b.kill("SIGTERM");
         await lb.waitFor("b", "DOWN");
@@ -371,9 +379,6 @@ describe.skipIf(!redisServer || !haproxy)(
         expect(await paid.json()).toMatchObject({ requested_url: siteUrl, reachable: true });
         expect(await exited).toBe(0);
         expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
-
-        await b.start();
-        await lb.waitFor("b", "UP");
       },
     );
   },
