@@ -6,7 +6,8 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import { performance } from "node:perf_hooks";
-import { Pool, type Dispatcher } from "undici";
+import type { Pool } from "undici";
+import { type Dispatcher } from "undici";
 import { freePort } from "../../test/fixtures/service-instance.js";
 
 /** A redis-server on a free loopback port, nothing written to disk. */
