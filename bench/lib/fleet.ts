@@ -6,8 +6,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import { performance } from "node:perf_hooks";
-import type { Pool } from "undici";
-import { type Dispatcher } from "undici";
+import type { Dispatcher, Pool } from "undici";
 import { freePort } from "../../test/fixtures/service-instance.js";
 
 /** A redis-server on a free loopback port, nothing written to disk. */
