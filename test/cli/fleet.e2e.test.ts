@@ -7,6 +7,7 @@
  * Here, not under test/payment: what is tested is `serve` run as several processes.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { connect } from "node:net";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
@@ -215,6 +216,25 @@ describe.skipIf(!redisServer || !haproxy)(
         await new Promise((resolve) => setTimeout(resolve, Math.min(wait, 3) * 1000));
       }
     }
+
+    /** The status line of a raw request to `port` (what HAProxy's default check would send). */
+    function rawStatusLine(port: number, request: string): Promise<string> {
+      return new Promise((resolve, reject) => {
+        let answer = "";
+        const socket = connect(port, "127.0.0.1", () => socket.write(request));
+        socket.setEncoding("utf8");
+        socket.on("data", (d: string) => (answer += d));
+        socket.on("end", () => resolve(answer.split("\r\n")[0] ?? ""));
+        socket.on("error", reject);
+      });
+    }
+
+    it("HAProxy's default HTTP/1.0 check, without Host, is refused: the check sends HTTP/1.1 with one", async () => {
+      expect(await rawStatusLine(a.port, "GET /health HTTP/1.0\r\n\r\n")).toMatch(
+        /^HTTP\/1\.1 400 /,
+      );
+      expect(lb.config).toMatch(/http-check send meth GET uri \/ready ver HTTP\/1\.1 hdr Host /);
+    });
 
     it("HAProxy balances between both instances; a paid call through it moves money once", async () => {
       const servedBy = new Set<string | null>();
