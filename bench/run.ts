@@ -2,10 +2,11 @@
  * `npm run bench`: runs each benchmark part as its own child process, one after the other, so
  * a part's memory and CPU state never leak into the next and each stays runnable alone.
  *
- *   npm run bench                         every part (snapshot, payment, startup)
+ *   npm run bench                         every part
  *   npm run bench -- snapshot [lines…]    one part; further arguments go to that part
  *   npm run bench -- payment
  *   npm run bench -- startup
+ *   npm run bench -- fleet | redis402 | trickle
  *
  * Exits non-zero if any part fails (a missed target, a broken run).
  */
@@ -13,7 +14,15 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-const PARTS = ["snapshot", "payment", "startup", "hostile"] as const;
+const PARTS = [
+  "snapshot",
+  "payment",
+  "startup",
+  "hostile",
+  "fleet",
+  "redis402",
+  "trickle",
+] as const;
 type Part = (typeof PARTS)[number];
 
 const partFile = (part: Part) => fileURLToPath(new URL(`./${part}.ts`, import.meta.url));
