@@ -16,10 +16,13 @@ import {
   type UrlPolicy,
 } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
+import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
 import { readBodyText } from "./body.js";
 import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { HealthSchema, STATIC_CACHE_CONTROL, createOpenApiDocument } from "./openapi.js";
+import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS, renderPage } from "./page.js";
+import { REFERENCE_PATH, addReferenceRoutes } from "./reference.js";
 import {
   MAX_BODY_BYTES,
   checkSnapshotRequest,
@@ -47,6 +50,10 @@ export interface AppDeps {
   priceUsdc?: string;
   /** The service's public base URL (PUBLIC_URL), the API description's server; default none. */
   publicUrl?: string;
+  /** The networks the challenge offers, as CAIP-2 ids, for the page; default the configuration's default. */
+  networks?: readonly string[];
+  /** The networks are the embedded devnet (docs/contract.md §7.7), for the page. */
+  devnet?: boolean;
   /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
   log?: Logger;
 }
@@ -57,6 +64,8 @@ const ALLOWED_METHODS = {
   "/demo/snapshot": "GET, HEAD, OPTIONS",
   "/health": "GET, HEAD, OPTIONS",
   "/openapi.json": "GET, HEAD, OPTIONS",
+  "/": "GET, HEAD, OPTIONS",
+  [REFERENCE_PATH]: "GET, HEAD, OPTIONS",
 } as const;
 
 /** The HTTP API: CORS, the paid snapshot route, the free routes, then 405/404/500. */
@@ -67,6 +76,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.use("*", corsMiddleware());
   addSnapshotRoute(app, deps, checkShape);
   addFreeRoutes(app, deps, checkShape);
+  addPageRoutes(app, deps);
   addFallbacks(app, log);
   return app;
 }
@@ -171,6 +181,31 @@ function addFreeRoutes(app: Hono<AppEnv>, deps: AppDeps, checkShape: ShapeCheck)
     return toResponse(jsonAnswer(200, body));
   });
   app.get("/openapi.json", etag(), () => toResponse(openApiAnswer));
+}
+
+/** GET / (the page) and GET /reference (the interactive API reference); HTML, not JSON. */
+function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
+  const facts = {
+    priceUsdc: deps.priceUsdc ?? DEFAULT_PRICE_USDC,
+    networks: deps.networks ?? Object.values(NETWORK_IDS),
+    devnet: deps.devnet ?? false,
+    report: demoSnapshot(),
+  };
+  // Without PUBLIC_URL the samples name the URL the page was asked at, as the challenge does.
+  let last: { serviceUrl: string; body: string } | undefined;
+  app.get("/", (c) => {
+    const serviceUrl = deps.publicUrl ?? new URL(c.req.url).origin;
+    if (last?.serviceUrl !== serviceUrl)
+      last = { serviceUrl, body: renderPage({ ...facts, serviceUrl }) };
+    return new Response(last.body, {
+      headers: {
+        "content-type": "text/html; charset=utf-8",
+        "cache-control": PAGE_CACHE_CONTROL,
+        ...PAGE_SECURITY_HEADERS,
+      },
+    });
+  });
+  addReferenceRoutes(app, "/openapi.json");
 }
 
 /** 405 with Allow on known paths, 404 elsewhere, and the last-resort 500. */

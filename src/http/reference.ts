@@ -1,0 +1,120 @@
+/**
+ * GET /reference: Scalar's interactive API reference over /openapi.json, its script served by us
+ * from node_modules (no CDN), under a CSP as tight as Scalar allows (docs/http-api.md "The page").
+ */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { Scalar } from "@scalar/hono-api-reference";
+import { Parser } from "htmlparser2";
+import type { Context, Env, Hono } from "hono";
+import { toResponse, type Answer } from "../payment/index.js";
+import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS } from "./page.js";
+
+export const REFERENCE_PATH = "/reference";
+
+/** The standalone bundle and its content-addressed path, read once per process. */
+interface Bundle {
+  path: string;
+  body: Uint8Array;
+}
+let bundle: Bundle | undefined;
+
+function scalarBundle(): Bundle {
+  if (!bundle) {
+    const file = createRequire(import.meta.url).resolve(
+      "@scalar/api-reference/browser/standalone.js",
+    );
+    const body = new Uint8Array(readFileSync(file));
+    // The content's hash in the path lets browsers keep it for a year: a new version is a new URL.
+    const hash = createHash("sha256").update(body).digest("hex").slice(0, 16);
+    bundle = { path: `${REFERENCE_PATH}/scalar.${hash}.js`, body };
+  }
+  return bundle;
+}
+
+const IMMUTABLE = "public, max-age=31536000, immutable";
+
+/** Scalar's inline `<script>` and `<style>` blocks, as CSP hash sources. */
+function inlineHashes(document: string): { scripts: string[]; styles: string[] } {
+  const out = { scripts: [] as string[], styles: [] as string[] };
+  let text: string | null = null;
+  const parser = new Parser({
+    onopentag(name, attrs) {
+      text = (name === "script" && attrs.src === undefined) || name === "style" ? "" : null;
+    },
+    ontext(chunk) {
+      if (text !== null) text += chunk;
+    },
+    onclosetag(name) {
+      if (text === null) return;
+      const hash = `'sha256-${createHash("sha256").update(text).digest("base64")}'`;
+      if (name === "script") out.scripts.push(hash);
+      else if (name === "style") out.styles.push(hash);
+      text = null;
+    },
+  });
+  parser.end(document);
+  return out;
+}
+
+/**
+ * Mounts the reference and its script. Scalar's HTML is the same on every request, so it is
+ * rendered once, on the first, and its inline blocks are allowed by hash, not 'unsafe-inline'.
+ */
+export function addReferenceRoutes<E extends Env>(app: Hono<E>, documentPath: string): void {
+  const { path, body } = scalarBundle();
+  const render = Scalar<E>({
+    url: documentPath,
+    cdn: path,
+    pageTitle: "secsnap API reference",
+    // Everything from our origin: no web fonts, no telemetry, no request proxy.
+    withDefaultFonts: false,
+    telemetry: false,
+    favicon: "data:,",
+  });
+  let page: Promise<Answer> | undefined;
+  const renderOnce = async (c: Context<E>): Promise<Answer> => {
+    const rendered = await render(c, async () => {});
+    const document = rendered ? await rendered.text() : "";
+    return {
+      status: 200,
+      headers: {
+        "content-type": "text/html; charset=utf-8",
+        "cache-control": PAGE_CACHE_CONTROL,
+        ...PAGE_SECURITY_HEADERS,
+        "content-security-policy": referenceCsp(inlineHashes(document)),
+      },
+      body: document,
+    };
+  };
+  app.get(REFERENCE_PATH, async (c) => toResponse(await (page ??= renderOnce(c))));
+  app.get(
+    path,
+    () =>
+      new Response(body, {
+        headers: {
+          "content-type": "text/javascript; charset=utf-8",
+          "cache-control": IMMUTABLE,
+          "x-content-type-options": "nosniff",
+        },
+      }),
+  );
+}
+
+function referenceCsp(hashes: { scripts: string[]; styles: string[] }): string {
+  return [
+    "default-src 'self'",
+    `script-src 'self' ${hashes.scripts.join(" ")}`,
+    // Scalar sets style attributes and adds <style> elements as it renders: no hash can name
+    // them, so inline styles are allowed here (a hash beside 'unsafe-inline' would disable it).
+    "style-src 'self' 'unsafe-inline'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join("; ");
+}
