@@ -9,7 +9,9 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { LocalAccount } from "viem/accounts";
 import { NETWORK_IDS } from "../config.js";
 import { DEFAULT_PAYER, DEVNET_NETWORK, USDC_DECIMALS } from "../devnet/index.js";
+import { SnapshotResultSchema } from "../snapshot/index.js";
 import { UsageError, type Command, type CliOutput } from "./command.js";
+import { formatReport, useColor } from "./format.js";
 
 /** Exit codes of `secsnap pay` (docs/contract.md §8). Bad usage is runCli's 1. */
 const PAY_EXIT = {
@@ -160,7 +162,7 @@ function refusal(response: Response, body: unknown, stderr: CliOutput): number {
 
 export const payCommand: Command = {
   usage: [
-    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1]",
+    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1] [--json]",
     "",
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
     "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the network, amount and payee",
@@ -170,6 +172,7 @@ export const payCommand: Command = {
     "           when asked for or when it is the only network offered.",
     "--max-usdc refuses to sign for more than that amount (default 1).",
     "--v1       pays with the legacy protocol (x402 v1: the 402 body, X-PAYMENT, X-PAYMENT-RESPONSE).",
+    "--json     always print the report as JSON (on a terminal it is a readable summary).",
     "Without SECSNAP_PRIVATE_KEY it pays only a service in devnet mode (the challenge marks it),",
     "from anvil's funded test account 2. One proof is signed per call: after a 503 or a lost",
     `answer the same proof is sent again (at most ${PAID_ATTEMPTS} sends, honouring Retry-After).`,
@@ -186,6 +189,7 @@ export const payCommand: Command = {
         "max-usdc": { type: "string", default: "1" },
         network: { type: "string" },
         v1: { type: "boolean", default: false },
+        json: { type: "boolean", default: false },
       },
       allowPositionals: true,
     });
@@ -270,7 +274,14 @@ export const payCommand: Command = {
         continue;
       }
       if (response.status !== 200) return refusal(response, body, stderr);
-      stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+      // A terminal gets the readable summary, as `scan` prints it; anything else the JSON.
+      const report =
+        !values.json && stdout.isTTY ? SnapshotResultSchema.safeParse(body) : undefined;
+      stdout.write(
+        report?.success
+          ? formatReport(report.data, useColor(stdout, env))
+          : `${JSON.stringify(body, null, 2)}\n`,
+      );
       const settlement = paid.settlement(response);
       stderr.write(
         settlement
