@@ -43,8 +43,8 @@ export function formatReport(result: SnapshotResult, color: boolean): string {
     `  fetched at ${result.fetched_at}`,
     "",
   ];
-  for (const { name, label } of CHECKS) {
-    const value = result.checks[name];
+  for (const { field, label } of CHECKS) {
+    const value = result[field];
     const mark =
       value === true
         ? paint("green", "✓ yes    ")
