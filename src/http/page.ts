@@ -124,7 +124,7 @@ function findingsList(findings: readonly Finding[]): Html {
 }
 
 /** The rendered demo report: grade, the ten checks, the findings by severity. */
-export function renderReport(report: SnapshotResult): Html {
+function renderReport(report: SnapshotResult): Html {
   return h`<div class="grade">
       <strong data-grade>${report.grade}</strong>
       <span>score <b data-score>${report.score}</b> / 100 for <code>${report.final_url}</code></span>

@@ -22,9 +22,8 @@ let bundle: Bundle | undefined;
 
 function scalarBundle(): Bundle {
   if (!bundle) {
-    const file = createRequire(import.meta.url).resolve(
-      "@scalar/api-reference/browser/standalone.js",
-    );
+    const require = createRequire(import.meta.url);
+    const file = require.resolve("@scalar/api-reference/browser/standalone.js");
     const body = new Uint8Array(readFileSync(file));
     // The content's hash in the path lets browsers keep it for a year: a new version is a new URL.
     const hash = createHash("sha256").update(body).digest("hex").slice(0, 16);
