@@ -1,11 +1,23 @@
 import { createHash } from "node:crypto";
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
+import { createServer as createHttpsServer } from "node:https";
 import { createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
 import { Parser } from "htmlparser2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/http/index.js";
 import { renderPage } from "../../src/http/page.js";
-import { createUrlPolicy, demoSnapshot, type SnapshotResult } from "../../src/snapshot/index.js";
+import {
+  CHECKS,
+  createUrlPolicy,
+  demoSnapshot,
+  type SnapshotResult,
+} from "../../src/snapshot/index.js";
+import { startDnsServer } from "../fixtures/dns-server.js";
+import { PUBLIC_HOST, createTestEngine } from "../fixtures/targets.js";
+import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
 import { DEFAULT_PORTS, ScriptedEngine, sampleResult, serveApp, type Served } from "./helpers.js";
 
 const engine = new ScriptedEngine(async (raw) => sampleResult(raw));
@@ -254,5 +266,43 @@ describe("GET /reference (the API reference)", () => {
   it("serves nothing else under /reference", async () => {
     const res = await fetch(`${served.url}/reference/scalar.js`);
     expect(res.status).toBe(404);
+  });
+});
+
+describe("our own report of ourselves", () => {
+  it("the engine, asking for / over HTTPS, finds all six headers and nothing to say of them", async () => {
+    const ca = await loadTestCa();
+    const dns = await startDnsServer({ "secsnap.test": { A: [PUBLIC_HOST] } });
+    const cert = await issueLeaf(ca, { dnsNames: ["secsnap.test"] });
+    const app = createApp({
+      engine,
+      urlPolicy: createUrlPolicy({ allowedPorts: DEFAULT_PORTS, allowCidrs: [] }),
+    });
+    const server = createHttpsServer(
+      { cert: cert.certPem, key: cert.keyPem },
+      getRequestListener((request) => app.fetch(request)),
+    );
+    server.listen(0, PUBLIC_HOST);
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    const snapshots = createTestEngine({ dns, ports: [port] });
+    try {
+      const report = await snapshots.snapshot(`https://secsnap.test:${port}/`);
+      expect(report.final_status_code).toBe(200);
+      expect(report.https_ok).toBe(true);
+      for (const check of CHECKS.filter((c) => c.kind === "header")) {
+        expect(report[check.field], check.name).toBe(true);
+      }
+      // Whatever the judges of header values say of ours is a regression of the page.
+      const headerChecks = new Set<string>(
+        CHECKS.filter((c) => c.kind === "header").map((c) => c.name),
+      );
+      expect(report.findings.filter((f) => headerChecks.has(f.check))).toEqual([]);
+    } finally {
+      await snapshots.close();
+      server.closeAllConnections();
+      server.close();
+      await dns.close();
+    }
   });
 });
