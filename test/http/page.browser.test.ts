@@ -90,6 +90,30 @@ describe.skipIf(!chromiumPath)("the page in Chromium", () => {
     }
   });
 
+  it("fits a phone's width, and follows the dark colour scheme", async () => {
+    const backgrounds: string[] = [];
+    for (const colorScheme of ["light", "dark"] as const) {
+      const page = await browser.newPage({ viewport: { width: 360, height: 740 }, colorScheme });
+      page.setDefaultTimeout(NAVIGATION_MS);
+      try {
+        await page.goto(`${served.url}/`, { waitUntil: "load" });
+        // Long lines scroll inside their code blocks; the page itself never scrolls sideways.
+        const overflow = await page.evaluate(
+          () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        );
+        expect(overflow).toBe(0);
+        backgrounds.push(
+          await page.evaluate(() => getComputedStyle(document.body).backgroundColor),
+        );
+        await page.screenshot({ path: `${SCREENSHOTS}/page-phone-${colorScheme}.png` });
+      } finally {
+        await page.close();
+      }
+    }
+    expect(backgrounds[0]).toBe("rgb(255, 255, 255)");
+    expect(backgrounds[1]).not.toBe(backgrounds[0]);
+  });
+
   it("the reference loads /openapi.json and renders the paid operation, with no error", async () => {
     const { page, problems } = await openPage();
     try {
