@@ -98,12 +98,12 @@ describe.skipIf(!chromiumPath)("the page in Chromium", () => {
       try {
         await page.goto(`${served.url}/`, { waitUntil: "load" });
         // Long lines scroll inside their code blocks; the page itself never scrolls sideways.
-        const overflow = await page.evaluate(
-          () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        const overflow = await page.evaluate<number>(
+          "document.documentElement.scrollWidth - document.documentElement.clientWidth",
         );
         expect(overflow).toBe(0);
         backgrounds.push(
-          await page.evaluate(() => getComputedStyle(document.body).backgroundColor),
+          await page.evaluate<string>("getComputedStyle(document.body).backgroundColor"),
         );
         await page.screenshot({ path: `${SCREENSHOTS}/page-phone-${colorScheme}.png` });
       } finally {

@@ -253,14 +253,35 @@ describe("GET /reference (the API reference)", () => {
     expect(csp.get("connect-src")).toEqual(["'self'"]);
     expect(csp.get("frame-ancestors")).toEqual(["'none'"]);
 
-    const script = await fetch(`${served.url}${src}`);
-    expect(script.status).toBe(200);
-    expect(script.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
-    expect(script.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
     const installed = readFileSync(
       createRequire(import.meta.url).resolve("@scalar/api-reference/browser/standalone.js"),
     );
+    const script = await fetch(`${served.url}${src}`, {
+      headers: { "accept-encoding": "identity" },
+    });
+    expect(script.status).toBe(200);
+    expect(script.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect(script.headers.get("cache-control")).toBe("public, max-age=31536000, immutable");
+    expect(script.headers.get("content-encoding")).toBeNull();
     expect(Buffer.from(await script.arrayBuffer()).equals(installed)).toBe(true);
+
+    // Gzipped once, in the background: a client that accepts gzip soon gets the same bytes in
+    // about a third of the size.
+    let gzipped: Response | undefined;
+    for (let i = 0; i < 100 && !gzipped; i++) {
+      const res = await fetch(`${served.url}${src}`, { headers: { "accept-encoding": "gzip" } });
+      if (res.headers.get("content-encoding") === "gzip") gzipped = res;
+      else {
+        await res.arrayBuffer();
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    expect(gzipped?.headers.get("vary")).toMatch(/accept-encoding/i);
+    const length = gzipped?.headers.get("content-length") ?? "";
+    expect(length).toMatch(/^\d+$/);
+    expect(Number(length)).toBeLessThan(installed.length / 2);
+    // fetch decodes the body: the same bytes as the installed file.
+    expect(Buffer.from(await gzipped!.arrayBuffer()).equals(installed)).toBe(true);
   });
 
   it("serves nothing else under /reference", async () => {
