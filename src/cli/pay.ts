@@ -9,9 +9,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import type { LocalAccount } from "viem/accounts";
 import { NETWORK_IDS } from "../config.js";
 import { DEFAULT_PAYER, DEVNET_NETWORK, USDC_DECIMALS } from "../devnet/index.js";
-import { SnapshotResultSchema } from "../snapshot/index.js";
 import { UsageError, type Command, type CliOutput } from "./command.js";
-import { formatReport, useColor } from "./format.js";
 
 /** Exit codes of `secsnap pay` (docs/contract.md §8). Bad usage is runCli's 1. */
 const PAY_EXIT = {
@@ -274,14 +272,7 @@ export const payCommand: Command = {
         continue;
       }
       if (response.status !== 200) return refusal(response, body, stderr);
-      // A terminal gets the readable summary, as `scan` prints it; anything else the JSON.
-      const report =
-        !values.json && stdout.isTTY ? SnapshotResultSchema.safeParse(body) : undefined;
-      stdout.write(
-        report?.success
-          ? formatReport(report.data, useColor(stdout, env))
-          : `${JSON.stringify(body, null, 2)}\n`,
-      );
+      stdout.write(await printable(body, values.json, stdout, env));
       const settlement = paid.settlement(response);
       stderr.write(
         settlement
@@ -293,6 +284,27 @@ export const payCommand: Command = {
     }
   },
 };
+
+/**
+ * A report as `scan` shows it on a terminal, anything else as JSON. The summary's modules (the
+ * report schema, the checks) are loaded only for a terminal.
+ */
+async function printable(
+  body: unknown,
+  json: boolean,
+  stdout: CliOutput,
+  env: NodeJS.ProcessEnv,
+): Promise<string> {
+  if (!json && stdout.isTTY) {
+    const [{ SnapshotResultSchema }, { formatReport, useColor }] = await Promise.all([
+      import("../snapshot/index.js"),
+      import("./format.js"),
+    ]);
+    const report = SnapshotResultSchema.safeParse(body);
+    if (report.success) return formatReport(report.data, useColor(stdout, env));
+  }
+  return `${JSON.stringify(body, null, 2)}\n`;
+}
 
 interface SignedProof {
   /** The proof's request headers, sent unchanged on every resend. */
