@@ -1,7 +1,7 @@
 /**
- * GET /: the page for people (docs/http-api.md "The page"). Server-rendered with hono's `h`
- * template, which escapes every interpolated string; no script, no external resource, and the
- * one inline stylesheet allowed by its hash.
+ * GET /: the page for people (docs/http-api.md "The page and the reference"). Server-rendered
+ * with hono's `html` template, which escapes every interpolated string; no script, no external
+ * resource, and the one inline stylesheet allowed by its hash.
  */
 import { createHash } from "node:crypto";
 import { html, raw } from "hono/html";
@@ -12,7 +12,7 @@ import { CHECKS, SEVERITIES, type SnapshotResult } from "../snapshot/index.js";
 type Finding = SnapshotResult["findings"][number];
 type Html = HtmlEscapedString;
 
-/** hono's `h`, typed for what it returns here: nothing interpolated is a promise. */
+/** hono's `html`, typed for what it returns here: nothing interpolated is a promise. */
 function h(strings: TemplateStringsArray, ...values: unknown[]): Html {
   const out = html(strings, ...values);
   if (out instanceof Promise) throw new TypeError("asynchronous content in the page");
@@ -169,7 +169,8 @@ console.log(await res.json());`,
 const signer = await createSigner("${v1Network}", process.env.PRIVATE_KEY);
 const pay = wrapFetchWithPayment(fetch, signer);
 const res = await pay("${endpoint}", ${request});`,
-    cli: `secsnap pay https://example.com --api ${facts.serviceUrl}`,
+    // Devnet mode: `secsnap pay` takes anvil's funded test key by itself (docs/contract.md §8.1).
+    cli: `${facts.devnet ? "" : "SECSNAP_PRIVATE_KEY=0x… "}secsnap pay https://example.com --api ${facts.serviceUrl}`,
     curl: `curl -si -X POST ${endpoint} -H 'content-type: application/json' -d '{"url":"example.com"}'`,
   };
 }

@@ -163,14 +163,19 @@ describe("GET / (the page)", () => {
     expect(body).toContain("<strong>0.07 USDC</strong>");
     expect(body).toContain("Base Sepolia (eip155:84532), here the local devnet");
     expect(body).not.toContain("eip155:8453)");
-    expect(body).toContain("secsnap pay https://example.com --api https://snap.example/tools");
+    // In devnet mode secsnap pay needs no key.
+    expect(body).toContain(
+      "<code>secsnap pay https://example.com --api https://snap.example/tools",
+    );
     expect(body).toContain("from &quot;@x402/fetch&quot;");
     expect(body).toContain("from &quot;x402-fetch&quot;");
     expect(body).toContain("https://snap.example/tools/v1/snapshot");
 
     // Without PUBLIC_URL the samples name the URL the page was asked at.
     const local = await (await fetch(`${served.url}/`)).text();
-    expect(local).toContain(`--api ${served.url}`);
+    expect(local).toContain(
+      `SECSNAP_PRIVATE_KEY=0x… secsnap pay https://example.com --api ${served.url}`,
+    );
     expect(local).toContain("Base (eip155:8453) or Base Sepolia (eip155:84532)");
   });
 
