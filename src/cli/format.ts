@@ -1,3 +1,4 @@
+import { CHECKS, SEVERITIES } from "../snapshot/index.js";
 import type { SnapshotErrorBody, SnapshotResult } from "../snapshot/index.js";
 import type { CliOutput } from "./command.js";
 
@@ -13,20 +14,6 @@ const SGR = {
 } as const;
 type Style = keyof typeof SGR;
 
-/** Human labels of the report fields, in report order. */
-const CHECK_LABELS: ReadonlyArray<readonly [keyof SnapshotResult, string]> = [
-  ["https_ok", "HTTPS with a valid certificate"],
-  ["hsts_present", "Strict-Transport-Security (HSTS)"],
-  ["csp_present", "Content-Security-Policy (CSP)"],
-  ["x_frame_options_present", "X-Frame-Options"],
-  ["x_content_type_options_present", "X-Content-Type-Options"],
-  ["referrer_policy_present", "Referrer-Policy"],
-  ["permissions_policy_present", "Permissions-Policy"],
-  ["security_txt_present", "security.txt"],
-  ["robots_txt_present", "robots.txt"],
-  ["sitemap_xml_present", "sitemap.xml"],
-];
-
 /**
  * Colour only for a terminal, and never when NO_COLOR is set to a non-empty value
  * (https://no-color.org).
@@ -35,7 +22,10 @@ export function useColor(stream: CliOutput, env: NodeJS.ProcessEnv): boolean {
   return Boolean(stream.isTTY) && !env.NO_COLOR;
 }
 
-function painter(color: boolean) {
+type Finding = SnapshotResult["findings"][number];
+type Painter = (style: Style, text: string) => string;
+
+function painter(color: boolean): Painter {
   return (style: Style, text: string) =>
     color ? `\u001b[${SGR[style][0]}m${text}\u001b[${SGR[style][1]}m` : text;
 }
@@ -53,7 +43,7 @@ export function formatReport(result: SnapshotResult, color: boolean): string {
     `  fetched at ${result.fetched_at}`,
     "",
   ];
-  for (const [field, label] of CHECK_LABELS) {
+  for (const { field, label } of CHECKS) {
     const value = result[field];
     const mark =
       value === true
@@ -63,10 +53,37 @@ export function formatReport(result: SnapshotResult, color: boolean): string {
           : paint("yellow", "? unknown");
     lines.push(`  ${mark}  ${label}`);
   }
-  if (result.notes.length > 0) {
-    lines.push("", paint("bold", "Notes:"), ...result.notes.map((note) => `  - ${note}`));
+  lines.push("", `  ${paint("bold", `Grade ${result.grade}`)} (score ${result.score}/100)`);
+  lines.push(...findingLines(result.findings, paint));
+  // Each finding's message is also a note: the notes list only what the findings do not say.
+  const said = new Set(result.findings.map((f) => f.message));
+  const notes = result.notes.filter((note) => !said.has(note));
+  if (notes.length > 0) {
+    lines.push("", paint("bold", "Notes:"), ...notes.map((note) => `  - ${note}`));
   }
   return lines.join("\n") + "\n";
+}
+
+const SEVERITY_STYLE: Readonly<Record<Finding["severity"], Style | null>> = {
+  high: "red",
+  medium: "yellow",
+  low: "yellow",
+  info: null,
+};
+
+/** The findings, most severe first, each with its recommendation on the next line. */
+function findingLines(findings: readonly Finding[], paint: Painter): string[] {
+  if (findings.length === 0) return [];
+  const lines = ["", paint("bold", "Findings:")];
+  for (const severity of SEVERITIES) {
+    const style = SEVERITY_STYLE[severity];
+    const tag = severity.toUpperCase().padEnd(6);
+    for (const f of findings.filter((finding) => finding.severity === severity)) {
+      lines.push(`  ${style ? paint(style, tag) : tag}  ${f.message} (${f.id})`);
+      lines.push(`          fix: ${f.recommendation}`);
+    }
+  }
+  return lines;
 }
 
 /** The readable terminal line of a SnapshotError. */

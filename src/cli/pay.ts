@@ -160,7 +160,7 @@ function refusal(response: Response, body: unknown, stderr: CliOutput): number {
 
 export const payCommand: Command = {
   usage: [
-    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1]",
+    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1] [--json]",
     "",
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
     "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the network, amount and payee",
@@ -170,6 +170,7 @@ export const payCommand: Command = {
     "           when asked for or when it is the only network offered.",
     "--max-usdc refuses to sign for more than that amount (default 1).",
     "--v1       pays with the legacy protocol (x402 v1: the 402 body, X-PAYMENT, X-PAYMENT-RESPONSE).",
+    "--json     always print the report as JSON (on a terminal it is a readable summary).",
     "Without SECSNAP_PRIVATE_KEY it pays only a service in devnet mode (the challenge marks it),",
     "from anvil's funded test account 2. One proof is signed per call: after a 503 or a lost",
     `answer the same proof is sent again (at most ${PAID_ATTEMPTS} sends, honouring Retry-After).`,
@@ -186,6 +187,7 @@ export const payCommand: Command = {
         "max-usdc": { type: "string", default: "1" },
         network: { type: "string" },
         v1: { type: "boolean", default: false },
+        json: { type: "boolean", default: false },
       },
       allowPositionals: true,
     });
@@ -270,7 +272,7 @@ export const payCommand: Command = {
         continue;
       }
       if (response.status !== 200) return refusal(response, body, stderr);
-      stdout.write(`${JSON.stringify(body, null, 2)}\n`);
+      stdout.write(await printable(body, values.json, stdout, env));
       const settlement = paid.settlement(response);
       stderr.write(
         settlement
@@ -282,6 +284,27 @@ export const payCommand: Command = {
     }
   },
 };
+
+/**
+ * A report as `scan` shows it on a terminal, anything else as JSON. The summary's modules (the
+ * report schema, the checks) are loaded only for a terminal.
+ */
+async function printable(
+  body: unknown,
+  json: boolean,
+  stdout: CliOutput,
+  env: NodeJS.ProcessEnv,
+): Promise<string> {
+  if (!json && stdout.isTTY) {
+    const [{ SnapshotResultSchema }, { formatReport, useColor }] = await Promise.all([
+      import("../snapshot/index.js"),
+      import("./format.js"),
+    ]);
+    const report = SnapshotResultSchema.safeParse(body);
+    if (report.success) return formatReport(report.data, useColor(stdout, env));
+  }
+  return `${JSON.stringify(body, null, 2)}\n`;
+}
 
 interface SignedProof {
   /** The proof's request headers, sent unchanged on every resend. */

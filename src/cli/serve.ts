@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import { loadConfig, type PaymentConfig } from "../config.js";
+import { NETWORK_IDS, loadConfig, type PaymentConfig } from "../config.js";
 import {
   ClientRateLimit,
   SnapshotAdmission,
@@ -31,6 +31,9 @@ interface PaymentSetup {
   gate: PaymentGate;
   /** Said on the first output line. */
   mode: string;
+  /** The networks the challenge offers (CAIP-2), and whether they are the devnet: for the page. */
+  networks: readonly string[];
+  devnet: boolean;
   /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
   howToPay?: (serviceUrl: string) => string;
   /** Stops the devnet when this start brought it up; after the server has closed. */
@@ -68,6 +71,8 @@ async function setupPayment(
     await gate.warmUp();
     return {
       gate,
+      networks: config.networks.map((name) => NETWORK_IDS[name]),
+      devnet: false,
       mode: `x402 on ${config.networks.join(", ")}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
       close: async () => {},
     };
@@ -91,6 +96,8 @@ async function setupPayment(
     await gate.warmUp();
     return {
       gate,
+      networks: [devnet.network],
+      devnet: true,
       mode:
         `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
         `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +
@@ -192,6 +199,8 @@ export const serveCommand: Command = {
       urlPolicy,
       paymentMiddleware: gate.middleware,
       priceUsdc: config.payment.priceUsdc,
+      networks: payment.networks,
+      devnet: payment.devnet,
       ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
       log: appLog,
       admission,

@@ -22,6 +22,7 @@ import {
   type UrlPolicy,
 } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
+import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
 import { SnapshotAdmission } from "./admission.js";
 import { readBodyText } from "./body.js";
 import { clientAddress } from "./client-ip.js";
@@ -35,6 +36,8 @@ import {
 } from "./openapi.js";
 import { ClientRateLimit } from "./rate-limit.js";
 import { readinessAnswer, type ReadinessCheck } from "./readiness.js";
+import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS, renderPage } from "./page.js";
+import { REFERENCE_PATH, addReferenceRoutes } from "./reference.js";
 import {
   MAX_BODY_BYTES,
   checkSnapshotRequest,
@@ -62,6 +65,10 @@ export interface AppDeps {
   priceUsdc?: string;
   /** The service's public base URL (PUBLIC_URL), the API description's server; default none. */
   publicUrl?: string;
+  /** The networks the challenge offers, as CAIP-2 ids, for the page; default the configuration's default. */
+  networks?: readonly string[];
+  /** The networks are the embedded devnet (docs/contract.md §7.7), for the page. */
+  devnet?: boolean;
   /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
   log?: Logger;
   /** Snapshot requests in flight and draining (back-pressure); default unlimited, never draining. */
@@ -81,6 +88,8 @@ const ALLOWED_METHODS = {
   "/health": "GET, HEAD, OPTIONS",
   "/ready": "GET, HEAD, OPTIONS",
   "/openapi.json": "GET, HEAD, OPTIONS",
+  "/": "GET, HEAD, OPTIONS",
+  [REFERENCE_PATH]: "GET, HEAD, OPTIONS",
 } as const;
 
 /** The HTTP API: CORS, the paid snapshot route, the free routes, then 405/404/500. */
@@ -93,6 +102,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   if (deps.rateLimit) app.use("*", rateLimitMiddleware(deps.rateLimit, deps.trustProxy ?? 0));
   addSnapshotRoute(app, deps, admission, checkShape);
   addFreeRoutes(app, deps, admission, checkShape);
+  addPageRoutes(app, deps);
   addFallbacks(app, log);
   return app;
 }
@@ -246,6 +256,31 @@ function addFreeRoutes(
     checkShape(ReadinessSchema, JSON.parse(answer.body), "Readiness");
     return toResponse(answer);
   });
+}
+
+/** GET / (the page) and GET /reference (the interactive API reference); HTML, not JSON. */
+function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
+  const facts = {
+    priceUsdc: deps.priceUsdc ?? DEFAULT_PRICE_USDC,
+    networks: deps.networks ?? Object.values(NETWORK_IDS),
+    devnet: deps.devnet ?? false,
+    report: demoSnapshot(),
+  };
+  // Without PUBLIC_URL the samples name the URL the page was asked at, as the challenge does.
+  let last: { serviceUrl: string; body: string } | undefined;
+  app.get("/", (c) => {
+    const serviceUrl = deps.publicUrl ?? new URL(c.req.url).origin;
+    if (last?.serviceUrl !== serviceUrl)
+      last = { serviceUrl, body: renderPage({ ...facts, serviceUrl }) };
+    return new Response(last.body, {
+      headers: {
+        "content-type": "text/html; charset=utf-8",
+        "cache-control": PAGE_CACHE_CONTROL,
+        ...PAGE_SECURITY_HEADERS,
+      },
+    });
+  });
+  addReferenceRoutes(app, "/openapi.json");
 }
 
 /** 405 with Allow on known paths, 404 elsewhere, and the last-resort 500. */

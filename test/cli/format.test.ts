@@ -34,3 +34,92 @@ describe("terminal output", () => {
     expect(text).toBe('error (invalid_url): Only http and https\n  url: "ftp://x"\n');
   });
 });
+
+describe("terminal summary of findings", () => {
+  const report = {
+    ...sampleResult("example.com"),
+    hsts_present: false,
+    checks: { ...sampleResult("example.com").checks, hsts: false },
+    notes: [
+      "Strict-Transport-Security (HSTS) header is missing.",
+      "Cookie sid is sent without Secure.",
+      "sitemap.xml could not be checked.",
+    ],
+    findings: [
+      {
+        id: "cookie-no-secure",
+        check: "cookies",
+        severity: "medium" as const,
+        message: "Cookie sid is sent without Secure.",
+        recommendation: "Add `Secure` to the cookie.",
+      },
+      {
+        id: "referrer-policy-info",
+        check: "referrer_policy",
+        severity: "info" as const,
+        message: "Something to know.",
+        recommendation: "Nothing to do.",
+      },
+      {
+        id: "hsts-missing",
+        check: "hsts",
+        severity: "high" as const,
+        message: "Strict-Transport-Security (HSTS) header is missing.",
+        recommendation: "Set `Strict-Transport-Security: max-age=31536000; includeSubDomains`.",
+      },
+      {
+        id: "csp-object-src-missing",
+        check: "csp",
+        severity: "low" as const,
+        message: "The CSP does not restrict plugins.",
+        recommendation: "Add `object-src 'none'`.",
+      },
+    ],
+    score: 60,
+    grade: "C+" as const,
+  };
+
+  it("shows the grade and score after the checks, then the findings most severe first", () => {
+    const plain = formatReport(report, false);
+    const lines = plain.split("\n");
+    const grade = lines.findIndex((l) => l.includes("Grade C+ (score 60/100)"));
+    const lastCheck = lines.findIndex((l) => /sitemap\.xml$/.test(l));
+    expect(grade).toBeGreaterThan(lastCheck);
+    const order = [
+      "hsts-missing",
+      "cookie-no-secure",
+      "csp-object-src-missing",
+      "referrer-policy-info",
+    ];
+    const at = order.map((id) => lines.findIndex((l) => l.includes(`(${id})`)));
+    expect(at.every((i) => i > grade)).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    expect(lines[at[0]!]).toMatch(
+      /^ {2}HIGH\s+Strict-Transport-Security \(HSTS\) header is missing\./,
+    );
+    expect(lines[at[0]! + 1]).toBe(
+      "          fix: Set `Strict-Transport-Security: max-age=31536000; includeSubDomains`.",
+    );
+    expect(lines[at[1]!]).toMatch(/^ {2}MEDIUM\s+Cookie sid is sent without Secure\./);
+    expect(lines[at[2]!]).toMatch(/^ {2}LOW\s+/);
+    expect(lines[at[3]!]).toMatch(/^ {2}INFO\s+/);
+  });
+
+  it("lists under Notes only what no finding already says", () => {
+    const plain = formatReport(report, false);
+    const notes = plain.slice(plain.indexOf("Notes:"));
+    expect(notes).toContain("  - sitemap.xml could not be checked.");
+    expect(notes).not.toContain("HSTS");
+    expect(notes).not.toContain("Cookie sid");
+  });
+
+  it("colours high findings red on a terminal", () => {
+    expect(formatReport(report, true)).toContain(`${ESC}31mHIGH  ${ESC}39m`);
+  });
+
+  it("shows the grade of a report without findings, and no Findings heading", () => {
+    const plain = formatReport(sampleResult("example.com"), false);
+    expect(plain).toContain("Grade A+ (score 100/100)");
+    expect(plain).not.toContain("Findings:");
+  });
+});

@@ -233,6 +233,25 @@ describe("the devnet's public key", () => {
   });
 });
 
+describe("on a terminal", () => {
+  it("prints the readable summary, grade and findings included; --json prints the JSON", async () => {
+    const payer = payerAddress(7);
+    const before = await balanceOf(payer);
+    const args = ["pay", targetUrl, "--api", devnetService.url];
+    const shown = await runCli(args, { ...env(7), NO_COLOR: "1" }, { tty: true });
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/✗ no\s+Strict-Transport-Security \(HSTS\)/);
+    expect(shown.stdout).toMatch(/Grade (A\+|[A-D][+-]?|F) \(score \d+\/100\)/);
+    expect(shown.stdout).not.toContain('"requested_url"');
+    const json = await runCli([...args, "--json"], env(7), { tty: true });
+    expect(json.code, json.stderr).toBe(0);
+    const report = JSON.parse(json.stdout) as { grade: string; findings: unknown[] };
+    expect(shown.stdout).toContain(`Grade ${report.grade} `);
+    // Two reports, two payments, each of the price.
+    expect(await balanceOf(payer)).toBe(before - 2n * PRICE_UNITS);
+  });
+});
+
 describe("--max-usdc", () => {
   it("refuses a higher price before signing, with its own line and exit code 3", async () => {
     const before = await balanceOf(payerAddress(4));

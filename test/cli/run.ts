@@ -21,13 +21,20 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return { ...env, ...extra };
 }
 
-/** The CLI called in this process (runCli), its output captured as a pipe would see it. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<CliRun> {
+/**
+ * The CLI called in this process (runCli), its output captured as a pipe would see it, or as a
+ * terminal would with `tty`.
+ */
+export async function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = cleanEnv(),
+  { tty = false } = {},
+): Promise<CliRun> {
   let stdout = "";
   let stderr = "";
   const code = await runCliInProcess(args, {
     env,
-    stdout: { isTTY: false, write: (text: string) => (stdout += text) },
+    stdout: { isTTY: tty, write: (text: string) => (stdout += text) },
     stderr: { isTTY: false, write: (text: string) => (stderr += text) },
   });
   return { code, stdout, stderr };

@@ -120,6 +120,15 @@ describe("serve with PUBLIC_URL, and hostile payment headers", () => {
     expect(openapi.servers).toEqual([{ url: "https://api.example.com/secsnap" }]);
   });
 
+  it("its page states the offered network and price, and PUBLIC_URL in the samples", async () => {
+    const page = await (await fetch(`${base}/`)).text();
+    expect(page).toContain("<strong>0.05 USDC</strong>");
+    expect(page).toContain("Base Sepolia (eip155:84532).");
+    expect(page).not.toContain("(eip155:8453)");
+    expect(page).not.toContain("devnet");
+    expect(page).toContain("--api https://api.example.com/secsnap");
+  });
+
   it("answers 1,000 unreadable proofs with a 402 each saying so, in fewer than 20 log lines", async () => {
     const b64 = (text: string) => Buffer.from(text).toString("base64");
     const malformed = [

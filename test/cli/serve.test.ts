@@ -40,6 +40,11 @@ it(
         version: "1.0.0",
       });
 
+      // The page offers what the challenge offers: the devnet's chain, said to be one.
+      const page = await (await fetch(`${base}/`)).text();
+      expect(page).toContain("Base Sepolia (eip155:84532), here the local devnet");
+      expect(page).not.toContain("(eip155:8453)");
+
       // Unpaid: the x402 v2 challenge, as the OpenAPI document describes it.
       const unpaid = await fetch(`${base}/v1/snapshot`, {
         method: "POST",

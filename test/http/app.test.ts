@@ -80,7 +80,8 @@ describe("free endpoints", () => {
 });
 
 describe("unknown paths and methods", () => {
-  it.each(["/", "/v1", "/v1/snapshot/extra", "/v2/snapshot", "/HEALTH", "/%zz"])(
+  // "/" is the page for people now (test/http/page.test.ts).
+  it.each(["/index.html", "/v1", "/v1/snapshot/extra", "/v2/snapshot", "/HEALTH", "/%zz"])(
     "%s is 404 JSON",
     async (path) => {
       const res = await fetch(`${served.url}${path}`);
