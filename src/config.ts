@@ -150,6 +150,39 @@ export interface Config {
   publicUrl: string | undefined;
   snapshot: SnapshotConfig;
   payment: PaymentConfig;
+  telemetry: TelemetryConfig;
+}
+
+/** pino's levels; `silent` logs nothing. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Metrics and logs (docs/operations.md). */
+export interface TelemetryConfig {
+  /** METRICS_PORT: the metrics listener's port (0 picks a free one); undefined: `off`, none. */
+  metricsPort: number | undefined;
+  /** METRICS_HOST: where the metrics listener binds; default 127.0.0.1, never public by default. */
+  metricsHost: string;
+  logLevel: LogLevel;
+}
+
+/** METRICS_PORT: `off` (no metrics listener) or a port to listen on. */
+const metricsPort = z.union([
+  z.literal("off").transform(() => undefined),
+  int(0, 65535, 'a TCP port (0-65535) or "off"'),
+]);
+
+export function loadTelemetryConfig(env: Env = process.env): TelemetryConfig {
+  return {
+    metricsPort: read(env, "METRICS_PORT", metricsPort, "9464"),
+    metricsHost: read(env, "METRICS_HOST", z.string().min(1), "127.0.0.1"),
+    logLevel: read(
+      env,
+      "LOG_LEVEL",
+      z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(", ")}` }),
+      "info",
+    ),
+  };
 }
 
 /** Price of one live snapshot when X402_PRICE_USDC is unset. */
@@ -353,12 +386,23 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
 }
 
 export function loadConfig(env: Env = process.env): Config {
+  const port = read(env, "PORT", z.coerce.number().int().min(0).max(65535), "8080");
+  const telemetry = loadTelemetryConfig(env);
+  // Metrics are for the operator only: never on the public listener.
+  if (
+    telemetry.metricsPort !== undefined &&
+    telemetry.metricsPort !== 0 &&
+    telemetry.metricsPort === port
+  ) {
+    throw new ConfigError("METRICS_PORT", `must differ from PORT (got ${port} for both)`);
+  }
   return {
-    port: read(env, "PORT", z.coerce.number().int().min(0).max(65535), "8080"),
+    port,
     host: read(env, "HOST", z.string().min(1), "0.0.0.0"),
     publicUrl: read(env, "PUBLIC_URL", publicUrl, ""),
     snapshot: loadSnapshotConfig(env),
     payment: loadPaymentConfig(env),
+    telemetry,
   };
 }
 

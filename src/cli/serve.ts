@@ -1,7 +1,15 @@
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { loadConfig, type PaymentConfig } from "../config.js";
-import { createApp, createChallengeFastPath, startServer } from "../http/index.js";
+import {
+  ROUTES,
+  ServiceMetrics,
+  createApp,
+  createChallengeFastPath,
+  createRequestObserver,
+  metricsApp,
+  startServer,
+} from "../http/index.js";
 import {
   createPaymentGate,
   paidRecordOptionsFromConfig,
@@ -11,6 +19,7 @@ import {
 import { createSnapshotEngine, createUrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type Command } from "./command.js";
+import { createLogger } from "./logger.js";
 import { rateLimitedLog } from "./rate-limited-log.js";
 
 /** In-flight requests get the whole snapshot deadline plus this much to finish on shutdown. */
@@ -37,9 +46,11 @@ async function setupPayment(
   config: PaymentConfig,
   publicUrl: string | undefined,
   log: (line: string) => void,
+  metrics: ServiceMetrics,
 ): Promise<PaymentSetup> {
   const common = {
     log,
+    events: metrics,
     proofReleases: config.proofReleases,
     refusedPerPayerPerMinute: config.refusedPerPayerPerMinute,
     ...(publicUrl !== undefined && { publicUrl }),
@@ -142,12 +153,14 @@ export const serveCommand: Command = {
     const config = loadConfig(env);
 
     const signal = nextShutdownSignal();
+    const logger = createLogger(config.telemetry.logLevel, stdout);
+    const metrics = new ServiceMetrics();
     // Per-request events: one short line each, rate-limited (docs/security.md).
-    const log = rateLimitedLog((line) => stderr.write(`${line}\n`));
+    const log = rateLimitedLog((line) => logger.warn(line));
     const appLog = (message: string, error?: unknown) =>
       log(error === undefined ? message : `${message}: ${describe(error)}`);
-    const payment = await setupPayment(config.payment, config.publicUrl, log);
-    const engine = createSnapshotEngine(config.snapshot);
+    const payment = await setupPayment(config.payment, config.publicUrl, log, metrics);
+    const engine = metrics.instrumentEngine(createSnapshotEngine(config.snapshot));
     const urlPolicy = createUrlPolicy(config.snapshot);
     const { gate } = payment;
     const app = createApp({
@@ -164,22 +177,41 @@ export const serveCommand: Command = {
       log: appLog,
     });
 
+    const observe = createRequestObserver({
+      routes: ROUTES,
+      metrics,
+      logger,
+      priceUsdc: config.payment.priceUsdc,
+    });
+
     let server;
+    let metricsServer;
+    const { metricsPort, metricsHost } = config.telemetry;
+    let listening = `${config.host}:${config.port}`;
     try {
-      server = await startServer({ config, app, front });
+      server = await startServer({ config, app, front, observe });
+      if (metricsPort !== undefined) {
+        listening = `${metricsHost}:${metricsPort} (METRICS_PORT)`;
+        metricsServer = await startServer({
+          config: { host: metricsHost, port: metricsPort },
+          app: metricsApp(metrics),
+        });
+      }
     } catch (err) {
-      await Promise.allSettled([engine.close(), payment.close()]);
+      await Promise.allSettled([server?.close(0), engine.close(), payment.close()]);
       const code = (err as NodeJS.ErrnoException).code ?? "error";
-      stderr.write(`cannot listen on ${config.host}:${config.port}: ${code}\n`);
+      stderr.write(`cannot listen on ${listening}: ${code}\n`);
       return 1;
     }
     const howToPay = payment.howToPay ? `; ${payment.howToPay(server.url)}` : "";
     stdout.write(
       `secsnap ${SERVICE_VERSION} listening on ${server.url} (mode: ${payment.mode})${howToPay}\n`,
     );
+    if (metricsServer) stdout.write(`metrics on ${metricsServer.url}/metrics\n`);
 
     stderr.write(`${await signal}: shutting down, waiting for running requests\n`);
     await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
+    await metricsServer?.close(0);
     await engine.close();
     await payment.close();
     stderr.write("stopped\n");

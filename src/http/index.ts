@@ -2,7 +2,7 @@
  * The HTTP layer's public face: the app, the unpaid-challenge fast path in front of it, and the
  * server that runs both. Other folders import only from here.
  */
-export { createApp } from "./app.js";
+export { ROUTES, createApp } from "./app.js";
 export type { AppEnv } from "./app.js";
 export { createChallengeFastPath } from "./challenge-fast-path.js";
 export type { NodeFront } from "./challenge-fast-path.js";
@@ -11,3 +11,6 @@ export { startServer } from "./server.js";
 export type { RunningServer } from "./server.js";
 export { MAX_BODY_BYTES } from "./snapshot-input.js";
 export type { SnapshotInput } from "./snapshot-input.js";
+export { ServiceMetrics, metricsApp } from "./metrics.js";
+export { createRequestObserver } from "./request-log.js";
+export type { Logger, RequestObserver } from "./request-log.js";

@@ -11,13 +11,19 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Environment for the CLI: no inherited SNAPSHOT_/X402_ settings, no colour. */
+/**
+ * Environment for the CLI: no inherited SNAPSHOT_/X402_/METRICS_ settings, no colour; the
+ * metrics listener on a free port, so services started side by side never collide.
+ */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(SNAPSHOT_|X402_|DEVNET_|FACILITATOR_|PORT$|HOST$|NO_COLOR$)/.test(k)) env[k] = v;
+    if (
+      !/^(SNAPSHOT_|X402_|DEVNET_|FACILITATOR_|METRICS_|LOG_LEVEL$|PORT$|HOST$|NO_COLOR$)/.test(k)
+    )
+      env[k] = v;
   }
-  return { ...env, ...extra };
+  return { ...env, METRICS_PORT: "0", ...extra };
 }
 
 /** The CLI called in this process (runCli), its output captured as a pipe would see it. */

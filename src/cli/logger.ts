@@ -1,0 +1,45 @@
+import { pino, stdTimeFunctions, type Logger as PinoLogger } from "pino";
+import pretty from "pino-pretty";
+import type { LogLevel } from "../config.js";
+
+/** Where `serve` writes: its stdout as the CLI hands it (process.stdout, or a test's capture). */
+interface Output {
+  isTTY?: boolean;
+  write(text: string): unknown;
+}
+
+/**
+ * Paths pino censors whatever a caller passes (docs/operations.md, "Logs"): the service never
+ * logs headers or keys, and this is the safety net if a future line does.
+ */
+const REDACT = [
+  "headers.authorization",
+  'headers["payment-signature"]',
+  'headers["x-payment"]',
+  "*.headers.authorization",
+  '*.headers["payment-signature"]',
+  '*.headers["x-payment"]',
+  "privateKey",
+  "*.privateKey",
+  "secret",
+  "*.secret",
+];
+
+/**
+ * The service's logger: one JSON object per line (level as a word, ISO time) on `output`, or
+ * readable lines when it is a terminal (pino-pretty, synchronous so a line is out before the
+ * next request and before exit).
+ */
+export function createLogger(level: LogLevel, output: Output): PinoLogger {
+  const options = {
+    level,
+    base: undefined,
+    timestamp: stdTimeFunctions.isoTime,
+    redact: { paths: REDACT, censor: "[redacted]" },
+  };
+  if (output.isTTY) return pino(options, pretty({ sync: true }));
+  return pino(
+    { ...options, formatters: { level: (label: string) => ({ level: label }) } },
+    { write: (line: string) => void output.write(line) },
+  );
+}
