@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
-import type { ServiceMetrics } from "./metrics.js";
 
 /**
  * The logging the HTTP layer needs: pino's methods of the same names satisfy it (the service
@@ -15,10 +14,15 @@ export interface Logger {
 /** Sees each request as it arrives (startServer calls it before anything answers). */
 export type RequestObserver = (req: IncomingMessage, res: ServerResponse) => void;
 
+/** Where answered requests are counted (ServiceMetrics). */
+interface RequestMetrics {
+  request(route: string, status: number, seconds: number): void;
+}
+
 export interface RequestObserverOptions {
   /** Route patterns the app serves; any other path is counted and logged as "other". */
   routes: readonly string[];
-  metrics?: ServiceMetrics;
+  metrics?: RequestMetrics;
   logger?: Logger;
   /** The price of a paid call in USDC (X402_PRICE_USDC), logged as its amount. */
   priceUsdc?: string;
