@@ -11,6 +11,7 @@ import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/
 import { PaymentRequiredV1Schema, PaymentRequirementsV1Schema } from "@x402/core/schemas";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { ExactEvmSchemeV1 } from "@x402/evm/v1";
+import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { createPublicClient, http, type Address, type PublicClient } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -29,6 +30,7 @@ import {
 import { createPaymentGate } from "../../src/payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
+import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
@@ -41,6 +43,8 @@ let closedPortUrl: string;
 let engine: SnapshotEngine;
 let service: RunningServer;
 let metricsServer: RunningServer;
+/** Between the service and the devnet's facilitator: can lose a settle answer. */
+let proxy: FacilitatorProxy;
 /** Every line the service logged, as written. */
 const logged: string[] = [];
 
@@ -61,15 +65,17 @@ beforeAll(async () => {
   closedPortUrl = `http://127.0.0.1:${closedPort}/`;
   const snapshotConfig = { allowedPorts: new Set([port, closedPort]), allowCidrs: ["127.0.0.0/8"] };
 
+  proxy = await startFacilitatorProxy(devnet.facilitatorUrl);
   const logger = createLogger("info", { write: (line: string) => logged.push(line) });
   const metrics = new ServiceMetrics();
   const gate = createPaymentGate({
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",
-    facilitatorUrl: devnet.facilitatorUrl,
+    facilitatorUrl: proxy.url,
     devnet: true,
     supportedRetryMs: 0,
+    rpcUrls: { [devnet.network]: devnet.rpcUrl },
     events: metrics,
     log: (line) => logger.warn(line),
   });
@@ -98,6 +104,7 @@ afterAll(async () => {
   await service?.close(1_000);
   await metricsServer?.close(1_000);
   await engine?.close();
+  await proxy?.close();
   await new Promise<void>((resolve) => (target ? target.close(() => resolve()) : resolve()));
   await devnet?.close();
 });
@@ -141,12 +148,22 @@ function post(url: string, headers: Record<string, string> = {}): Promise<Respon
 }
 
 /** A v2 proof by the official client for `url`'s challenge, as headers. */
-async function v2Proof(payer: number, url = targetUrl): Promise<Record<string, string>> {
+async function v2Proof(
+  payer: number,
+  url = targetUrl,
+  paymentId?: string,
+): Promise<Record<string, string>> {
   const client = new x402Client();
   registerExactEvmScheme(client, { signer: privateKeyToAccount(devnet.payerPrivateKeys[payer]!) });
   const unpaid = await post(url);
   const required = decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!);
   const payload = await client.createPaymentPayload(required);
+  if (paymentId !== undefined) {
+    payload.extensions = {
+      ...payload.extensions,
+      [PAYMENT_IDENTIFIER]: { info: { required: false, id: paymentId } },
+    };
+  }
   return new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
 }
 
@@ -328,5 +345,51 @@ describe("counters move with real requests", () => {
     const line = lineOf("refused-target");
     expect(line).toMatchObject({ status: 400, route: "/v1/snapshot" });
     expect(line).not.toHaveProperty("transaction");
+  });
+
+  it("a payment id sent again: idempotent_hit +1, the same answer, one transfer", async () => {
+    const from = privateKeyToAccount(devnet.payerPrivateKeys[4]!).address;
+    const fromBefore = await balanceOf(from);
+    const [hitsBefore, settledBefore] = [
+      await payments("2", "idempotent_hit"),
+      await payments("2", "settled"),
+    ];
+    const proof = await v2Proof(4, targetUrl, generatePaymentId());
+    const first = await post(targetUrl, proof);
+    const second = await post(targetUrl, proof);
+    expect([first.status, second.status]).toEqual([200, 200]);
+    expect(second.headers.get("payment-response")).toBe(first.headers.get("payment-response"));
+    expect(await balanceOf(from)).toBe(fromBefore - PRICE_UNITS);
+    expect(await payments("2", "settled")).toBe(settledBefore + 1);
+    expect(await payments("2", "idempotent_hit")).toBe(hitsBefore + 1);
+  });
+
+  it("a settle answer lost: unknown_settlement +1 and a 503; the retry is recovered +1 from the chain; one transfer", async () => {
+    const from = privateKeyToAccount(devnet.payerPrivateKeys[5]!).address;
+    const fromBefore = await balanceOf(from);
+    const before = await scrape();
+    const proof = await v2Proof(5);
+    proxy.failNextSettle("settle-then-drop");
+    const lost = await post(targetUrl, proof);
+    expect(lost.status).toBe(503);
+    expect(await balanceOf(from)).toBe(fromBefore - PRICE_UNITS);
+    const retry = await post(targetUrl, proof);
+    expect(retry.status).toBe(200);
+    expect(await balanceOf(from)).toBe(fromBefore - PRICE_UNITS);
+
+    const after = await scrape();
+    const delta = (name: string, labels: Record<string, string>) =>
+      valueOf(after, name, labels) - valueOf(before, name, labels);
+    expect(delta("secsnap_payments_total", { version: "2", outcome: "unknown_settlement" })).toBe(
+      1,
+    );
+    expect(delta("secsnap_payments_total", { version: "2", outcome: "recovered" })).toBe(1);
+    expect(
+      delta("secsnap_facilitator_request_duration_seconds_count", {
+        operation: "settle",
+        result: "unavailable",
+      }),
+    ).toBe(1);
+    expect(delta("secsnap_http_requests_total", { route: "/v1/snapshot", status: "503" })).toBe(1);
   });
 });
