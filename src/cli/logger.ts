@@ -1,5 +1,5 @@
 import { pino, stdTimeFunctions, type Logger as PinoLogger } from "pino";
-import pretty from "pino-pretty";
+import { prettyFactory } from "pino-pretty";
 import type { LogLevel } from "../config.js";
 
 /** Where `serve` writes: its stdout as the CLI hands it (process.stdout, or a test's capture). */
@@ -27,8 +27,8 @@ const REDACT = [
 
 /**
  * The service's logger: one JSON object per line (level as a word, ISO time) on `output`, or
- * readable lines when it is a terminal (pino-pretty, synchronous so a line is out before the
- * next request and before exit).
+ * readable lines when it is a terminal: pino-pretty's formatter called in line, synchronous, so
+ * each line is out before the next request and before exit, on the same output.
  */
 export function createLogger(level: LogLevel, output: Output): PinoLogger {
   const options = {
@@ -37,7 +37,10 @@ export function createLogger(level: LogLevel, output: Output): PinoLogger {
     timestamp: stdTimeFunctions.isoTime,
     redact: { paths: REDACT, censor: "[redacted]" },
   };
-  if (output.isTTY) return pino(options, pretty({ sync: true }));
+  if (output.isTTY) {
+    const format = prettyFactory({ colorize: true, translateTime: "SYS:HH:MM:ss.l" });
+    return pino(options, { write: (line: string) => void output.write(format(line)) });
+  }
   return pino(
     { ...options, formatters: { level: (label: string) => ({ level: label }) } },
     { write: (line: string) => void output.write(line) },

@@ -106,3 +106,56 @@ it("keys and proof headers passed to the logger by mistake are censored", () => 
   expect(all).not.toContain("token-123456");
   expect(all).toContain("[redacted]");
 });
+
+it("on a terminal the same lines are readable text, not JSON", () => {
+  const lines: string[] = [];
+  const logger = createLogger("info", { isTTY: true, write: (line: string) => lines.push(line) });
+  logger.info({ req_id: "t-1", route: "/health", status: 200 }, "request");
+  expect(lines).toHaveLength(1);
+  // eslint-disable-next-line no-control-regex
+  const plain = lines[0]!.replace(/\u001b\[[0-9;]*m/g, "");
+  expect(plain).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: request\n/);
+  expect(plain).toContain('req_id: "t-1"');
+  expect(plain).toContain("status: 200");
+  expect(plain.startsWith("{")).toBe(false);
+});
+
+it("a client that leaves before any answer is logged and counted as 499", async () => {
+  const lines: string[] = [];
+  const logger = createLogger("info", { write: (line: string) => lines.push(line) });
+  let arrived: () => void = () => {};
+  const started = new Promise<void>((resolve) => (arrived = resolve));
+  const app = createApp({
+    // A snapshot that never ends until its client is gone.
+    engine: new ScriptedEngine(() => {
+      arrived();
+      return new Promise(() => {});
+    }),
+    urlPolicy: createUrlPolicy({ allowedPorts: DEFAULT_PORTS, allowCidrs: [] }),
+    log: () => {},
+  });
+  const counted: Array<[string, number]> = [];
+  const observe = createRequestObserver({
+    routes: ROUTES,
+    logger,
+    metrics: { request: (route, status) => counted.push([route, status]) },
+  });
+  server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, observe });
+  const abort = new AbortController();
+  const request = fetch(`${server.url}/v1/snapshot`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-request-id": "gone" },
+    body: JSON.stringify({ url: "https://example.com" }),
+    signal: abort.signal,
+  }).catch(() => undefined);
+  await started;
+  abort.abort();
+  await request;
+  for (let i = 0; i < 100 && lines.length === 0; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  expect(parsed(lines)).toEqual([
+    expect.objectContaining({ req_id: "gone", route: "/v1/snapshot", status: 499 }),
+  ]);
+  expect(counted).toEqual([["/v1/snapshot", 499]]);
+});
