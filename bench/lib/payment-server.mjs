@@ -1,13 +1,23 @@
 /**
  * The service under load for the payment benchmark, run by plain `node` from the compiled build
  * (dist/), as `secsnap serve` runs in production: no TypeScript loader in the measured process.
- * Wired as src/cli/serve.ts wires it (the unpaid-challenge fast path in front of the app), plus
+ * Wired as src/cli/serve.ts wires it (the unpaid-challenge fast path in front of the app, the
+ * metrics and one JSON log line per request, written to /dev/null with one write each), plus
  * a bare node:http server replaying the exact bytes of its 402 (the floor the answer's size sets).
  * Sends `{ url, bareUrl }` over IPC once both listen; exits when the parent disconnects.
  */
 import { Buffer } from "node:buffer";
+import { openSync, writeSync } from "node:fs";
 import { createServer } from "node:http";
-import { createApp, createChallengeFastPath, startServer } from "../../dist/http/index.js";
+import { createLogger } from "../../dist/cli/logger.js";
+import {
+  ROUTES,
+  ServiceMetrics,
+  createApp,
+  createChallengeFastPath,
+  createRequestObserver,
+  startServer,
+} from "../../dist/http/index.js";
 import { createPaymentGate } from "../../dist/payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../dist/snapshot/index.js";
 
@@ -42,7 +52,11 @@ const engineOptions = {
   allowCidrs: [],
   dnsServers: [],
 };
+const metrics = new ServiceMetrics();
+const sink = openSync("/dev/null", "w");
+const logger = createLogger("info", { write: (line) => writeSync(sink, line) });
 const gate = createPaymentGate({
+  events: metrics,
   payTo: process.env.PAY_TO,
   networks: ["eip155:84532"],
   priceUsdc: "0.05",
@@ -52,13 +66,14 @@ const gate = createPaymentGate({
 if (!(await gate.warmUp())) throw new Error("facilitator /supported failed");
 const urlPolicy = createUrlPolicy(engineOptions);
 const app = createApp({
-  engine: createSnapshotEngine(engineOptions),
+  engine: metrics.instrumentEngine(createSnapshotEngine(engineOptions)),
   urlPolicy,
   paymentMiddleware: gate.middleware,
   log: () => {},
 });
 const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
-const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
+const observe = createRequestObserver({ routes: ROUTES, metrics, logger, priceUsdc: "0.05" });
+const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front, observe });
 const bareUrl = await startBareReplay(`${server.url}/v1/snapshot`);
 process.send?.({ url: server.url, bareUrl });
 process.on("disconnect", () => process.exit(0));

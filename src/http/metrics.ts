@@ -1,4 +1,13 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  collectDefaultMetrics,
+  type Metric,
+  type MetricObjectWithValues,
+  type MetricValueWithName,
+} from "prom-client";
 import type {
   FacilitatorOperation,
   FacilitatorResult,
@@ -14,10 +23,116 @@ const REQUEST_BUCKETS = [0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 const SNAPSHOT_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 60];
 const FACILITATOR_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 130];
 
-/** A counter and a histogram child for one (route, status): bound once, then only incremented. */
-interface RequestChildren {
-  count: Counter.Internal;
-  duration: Histogram.Internal<"route" | "status">;
+/** The answered requests of one (route, status), as plain numbers. */
+interface RequestTally {
+  labels: { route: string; status: string };
+  count: number;
+  sum: number;
+  /** Observations per bucket of REQUEST_BUCKETS (not cumulative), then one for +Inf. */
+  buckets: number[];
+}
+
+type MetricText = MetricObjectWithValues<MetricValueWithName<string>>;
+
+/**
+ * secsnap_http_requests_total and its duration histogram, tallied by hand in plain numbers and
+ * formatted by prom-client's registry: prom-client hashes the labels on every inc/observe, even
+ * of a bound child, which cost ~14 µs a request (docs/benchmarks.md, telemetry); here a request
+ * is two Map lookups and three additions.
+ */
+class RequestTallies {
+  private readonly byRoute = new Map<string, Map<number, RequestTally>>();
+
+  add(route: string, status: number, seconds: number): void {
+    let byStatus = this.byRoute.get(route);
+    if (!byStatus) this.byRoute.set(route, (byStatus = new Map()));
+    let tally = byStatus.get(status);
+    if (!tally) {
+      tally = {
+        labels: { route, status: String(status) },
+        count: 0,
+        sum: 0,
+        buckets: new Array<number>(REQUEST_BUCKETS.length + 1).fill(0),
+      };
+      byStatus.set(status, tally);
+    }
+    tally.count++;
+    tally.sum += seconds;
+    let i = 0;
+    while (i < REQUEST_BUCKETS.length && seconds > REQUEST_BUCKETS[i]!) i++;
+    tally.buckets[i]!++;
+  }
+
+  private *tallies(): Generator<RequestTally> {
+    for (const byStatus of this.byRoute.values()) yield* byStatus.values();
+  }
+
+  /** Both metrics, registered in `registry` as prom-client metrics are. */
+  register(registry: Registry): void {
+    const metric = (
+      name: string,
+      help: string,
+      type: "counter" | "histogram",
+      values: () => MetricText["values"],
+    ) =>
+      ({
+        name,
+        help,
+        type,
+        aggregator: "sum",
+        collect: () => {},
+        get: () =>
+          Promise.resolve({
+            name,
+            help,
+            type,
+            aggregator: "sum",
+            collect: () => {},
+            values: values(),
+          }),
+      }) as unknown as Metric;
+    registry.registerMetric(
+      metric(
+        "secsnap_http_requests_total",
+        "HTTP requests answered, by route pattern and status",
+        "counter",
+        () => [...this.tallies()].map((t) => ({ labels: t.labels, value: t.count })),
+      ),
+    );
+    registry.registerMetric(
+      metric(
+        "secsnap_http_request_duration_seconds",
+        "Time from a request's arrival to the end of its answer, by route pattern and status",
+        "histogram",
+        () =>
+          [...this.tallies()].flatMap((t) =>
+            histogramValues("secsnap_http_request_duration_seconds", t),
+          ),
+      ),
+    );
+  }
+}
+
+/** One tally as Prometheus histogram series: cumulative buckets, +Inf, sum and count. */
+function histogramValues(name: string, tally: RequestTally): MetricText["values"] {
+  const values: MetricText["values"] = [];
+  let cumulative = 0;
+  REQUEST_BUCKETS.forEach((le, i) => {
+    cumulative += tally.buckets[i]!;
+    values.push({
+      metricName: `${name}_bucket`,
+      labels: { le, ...tally.labels },
+      value: cumulative,
+    });
+  });
+  values.push({
+    metricName: `${name}_bucket`,
+    labels: { le: "+Inf", ...tally.labels },
+    value: tally.count,
+  });
+  values.push({ metricName: `${name}_sum`, labels: tally.labels, value: tally.sum });
+  values.push({ metricName: `${name}_count`, labels: tally.labels, value: tally.count });
+  return values;
 }
 
 /**
@@ -28,32 +143,17 @@ interface RequestChildren {
  */
 export class ServiceMetrics implements PaymentEvents {
   readonly registry = new Registry();
-  private readonly requests: Counter<"route" | "status">;
-  private readonly requestDuration: Histogram<"route" | "status">;
+  private readonly requests = new RequestTallies();
   private readonly snapshotDuration: Histogram<"outcome">;
   private readonly inFlight: Gauge;
   private readonly payments: Counter<"version" | "outcome">;
   private readonly facilitator: Histogram<"operation" | "result">;
   private readonly redisErrors: Counter;
   private readonly limited: Counter<"limit">;
-  /** By route, then status: prom-client's labels() hashes its arguments on every call. */
-  private readonly children = new Map<string, Map<number, RequestChildren>>();
 
   constructor() {
     const registers = [this.registry];
-    this.requests = new Counter({
-      name: "secsnap_http_requests_total",
-      help: "HTTP requests answered, by route pattern and status",
-      labelNames: ["route", "status"] as const,
-      registers,
-    });
-    this.requestDuration = new Histogram({
-      name: "secsnap_http_request_duration_seconds",
-      help: "Time from a request's arrival to the end of its answer, by route pattern and status",
-      labelNames: ["route", "status"] as const,
-      buckets: REQUEST_BUCKETS,
-      registers,
-    });
+    this.requests.register(this.registry);
     this.snapshotDuration = new Histogram({
       name: "secsnap_snapshot_duration_seconds",
       help: "Duration of one snapshot, by outcome (report, or the SnapshotError's error_type)",
@@ -102,19 +202,7 @@ export class ServiceMetrics implements PaymentEvents {
 
   /** One answered request; `route` is a route pattern or "other", never a raw path. */
   request(route: string, status: number, seconds: number): void {
-    let byStatus = this.children.get(route);
-    if (!byStatus) this.children.set(route, (byStatus = new Map()));
-    let child = byStatus.get(status);
-    if (!child) {
-      const labels = [route, String(status)] as const;
-      child = {
-        count: this.requests.labels(...labels),
-        duration: this.requestDuration.labels(...labels),
-      };
-      byStatus.set(status, child);
-    }
-    child.count.inc();
-    child.duration.observe(seconds);
+    this.requests.add(route, status, seconds);
   }
 
   payment(version: ProtocolVersion, outcome: PaymentOutcome): void {
