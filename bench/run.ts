@@ -13,7 +13,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
-const PARTS = ["snapshot", "payment", "startup", "hostile"] as const;
+const PARTS = ["snapshot", "payment", "startup", "hostile", "telemetry"] as const;
 type Part = (typeof PARTS)[number];
 
 const partFile = (part: Part) => fileURLToPath(new URL(`./${part}.ts`, import.meta.url));
