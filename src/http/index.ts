@@ -13,4 +13,3 @@ export { MAX_BODY_BYTES } from "./snapshot-input.js";
 export type { SnapshotInput } from "./snapshot-input.js";
 export { ServiceMetrics, metricsApp } from "./metrics.js";
 export { createRequestObserver } from "./request-log.js";
-export type { Logger, RequestObserver } from "./request-log.js";

@@ -15,7 +15,6 @@ export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
 export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
 export { usdcAmount } from "./route.js";
-export { NO_PAYMENT_EVENTS } from "./telemetry.js";
 export type {
   FacilitatorOperation,
   FacilitatorResult,

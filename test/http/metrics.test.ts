@@ -392,4 +392,52 @@ describe("counters move with real requests", () => {
     ).toBe(1);
     expect(delta("secsnap_http_requests_total", { route: "/v1/snapshot", status: "503" })).toBe(1);
   });
+
+  it("a payer over its unpaid budget: 429 and rate_limited{limit=payer} +1, nothing charged", async () => {
+    // A second service on the same devnet whose payers may cause one unpaid snapshot a minute.
+    const metrics = new ServiceMetrics();
+    const gate = createPaymentGate({
+      payTo: devnet.payTo,
+      networks: [devnet.network],
+      priceUsdc: "0.05",
+      facilitatorUrl: devnet.facilitatorUrl,
+      devnet: true,
+      supportedRetryMs: 0,
+      refusedPerPayerPerMinute: 1,
+      events: metrics,
+      log: () => {},
+    });
+    const urlPolicy = createUrlPolicy({
+      allowedPorts: new Set([Number(new URL(closedPortUrl).port)]),
+      allowCidrs: ["127.0.0.0/8"],
+    });
+    const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+    const strict = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+    const strictMetrics = await startServer({
+      config: { host: "127.0.0.1", port: 0 },
+      app: metricsApp(metrics),
+    });
+    try {
+      const from = privateKeyToAccount(devnet.payerPrivateKeys[6]!).address;
+      const fromBefore = await balanceOf(from);
+      const statuses: number[] = [];
+      for (let i = 0; i < 2; i++) {
+        const headers = await v2Proof(6, closedPortUrl);
+        const response = await fetch(`${strict.url}/v1/snapshot`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...headers },
+          body: JSON.stringify({ url: closedPortUrl }),
+        });
+        statuses.push(response.status);
+      }
+      expect(statuses).toEqual([400, 429]);
+      const text = await (await fetch(`${strictMetrics.url}/metrics`)).text();
+      expect(valueOf(text, "secsnap_rate_limited_total", { limit: "payer" })).toBe(1);
+      expect(valueOf(text, "secsnap_rate_limited_total", { limit: "ip" })).toBe(0);
+      expect(await balanceOf(from)).toBe(fromBefore);
+    } finally {
+      await strict.close(1_000);
+      await strictMetrics.close(1_000);
+    }
+  });
 });
