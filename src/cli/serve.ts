@@ -143,7 +143,9 @@ export const serveCommand: Command = {
     "Usage: secsnap serve",
     "",
     "Starts the API on HOST:PORT (default 0.0.0.0:8080; PORT=0 picks a free port).",
-    "The first output line states the payment mode and the URL.",
+    "The first output line states the payment mode and the URL; then one JSON log line per",
+    "request on stdout (LOG_LEVEL). Metrics: GET /metrics on METRICS_HOST:METRICS_PORT",
+    "(default 127.0.0.1:9464; off: none), never on the public port.",
     "SIGTERM/SIGINT: stop accepting, let running requests finish, exit 0.",
   ].join("\n"),
 
