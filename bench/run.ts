@@ -19,6 +19,7 @@ const PARTS = [
   "payment",
   "startup",
   "hostile",
+  "telemetry",
   "fleet",
   "redis402",
   "trickle",

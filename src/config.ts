@@ -166,6 +166,7 @@ export interface Config {
   snapshot: SnapshotConfig;
   payment: PaymentConfig;
   ops: OpsConfig;
+  telemetry: TelemetryConfig;
 }
 
 /** Running under load and in a fleet (docs/operations.md). */
@@ -206,6 +207,38 @@ export function loadOpsConfig(env: Env = process.env): OpsConfig {
       "SHUTDOWN_GRACE_MS",
       int(0, 120_000, "milliseconds between 0 and 120000"),
       "2000",
+    ),
+  };
+}
+
+/** pino's levels; `silent` logs nothing. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** Metrics and logs (docs/operations.md). */
+export interface TelemetryConfig {
+  /** METRICS_PORT: the metrics listener's port (0 picks a free one); undefined: `off`, none. */
+  metricsPort: number | undefined;
+  /** METRICS_HOST: where the metrics listener binds; default 127.0.0.1, never public by default. */
+  metricsHost: string;
+  logLevel: LogLevel;
+}
+
+/** METRICS_PORT: `off` (no metrics listener) or a port to listen on. */
+const metricsPort = z.union([
+  z.literal("off").transform(() => undefined),
+  int(0, 65535, 'a TCP port (0-65535) or "off"'),
+]);
+
+export function loadTelemetryConfig(env: Env = process.env): TelemetryConfig {
+  return {
+    metricsPort: read(env, "METRICS_PORT", metricsPort, "9464"),
+    metricsHost: read(env, "METRICS_HOST", z.string().min(1), "127.0.0.1"),
+    logLevel: read(
+      env,
+      "LOG_LEVEL",
+      z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(", ")}` }),
+      "info",
     ),
   };
 }
@@ -411,8 +444,18 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
 }
 
 export function loadConfig(env: Env = process.env): Config {
+  const port = read(env, "PORT", z.coerce.number().int().min(0).max(65535), "8080");
+  const telemetry = loadTelemetryConfig(env);
+  // Metrics are for the operator only: never on the public listener.
+  if (
+    telemetry.metricsPort !== undefined &&
+    telemetry.metricsPort !== 0 &&
+    telemetry.metricsPort === port
+  ) {
+    throw new ConfigError("METRICS_PORT", `must differ from PORT (got ${port} for both)`);
+  }
   return {
-    port: read(env, "PORT", z.coerce.number().int().min(0).max(65535), "8080"),
+    port,
     host: read(env, "HOST", z.string().min(1), "0.0.0.0"),
     publicUrl: read(env, "PUBLIC_URL", publicUrl, ""),
     // May carry a password: never echoed in an error.
@@ -420,6 +463,7 @@ export function loadConfig(env: Env = process.env): Config {
     snapshot: loadSnapshotConfig(env),
     payment: loadPaymentConfig(env),
     ops: loadOpsConfig(env),
+    telemetry,
   };
 }
 

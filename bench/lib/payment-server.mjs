@@ -3,16 +3,22 @@
  * (dist/), as `secsnap serve` runs in production: no TypeScript loader in the measured process.
  * Wired as src/cli/serve.ts wires it (the unpaid-challenge fast path in front of the app, the
  * per-client rate limit on both; its budget is set above what one run sends a minute), plus
+ * metrics and one JSON log line per request, written to /dev/null with one write each), plus
  * a bare node:http server replaying the exact bytes of its 402 (the floor the answer's size sets).
  * Sends `{ url, bareUrl }` over IPC once both listen; exits when the parent disconnects.
  */
 import { Buffer } from "node:buffer";
+import { openSync, writeSync } from "node:fs";
 import { createServer } from "node:http";
 import { RateLimiterMemory } from "rate-limiter-flexible";
+import { createLogger } from "../../dist/cli/logger.js";
 import {
   ClientRateLimit,
+  ROUTES,
+  ServiceMetrics,
   createApp,
   createChallengeFastPath,
+  createRequestObserver,
   startServer,
 } from "../../dist/http/index.js";
 import { createPaymentGate } from "../../dist/payment/index.js";
@@ -49,7 +55,11 @@ const engineOptions = {
   allowCidrs: [],
   dnsServers: [],
 };
+const metrics = new ServiceMetrics();
+const sink = openSync("/dev/null", "w");
+const logger = createLogger("info", { write: (line) => writeSync(sink, line) });
 const gate = createPaymentGate({
+  events: metrics,
   payTo: process.env.PAY_TO,
   networks: ["eip155:84532"],
   priceUsdc: "0.05",
@@ -60,7 +70,7 @@ if (!(await gate.warmUp())) throw new Error("facilitator /supported failed");
 const urlPolicy = createUrlPolicy(engineOptions);
 const rateLimit = new ClientRateLimit(new RateLimiterMemory({ points: 1e9, duration: 60 }));
 const app = createApp({
-  engine: createSnapshotEngine(engineOptions),
+  engine: metrics.instrumentEngine(createSnapshotEngine(engineOptions)),
   urlPolicy,
   paymentMiddleware: gate.middleware,
   log: () => {},
@@ -71,7 +81,8 @@ const front = createChallengeFastPath({
   unpaidChallenge: gate.unpaidChallenge,
   rateLimit,
 });
-const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
+const observe = createRequestObserver({ routes: ROUTES, metrics, logger, priceUsdc: "0.05" });
+const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front, observe });
 const bareUrl = await startBareReplay(`${server.url}/v1/snapshot`);
 process.send?.({ url: server.url, bareUrl });
 process.on("disconnect", () => process.exit(0));

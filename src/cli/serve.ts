@@ -4,9 +4,13 @@ import { parseArgs } from "node:util";
 import { NETWORK_IDS, loadConfig, type PaymentConfig } from "../config.js";
 import {
   ClientRateLimit,
+  ROUTES,
+  ServiceMetrics,
   SnapshotAdmission,
   createApp,
   createChallengeFastPath,
+  createRequestObserver,
+  metricsApp,
   startServer,
   type ReadinessCheck,
 } from "../http/index.js";
@@ -21,6 +25,7 @@ import {
 import { createSnapshotEngine, createUrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type Command } from "./command.js";
+import { createLogger } from "./logger.js";
 import { rateLimitedLog } from "./rate-limited-log.js";
 
 /** In-flight requests get the whole snapshot deadline plus this much to finish on shutdown. */
@@ -51,11 +56,13 @@ async function setupPayment(
   publicUrl: string | undefined,
   shared: SharedState,
   log: (line: string) => void,
+  metrics: ServiceMetrics,
 ): Promise<PaymentSetup> {
   const common = {
     log,
     replayStore: shared.replay,
     payerBudget: shared.payerBudget(config.refusedPerPayerPerMinute),
+    events: metrics,
     proofReleases: config.proofReleases,
     refusedPerPayerPerMinute: config.refusedPerPayerPerMinute,
     ...(publicUrl !== undefined && { publicUrl }),
@@ -152,7 +159,9 @@ export const serveCommand: Command = {
     "Usage: secsnap serve",
     "",
     "Starts the API on HOST:PORT (default 0.0.0.0:8080; PORT=0 picks a free port).",
-    "The first output line states the payment mode and the URL.",
+    "The first output line states the payment mode and the URL; then one JSON log line per",
+    "request on stdout (LOG_LEVEL). Metrics: GET /metrics on METRICS_HOST:METRICS_PORT",
+    "(default 127.0.0.1:9464; off: none), never on the public port.",
     "SIGTERM/SIGINT: /ready turns 503 and new paid work is refused; after SHUTDOWN_GRACE_MS",
     "(SIGTERM only) stop accepting, let running requests finish, exit 0.",
   ].join("\n"),
@@ -163,20 +172,26 @@ export const serveCommand: Command = {
     const config = loadConfig(env);
 
     const signal = nextShutdownSignal();
+    const logger = createLogger(config.telemetry.logLevel, stdout);
+    const metrics = new ServiceMetrics();
     // Per-request events: one short line each, rate-limited (docs/security.md).
-    const log = rateLimitedLog((line) => stderr.write(`${line}\n`));
+    const log = rateLimitedLog((line) => logger.warn(line));
     const appLog = (message: string, error?: unknown) =>
       log(error === undefined ? message : `${message}: ${describe(error)}`);
     // Created once: the gate's proof claims and records, and the rate counters, live here.
-    const shared = await createSharedState({ redisUrl: config.redisUrl, log });
+    const shared = await createSharedState({
+      redisUrl: config.redisUrl,
+      log,
+      onError: () => metrics.redisError(),
+    });
     let payment: PaymentSetup;
     try {
-      payment = await setupPayment(config.payment, config.publicUrl, shared, log);
+      payment = await setupPayment(config.payment, config.publicUrl, shared, log, metrics);
     } catch (err) {
       await shared.close();
       throw err;
     }
-    const engine = createSnapshotEngine(config.snapshot);
+    const engine = metrics.instrumentEngine(createSnapshotEngine(config.snapshot));
     const urlPolicy = createUrlPolicy(config.snapshot);
     const { gate } = payment;
     const admission = new SnapshotAdmission(config.ops.snapshotMaxConcurrency);
@@ -187,6 +202,7 @@ export const serveCommand: Command = {
         durationSeconds: 60,
       }),
       log,
+      () => metrics.rateLimited("ip"),
     );
     const readinessChecks: ReadinessCheck[] = [
       { name: "facilitator", check: () => gate.facilitatorReady() },
@@ -216,19 +232,37 @@ export const serveCommand: Command = {
       trustProxy: config.ops.trustProxy,
     });
 
+    const observe = createRequestObserver({
+      routes: ROUTES,
+      metrics,
+      logger,
+      priceUsdc: config.payment.priceUsdc,
+    });
+
     let server;
+    let metricsServer;
+    const { metricsPort, metricsHost } = config.telemetry;
+    let listening = `${config.host}:${config.port}`;
     try {
-      server = await startServer({ config, app, front });
+      server = await startServer({ config, app, front, observe });
+      if (metricsPort !== undefined) {
+        listening = `${metricsHost}:${metricsPort} (METRICS_PORT)`;
+        metricsServer = await startServer({
+          config: { host: metricsHost, port: metricsPort },
+          app: metricsApp(metrics),
+        });
+      }
     } catch (err) {
-      await Promise.allSettled([engine.close(), payment.close(), shared.close()]);
+      await Promise.allSettled([server?.close(0), engine.close(), payment.close(), shared.close()]);
       const code = (err as NodeJS.ErrnoException).code ?? "error";
-      stderr.write(`cannot listen on ${config.host}:${config.port}: ${code}\n`);
+      stderr.write(`cannot listen on ${listening}: ${code}\n`);
       return 1;
     }
     const howToPay = payment.howToPay ? `; ${payment.howToPay(server.url)}` : "";
     stdout.write(
       `secsnap ${SERVICE_VERSION} listening on ${server.url} (mode: ${payment.mode})${howToPay}\n`,
     );
+    if (metricsServer) stdout.write(`metrics on ${metricsServer.url}/metrics\n`);
 
     const received = await signal;
     // /ready says draining first; a load balancer polling it stops sending here during the grace
@@ -237,6 +271,7 @@ export const serveCommand: Command = {
     stderr.write(`${received}: shutting down, waiting for running requests\n`);
     if (received === "SIGTERM") await sleep(config.ops.shutdownGraceMs);
     await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
+    await metricsServer?.close(0);
     await engine.close();
     await payment.close();
     await shared.close();

@@ -92,6 +92,9 @@ const ALLOWED_METHODS = {
   [REFERENCE_PATH]: "GET, HEAD, OPTIONS",
 } as const;
 
+/** The route patterns the app answers (metrics and logs label requests by these, others "other"). */
+export const ROUTES: readonly string[] = Object.keys(ALLOWED_METHODS);
+
 /** The HTTP API: CORS, the paid snapshot route, the free routes, then 405/404/500. */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const log: Logger = deps.log ?? ((message, error) => console.error(message, error ?? ""));

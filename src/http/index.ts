@@ -3,7 +3,7 @@
  * server that runs both. Other folders import only from here.
  */
 export { SnapshotAdmission } from "./admission.js";
-export { createApp } from "./app.js";
+export { ROUTES, createApp } from "./app.js";
 export type { AppEnv } from "./app.js";
 export { createChallengeFastPath } from "./challenge-fast-path.js";
 export type { NodeFront } from "./challenge-fast-path.js";
@@ -14,3 +14,5 @@ export { startServer } from "./server.js";
 export type { RunningServer } from "./server.js";
 export { MAX_BODY_BYTES } from "./snapshot-input.js";
 export type { SnapshotInput } from "./snapshot-input.js";
+export { ServiceMetrics, metricsApp } from "./metrics.js";
+export { createRequestObserver } from "./request-log.js";

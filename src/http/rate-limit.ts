@@ -25,6 +25,8 @@ export class ClientRateLimit {
   constructor(
     limiter: RateLimiterAbstract,
     private readonly log: (line: string) => void = (line) => console.error(line),
+    /** Told of every 429 (a metric). */
+    private readonly onLimited: () => void = () => {},
   ) {
     // In memory, one consume stays the whole cost of the hot 402; a store out of process is bounded.
     this.limiter =
@@ -48,7 +50,10 @@ export class ClientRateLimit {
       await this.limiter.consume(client, 1);
       return undefined;
     } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) return rateLimited(rejection.msBeforeNext);
+      if (rejection instanceof RateLimiterRes) {
+        this.onLimited();
+        return rateLimited(rejection.msBeforeNext);
+      }
       this.log(`rate limit store failed, request let through: ${describe(rejection)}`);
       return undefined;
     }
@@ -63,7 +68,10 @@ export class ClientRateLimit {
     const now = Date.now();
     const until = this.blockedUntil.get(client);
     if (until !== undefined) {
-      if (until > now) return rateLimited(until - now);
+      if (until > now) {
+        this.onLimited();
+        return rateLimited(until - now);
+      }
       this.blockedUntil.delete(client);
     }
     this.limiter.consume(client, 1).catch((rejection: unknown) => {

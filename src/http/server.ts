@@ -4,6 +4,7 @@ import { createServer } from "node:http";
 import { getRequestListener } from "@hono/node-server";
 import type { Config } from "../config.js";
 import type { NodeFront } from "./challenge-fast-path.js";
+import type { RequestObserver } from "./request-log.js";
 
 /** Anything with a fetch handler, such as the Hono app of createApp. */
 export interface FetchApp {
@@ -33,12 +34,22 @@ export async function startServer(opts: {
   app: FetchApp;
   /** Sees each request first and may answer it without the app (createChallengeFastPath). */
   front?: NodeFront;
+  /** Sees every request first, before `front` (createRequestObserver: metrics, request log). */
+  observe?: RequestObserver;
 }): Promise<RunningServer> {
   // The env carries the Node request (`incoming`), which the POST route reads directly.
   const toApp = getRequestListener((request, env) => opts.app.fetch(request, env));
-  const { front } = opts;
+  const { front, observe } = opts;
+  const served: RequestObserver = front
+    ? (req, res) => front(req, res) || void toApp(req, res)
+    : toApp;
   const server: Server = createServer(
-    front ? (req, res) => front(req, res) || void toApp(req, res) : toApp,
+    observe
+      ? (req, res) => {
+          observe(req, res);
+          served(req, res);
+        }
+      : served,
   );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

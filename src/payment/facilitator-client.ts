@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { HTTPFacilitatorClient, FacilitatorResponseError } from "@x402/core/server";
 import type { FacilitatorClient, FacilitatorConfig } from "@x402/core/server";
 import type {
@@ -8,6 +9,7 @@ import type {
   VerifyResponse,
 } from "@x402/core/types";
 import { SettleError, VerifyError } from "@x402/core/types";
+import type { FacilitatorOperation, FacilitatorResult } from "./telemetry.js";
 import { toFacilitatorV1 } from "./v1.js";
 
 /**
@@ -42,6 +44,8 @@ export interface FacilitatorClientOptions {
    * `@coinbase/x402`'s `createAuthHeaders`). Used instead of `headers` when given.
    */
   createAuthHeaders?: FacilitatorConfig["createAuthHeaders"];
+  /** Called after each call with how it ended and how long it took (metrics). */
+  onCall?: (operation: FacilitatorOperation, result: FacilitatorResult, seconds: number) => void;
 }
 
 export const DEFAULT_FACILITATOR_TIMEOUT_MS = 10_000;
@@ -57,8 +61,10 @@ export class ResilientFacilitatorClient implements FacilitatorClient {
   /** The same facilitator with the settle bound (the SDK client has one timeout for all calls). */
   private readonly settler: HTTPFacilitatorClient;
   private supported: SupportedResponse | undefined;
+  private readonly onCall: NonNullable<FacilitatorClientOptions["onCall"]>;
 
   constructor(options: FacilitatorClientOptions) {
+    this.onCall = options.onCall ?? (() => {});
     const headers = options.headers ?? {};
     const hasHeaders = Object.keys(headers).length > 0;
     const timeoutMs = options.timeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS;
@@ -97,12 +103,17 @@ export class ResilientFacilitatorClient implements FacilitatorClient {
     return this.supported;
   }
 
-  private async guard<T>(operation: string, call: () => Promise<T>): Promise<T> {
+  private async guard<T>(operation: FacilitatorOperation, call: () => Promise<T>): Promise<T> {
+    const started = performance.now();
     try {
-      return await call();
+      const answer = await call();
+      this.onCall(operation, "ok", (performance.now() - started) / 1000);
+      return answer;
     } catch (error) {
       const answeredAboutPayment =
         (error instanceof VerifyError || error instanceof SettleError) && error.statusCode < 500;
+      const seconds = (performance.now() - started) / 1000;
+      this.onCall(operation, answeredAboutPayment ? "rejected" : "unavailable", seconds);
       if (answeredAboutPayment) throw error;
       throw new FacilitatorUnavailableError(operation, error);
     }

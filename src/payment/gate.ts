@@ -44,8 +44,15 @@ import {
   REPLAY_CHECK_FAILED,
   explainRejection,
   guardReplays,
+  isReplayRejection,
 } from "./replay-guard.js";
 import type { ReplayStore } from "./replay-guard.js";
+import {
+  NO_PAYMENT_EVENTS,
+  proofVersion,
+  type PaymentEvents,
+  type ProtocolVersion,
+} from "./telemetry.js";
 import { DualGenerationHttpServer, V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
 
 const DEFAULT_SETTLE_TIMEOUT_MS = 130_000;
@@ -132,6 +139,8 @@ export interface PaymentGateOptions extends RouteOffer {
   payerBudget?: PayerBudget;
   /** Called once per paid request that reached the handler (benchmarks, metrics). */
   onPaidRequest?: (timings: PaidRequestTimings) => void;
+  /** Payment outcomes, facilitator latency and payer limits, for metrics; default none. */
+  events?: PaymentEvents;
   log?: (line: string) => void;
 }
 
@@ -313,7 +322,9 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const maxReleases = options.proofReleases ?? DEFAULT_PROOF_RELEASES;
   const perMinute = options.refusedPerPayerPerMinute ?? DEFAULT_REFUSED_PER_PAYER_PER_MINUTE;
   const budget = options.payerBudget ?? memoryPayerBudget(perMinute);
+  const events = options.events ?? NO_PAYMENT_EVENTS;
   const facilitator = new ResilientFacilitatorClient({
+    onCall: (operation, result, seconds) => events.facilitatorCall(operation, result, seconds),
     url: options.facilitatorUrl,
     timeoutMs: options.facilitatorTimeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
     settleTimeoutMs: options.facilitatorSettleTimeoutMs ?? DEFAULT_SETTLE_TIMEOUT_MS,
@@ -367,6 +378,10 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     errorAnswer(UNAVAILABLE_STATUS, `Payment infrastructure unavailable (${why}); retry later.`, {
       "retry-after": retryAfter,
     });
+  const storeDown = (): Answer => {
+    events.storeError();
+    return unavailable(STORE_DOWN);
+  };
 
   function overBudget(retryAfterMs: number): Answer {
     const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
@@ -391,6 +406,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     attempt?: PaidAttempt,
   ): Promise<Response | void> {
     const started = performance.now();
+    const version = proofVersion((name) => c.req.header(name)) ?? "2";
     let verified: number | undefined;
     let handled = started;
     let reserved = false;
@@ -399,15 +415,15 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       returned = await sdkMiddleware(c, async () => {
         // Here the proof is verified and claimed; nothing has been fetched yet.
         verified = performance.now();
+        events.payment(version, "verified");
         if (payer === undefined) throw new Error("verified payment without a readable proof");
         const reservation = await budget.reserve(payer).catch((error: unknown) => {
           log(`payer budget store failed: ${describeError(error)}`);
           return undefined;
         });
         if (!reservation?.ok) {
-          c.res = toResponse(
-            reservation ? overBudget(reservation.retryAfterMs) : unavailable(STORE_DOWN),
-          );
+          if (reservation) events.rateLimited("payer");
+          c.res = toResponse(reservation ? overBudget(reservation.retryAfterMs) : storeDown());
           return;
         }
         reserved = true;
@@ -426,6 +442,9 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return toResponse(PAYMENT_FAILED);
     }
     const answer = returned ?? c.res;
+    if (verified !== undefined && answer.status === 200) events.payment(version, "settled");
+    // Settlement refused after the snapshot: nothing was charged.
+    if (verified !== undefined && answer.status === 402) events.payment(version, "refused");
     // Paid for: the snapshot no longer counts against the payer's unpaid budget.
     if (reserved && payer !== undefined && answer.status === 200) {
       await budget.refund(payer).catch((error: unknown) => {
@@ -451,17 +470,25 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
     // The claim after verify could not be checked: the store is down, not the proof.
     if (answer.status === 402 && verified === undefined && storeFailed(answer)) {
-      c.res = toResponse(unavailable(STORE_DOWN));
+      c.res = toResponse(storeDown());
       return c.res;
     }
     // The challenge (no proof, or one the facilitator refused): its body says why.
     if (answer.status === 402 && verified === undefined) {
       const v2Proof = Boolean(c.req.header("payment-signature"));
+      let rejection: string | undefined;
       const challenge = await challengeAnswer(
         answer,
-        (reason) => explainRejection(reason, maxReleases),
+        (reason) => {
+          rejection = reason;
+          return explainRejection(reason, maxReleases);
+        },
         v2Proof ? undefined : v1OutputSchema,
       );
+      if (payer !== undefined) {
+        const replayed = rejection !== undefined && isReplayRejection(rejection);
+        events.payment(version, replayed ? "replayed" : "refused");
+      }
       challenges.keep(c.req.url, (name) => c.req.header(name), challenge);
       return toResponse(challenge);
     }
@@ -483,11 +510,13 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     // JSON encoding) overflow, is refused here, in bounded work: a 402 saying why, never a 503.
     const proof = readRequestProof(header);
     if (proof && !proof.ok) {
+      events.payment(proofVersion(header) ?? "2", "refused");
       log(`refused an unreadable payment proof: ${proof.why}`);
       return toResponse(await unreadableProofAnswer(httpServer, c, proof.why, log));
     }
     const identity = proof && paidIdentity(proof.payload, requestBody(c));
     if (identity && !identity.ok) {
+      events.payment(proofVersion(header) ?? "2", "refused");
       return toResponse(await unreadableProofAnswer(httpServer, c, identity.why, log));
     }
     const answered =
@@ -576,7 +605,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
       await held?.release();
-      return toResponse(unavailable(STORE_DOWN));
+      return toResponse(storeDown());
     }
     try {
       const conflicting = (r: PaidRecord | undefined) =>
@@ -590,7 +619,10 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
           ),
         );
       }
-      if (record?.state === "served") return toResponse(record.answer);
+      if (record?.state === "served") {
+        events.payment(proofVersion((name) => c.req.header(name)) ?? "2", "idempotent_hit");
+        return toResponse(record.answer);
+      }
       if (!held) {
         // Without an id, today's rule answers a concurrent copy: the proof is served once.
         return record || identity.idempotent || settlingRecord
@@ -599,12 +631,13 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       }
       const kept = record ?? settlingRecord;
       if (kept?.state === "unsettled") {
-        return toResponse(await settleKept(keys, kept, identity, payer));
+        const version = proofVersion((name) => c.req.header(name)) ?? "2";
+        return toResponse(await settleKept(keys, kept, identity, payer, version));
       }
       return await firstAttempt(c, next, payer, keys, identity);
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
-      return toResponse(unavailable(STORE_DOWN));
+      return toResponse(storeDown());
     } finally {
       await held?.release();
     }
@@ -635,6 +668,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       };
       await keep(keys.record, record);
       if (attempt.kept) await forget(keys.settling);
+      events.payment(proofVersion((name) => c.req.header(name)) ?? "2", "unknown_settlement");
       c.res = toResponse(unsettledAnswer());
       return c.res;
     }
@@ -684,6 +718,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     record: Extract<PaidRecord, { state: "unsettled" }>,
     identity: PaidIdentity,
     payer: string,
+    version: ProtocolVersion,
   ): Promise<Answer> {
     const outcome = await recovery.recover(record.payload, record.requirements);
     if (outcome.kind === "unknown") {
@@ -691,9 +726,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return unsettledAnswer();
     }
     if (outcome.kind === "refused") {
+      events.payment(version, "refused");
       await Promise.all([forget(keys.record), forget(keys.settling)]);
       return errorAnswer(402, `Payment settlement failed: ${outcome.reason}`);
     }
+    events.payment(version, "recovered");
     // Paid for after all: the snapshot no longer counts against the payer's unpaid budget.
     await budget.refund(payer).catch((error: unknown) => {
       log(`payer budget store failed: ${describeError(error)}`);

@@ -19,3 +19,10 @@ export { createSharedState } from "./shared-state.js";
 export type { SharedState } from "./shared-state.js";
 export { carriesProof } from "./proof.js";
 export { usdcAmount } from "./route.js";
+export type {
+  FacilitatorOperation,
+  FacilitatorResult,
+  PaymentEvents,
+  PaymentOutcome,
+  ProtocolVersion,
+} from "./telemetry.js";

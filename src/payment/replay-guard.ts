@@ -233,6 +233,11 @@ function proofExhaustedMessage(releases: number): string {
   return `this payment proof was already used for ${releases} refused snapshots; sign a new one`;
 }
 
+/** True when a rejected proof's reason is this guard's: served already, in use, or exhausted. */
+export function isReplayRejection(reason: string): boolean {
+  return reason === "payment_already_used" || reason === PROOF_EXHAUSTED;
+}
+
 /** A rejected proof's reason in words, where this guard gave the reason. */
 export function explainRejection(reason: string, maxReleases: number): string | undefined {
   return reason === PROOF_EXHAUSTED ? proofExhaustedMessage(maxReleases) : undefined;

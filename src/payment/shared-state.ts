@@ -35,6 +35,8 @@ export interface SharedStateOptions {
   redisUrl?: string | undefined;
   /** One short line per event; the caller rate-limits it (src/cli/rate-limited-log.ts). */
   log?: (line: string) => void;
+  /** Told of every error of the Redis connection (a metric). */
+  onError?: () => void;
 }
 
 /** How long a start waits for Redis's first answer; past it the paid route is 503 until then. */
@@ -48,7 +50,7 @@ const FIRST_CONNECT_WAIT_MS = 3_000;
 export async function createSharedState(options: SharedStateOptions = {}): Promise<SharedState> {
   if (options.redisUrl === undefined) return memorySharedState();
   const log = options.log ?? (() => {});
-  const { state, client } = redisSharedState(options.redisUrl, log);
+  const { state, client } = redisSharedState(options.redisUrl, log, options.onError);
   const ready = await new Promise<boolean>((resolve) => {
     const timer = setTimeout(() => done(false), FIRST_CONNECT_WAIT_MS);
     const done = (ok: boolean) => {
@@ -87,9 +89,11 @@ function memorySharedState(): SharedState {
 function redisSharedState(
   url: string,
   log: (line: string) => void,
+  onError: () => void = () => {},
 ): { state: SharedState; client: Redis } {
   let lastError: string | undefined;
   const client = createRedisClient(url, (error) => {
+    onError();
     // The same error repeats on every reconnect attempt: said once until Redis answers again.
     const line = `redis unavailable: ${describeError(error)}`;
     if (line !== lastError) log(line);

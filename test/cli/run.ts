@@ -11,14 +11,21 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Environment for the CLI: no inherited SNAPSHOT_/X402_/REDIS_URL settings, no colour. */
+/**
+ * Environment for the CLI: no inherited SNAPSHOT_/X402_/METRICS_/REDIS_URL settings, no colour; the
+ * metrics listener on a free port, so services started side by side never collide.
+ */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
-    if (!/^(SNAPSHOT_|X402_|DEVNET_|FACILITATOR_|REDIS_URL$|PORT$|HOST$|NO_COLOR$)/.test(k))
+    if (
+      !/^(SNAPSHOT_|X402_|DEVNET_|FACILITATOR_|METRICS_|LOG_LEVEL$|REDIS_URL$|PORT$|HOST$|NO_COLOR$)/.test(
+        k,
+      )
+    )
       env[k] = v;
   }
-  return { ...env, ...extra };
+  return { ...env, METRICS_PORT: "0", ...extra };
 }
 
 /**

@@ -57,6 +57,17 @@ function serve(env: Record<string, string>): Served {
   return { child, lines, first, exited };
 }
 
+/** The service's JSON log lines among `lines` (start-up lines are plain text). */
+function jsonLines(lines: string[]): Array<{ msg?: string; status?: number; route?: string }> {
+  return lines.filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as never);
+}
+
+/** The messages of the event log (not the one line per request), as they were written. */
+const eventMessages = (lines: string[]): string[] =>
+  jsonLines(lines)
+    .filter((line) => line.msg !== "request")
+    .map((line) => line.msg ?? "");
+
 const baseUrl = (first: string | undefined) => /listening on (http:\/\/\S+)/.exec(first ?? "")?.[1];
 
 function postSnapshot(base: string, headers: Record<string, string> = {}): Promise<Response> {
@@ -173,10 +184,15 @@ describe("serve with PUBLIC_URL, and hostile payment headers", () => {
       });
     }
     await new Promise((resolve) => setTimeout(resolve, 300)); // let the last lines arrive
-    const logged = served.lines.slice(before);
+    const logged = eventMessages(served.lines.slice(before));
     expect(logged.length, logged.join("\n")).toBeLessThan(20);
     expect(logged.some((line) => line.includes("unreadable payment proof"))).toBe(true);
     for (const line of logged) expect(line.length).toBeLessThanOrEqual(300);
+    // Beside them, one request line per request.
+    const requests = jsonLines(served.lines.slice(before)).filter((l) => l.msg === "request");
+    expect(requests.filter((l) => l.status === 402 && l.route === "/v1/snapshot")).toHaveLength(
+      1_000,
+    );
   }, 120_000);
 });
 
@@ -237,7 +253,7 @@ describe("serve checks the facilitator at start", () => {
       facilitator = await startSupportedFacilitator([BASE_SEPOLIA], port);
       expect((await postSnapshot(base!)).status).toBe(402);
       await new Promise((resolve) => setTimeout(resolve, 200));
-      const others = served.lines.filter((line) => !/listening on/.test(line));
+      const others = eventMessages(served.lines);
       expect(others).toEqual([
         expect.stringMatching(
           new RegExp(`^x402 facilitator not usable yet \\(http://127\\.0\\.0\\.1:${port}\\)`),
