@@ -9,6 +9,15 @@ import { finalHeader } from "./values.js";
 
 type Policy = Map<string, string[]>;
 
+export const CSP_INVALID: FindingDef = {
+  id: "csp-invalid",
+  check: "csp",
+  severity: "medium",
+  message:
+    "The Content-Security-Policy header has no directive browsers know, so it protects nothing.",
+  recommendation:
+    "Write the policy as `;`-separated directives, e.g. `Content-Security-Policy: default-src 'self'; object-src 'none'; base-uri 'none'`.",
+};
 export const CSP_UNSAFE_INLINE: FindingDef = {
   id: "csp-unsafe-inline",
   check: "csp",
@@ -58,6 +67,7 @@ export const CSP_IN_META: FindingDef = {
 };
 
 export const CSP_FINDINGS: readonly FindingDef[] = [
+  CSP_INVALID,
   CSP_UNSAFE_INLINE,
   CSP_UNSAFE_EVAL,
   CSP_NO_OBJECT_SRC,
@@ -66,12 +76,44 @@ export const CSP_FINDINGS: readonly FindingDef[] = [
   CSP_IN_META,
 ];
 
+/** The directives of CSP Level 3 and its companions; a policy with none of them does nothing. */
+const KNOWN_DIRECTIVES = new Set([
+  "default-src",
+  "script-src",
+  "script-src-elem",
+  "script-src-attr",
+  "style-src",
+  "style-src-elem",
+  "style-src-attr",
+  "img-src",
+  "font-src",
+  "connect-src",
+  "media-src",
+  "object-src",
+  "frame-src",
+  "child-src",
+  "worker-src",
+  "manifest-src",
+  "prefetch-src",
+  "fenced-frame-src",
+  "base-uri",
+  "form-action",
+  "frame-ancestors",
+  "sandbox",
+  "upgrade-insecure-requests",
+  "block-all-mixed-content",
+  "require-trusted-types-for",
+  "trusted-types",
+  "report-uri",
+  "report-to",
+]);
+
 /** A header value is a comma-separated list of policies, each enforced (CSP3 §3.1). */
 function policiesOf(values: readonly string[]): Policy[] {
   return values
     .flatMap((v) => v.split(","))
     .map((p) => parseContentSecurityPolicy(p))
-    .filter((p) => p.size > 0);
+    .filter((p) => [...p.keys()].some((name) => KNOWN_DIRECTIVES.has(name)));
 }
 
 /** The policies of the Content-Security-Policy header(s) of the final response. */
@@ -126,13 +168,17 @@ export function judgeCsp(e: Evidence): Finding[] {
   const header = headerPolicies(e);
   const meta = metaPolicies(e);
   const all = [...header, ...meta];
-  if (all.length === 0) {
-    // The missing-header finding says the rest (missing.ts).
-    return finalHeader(e, "content-security-policy-report-only").length > 0
-      ? [found(CSP_REPORT_ONLY)]
-      : [];
-  }
   const out: Finding[] = [];
+  if (header.length === 0 && finalHeader(e, "content-security-policy").length > 0) {
+    out.push(found(CSP_INVALID));
+  }
+  if (all.length === 0) {
+    // A missing header is missing.ts's finding.
+    if (finalHeader(e, "content-security-policy-report-only").length > 0) {
+      out.push(found(CSP_REPORT_ONLY));
+    }
+    return out;
+  }
   if (all.every(allowsInline)) {
     out.push(
       all.some((p) => scriptSources(p) !== null)
