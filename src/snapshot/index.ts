@@ -8,6 +8,7 @@ export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./url-rules.js";
 export type { UrlPolicy } from "./url-rules.js";
 export { demoSnapshot, sampleReport } from "./demo.js";
 export { CHECKS, CHECK_NAMES } from "./checks/registry.js";
+export { ALL_FINDINGS } from "./findings/index.js";
 export {
   DemoSnapshotResultSchema,
   SnapshotError,
