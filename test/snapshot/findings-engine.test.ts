@@ -131,6 +131,16 @@ describe("findings through the engine", () => {
     expectConsistent(r);
   });
 
+  it("a cookie browsers refuse (over 4096 bytes) is skipped, the report still comes", async () => {
+    site.route(
+      "/cookie-huge",
+      respond.text("huge", { ...GOOD_HEADERS, "set-cookie": `sid=${"x".repeat(5000)}` }),
+    );
+    const r = await engine.snapshot(site.url("/cookie-huge", "site.test"));
+    expect(r.reachable).toBe(true);
+    expect(r.findings).toEqual([]);
+  });
+
   it("every id of this part is served by a case above", () => {
     const served = new Set([
       ...FINDING_CASES.flatMap((c) => c.ids),

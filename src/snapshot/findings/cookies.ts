@@ -70,8 +70,16 @@ function about(def: FindingDef, cookies: Cookie[], what: string): Finding[] {
 
 export function parseCookies(values: readonly string[]): Cookie[] {
   const headers = new Headers();
-  for (const v of values) headers.append("set-cookie", v);
-  return getSetCookies(headers);
+  for (const v of values) {
+    // Headers refuses values no browser would take either (NUL, CR, LF): skip those cookies.
+    try {
+      headers.append("set-cookie", v);
+    } catch {
+      continue;
+    }
+  }
+  // undici answers null for a cookie it refuses (name and value over 4096 bytes, as browsers).
+  return (getSetCookies(headers) as (Cookie | null)[]).filter((c): c is Cookie => c !== null);
 }
 
 export function judgeCookies(e: Evidence): Finding[] {

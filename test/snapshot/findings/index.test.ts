@@ -127,3 +127,36 @@ describe("docs/findings.md", () => {
     }
   });
 });
+
+describe("hostile values", () => {
+  it("no header value makes a judge throw, and every finding stays a known id", () => {
+    // A fixed-seed generator, so a failure can be replayed.
+    let seed = 13;
+    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    const alphabet = ` ;,="'\\\t()*<>:/-_.aZ09=\u00e9\u0000\uffff`;
+    const word = (n: number) =>
+      Array.from({ length: n }, () => alphabet[next() % alphabet.length]).join("");
+    const known = new Set(ALL_FINDINGS.map((d) => d.id));
+    const names = [
+      "strict-transport-security",
+      "content-security-policy",
+      "content-security-policy-report-only",
+      "x-frame-options",
+      "x-content-type-options",
+      "referrer-policy",
+      "permissions-policy",
+      "feature-policy",
+      "set-cookie",
+    ];
+    for (let i = 0; i < 1000; i++) {
+      const headers: Record<string, string[]> = {};
+      for (const name of names) headers[name] = [word(next() % 40), word(next() % 8)];
+      const metaCsp = [word(next() % 40)];
+      for (const f of judge(evidenceOf(headers, { page: { metaCsp, scripts: [] } }))) {
+        expect(known).toContain(f.id);
+      }
+    }
+    const long = "a".repeat(64 * 1024);
+    expect(() => judge(evidenceOf(Object.fromEntries(names.map((n) => [n, long]))))).not.toThrow();
+  });
+});
