@@ -18,6 +18,14 @@ describe("X-Frame-Options", () => {
   it("weak: ALLOW-FROM is obsolete", () => {
     expect(ids("ALLOW-FROM https://a.example")).toEqual(["x-frame-options-invalid"]);
   });
+  it("not judged when the CSP's frame-ancestors takes its place", () => {
+    expect(
+      run(judgeXFrameOptions, {
+        "x-frame-options": "garbage",
+        "content-security-policy": "frame-ancestors 'self'",
+      }),
+    ).toEqual([]);
+  });
   it("invalid: garbage, or several different values", () => {
     expect(ids("garbage")).toEqual(["x-frame-options-invalid"]);
     expect(ids("DENY, SAMEORIGIN")).toEqual(["x-frame-options-invalid"]);
