@@ -3,6 +3,7 @@
  * fetch. Its notes come from the same table as live reports, so the wording cannot drift.
  */
 import type { HeaderPresence } from "./checks/headers.js";
+import { headerFindings } from "./findings/index.js";
 import { headerNotes } from "./notes.js";
 import { buildReport } from "./result.js";
 import type { DemoSnapshotResult, SnapshotResult } from "./result.js";
@@ -16,6 +17,7 @@ const DEMO_NOTE =
  * reports.
  */
 export function sampleReport(headers: HeaderPresence): SnapshotResult {
+  const findings = headerFindings(headers);
   return buildReport(
     {
       requested_url: "https://example.com",
@@ -27,7 +29,8 @@ export function sampleReport(headers: HeaderPresence): SnapshotResult {
       redirect_count: 0,
     },
     { https: true, ...headers, security_txt: true, robots_txt: true, sitemap_xml: true },
-    headerNotes(headers),
+    headerNotes(headers, findings),
+    findings,
   );
 }
 

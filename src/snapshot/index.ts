@@ -9,6 +9,7 @@ export type { UrlPolicy } from "./url-rules.js";
 export { demoSnapshot, sampleReport } from "./demo.js";
 export { CHECKS, CHECK_NAMES } from "./checks/registry.js";
 export { SEVERITIES } from "./findings/finding.js";
+export { ALL_FINDINGS } from "./findings/index.js";
 export {
   DemoSnapshotResultSchema,
   SnapshotError,

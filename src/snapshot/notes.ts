@@ -4,6 +4,7 @@
  * finding follows in the order it is listed in `findNotes`. Nothing is said about what is fine.
  */
 import type { HeaderPresence } from "./checks/headers.js";
+import type { Finding } from "./findings/finding.js";
 import type { HttpsVerdict } from "./checks/https.js";
 import { FILE_CHECKS, HEADER_CHECKS, checkNamed } from "./checks/registry.js";
 import type { FileCheckName, HeaderCheckName } from "./checks/registry.js";
@@ -129,10 +130,14 @@ function fileSentence(n: NoteOf<"file">): string | null {
   }
 }
 
+function httpsFailedSentence(n: NoteOf<"https_failed">): string {
+  return `HTTPS does not work (${n.url}): ${cause(n.failure)}.`;
+}
+
 /** THE table: one sentence (or none) per finding. */
 const SENTENCES: { [C in Note["code"]]: (n: NoteOf<C>) => string | null } = {
   header_missing: (n) => checkNamed(n.header).missingNote,
-  https_failed: (n) => `HTTPS does not work (${n.url}): ${cause(n.failure)}.`,
+  https_failed: (n) => httpsFailedSentence(n),
   http_final_although_https_works: (n) =>
     `The site ends on plain HTTP (${n.url}) although HTTPS works; it should redirect to HTTPS.`,
   hsts_over_http: () =>
@@ -146,6 +151,16 @@ const SENTENCES: { [C in Note["code"]]: (n: NoteOf<C>) => string | null } = {
 
 function sentence<C extends Note["code"]>(n: NoteOf<C>): string | null {
   return (SENTENCES[n.code] as (n: NoteOf<C>) => string | null)(n);
+}
+
+/** The note of a failed https check; its finding says the same words (findings/https.ts). */
+export function httpsFailedNote(https: Extract<HttpsVerdict, { ok: false }>): string {
+  return httpsFailedSentence({ code: "https_failed", url: https.url, failure: https.failure });
+}
+
+/** The note of a well-known file's verdict (none when it is fine). */
+export function fileNote(file: FileCheckName, verdict: FileVerdict): string | null {
+  return fileSentence({ code: "file", file, verdict });
 }
 
 /** The sentences: missing headers first in report order, then the other findings in order. */
@@ -200,12 +215,24 @@ function findNotes({ chain, headers, https, files }: NoteEvidence): Note[] {
   return notes;
 }
 
-/** The notes of a live report. */
-export function snapshotNotes(evidence: NoteEvidence): string[] {
-  return renderNotes(findNotes(evidence));
+/**
+ * The notes of a live report: today's sentences, then each finding's message not already said
+ * (a finding that repeats a note, such as a missing header, is said once).
+ */
+export function snapshotNotes(evidence: NoteEvidence, findings: readonly Finding[] = []): string[] {
+  return withFindings(renderNotes(findNotes(evidence)), findings);
+}
+
+function withFindings(notes: string[], findings: readonly Finding[]): string[] {
+  const said = new Set(notes);
+  for (const { message } of findings) {
+    if (!said.has(message)) notes.push(message);
+    said.add(message);
+  }
+  return notes;
 }
 
 /** The notes of a report whose only findings are its headers (the demo and sample reports). */
-export function headerNotes(headers: HeaderPresence): string[] {
-  return renderNotes(missingHeaderNotes(headers));
+export function headerNotes(headers: HeaderPresence, findings: readonly Finding[] = []): string[] {
+  return withFindings(renderNotes(missingHeaderNotes(headers)), findings);
 }

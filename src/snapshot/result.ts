@@ -4,6 +4,7 @@ import { CHECKS } from "./checks/registry.js";
 import type { CheckField, CheckName } from "./checks/registry.js";
 import { SEVERITIES } from "./findings/finding.js";
 import type { Finding } from "./findings/finding.js";
+import { ALL_FINDINGS } from "./findings/index.js";
 import { GRADES, gradeOf, scoreOf } from "./findings/score.js";
 
 /**
@@ -32,7 +33,9 @@ const ChecksSchema = z
 
 const FindingSchema = z
   .object({
-    id: z.string().describe("Stable id of the finding (docs/findings.md)."),
+    id: z
+      .enum(ALL_FINDINGS.map((d) => d.id) as [string, ...string[]])
+      .describe("Stable id of the finding; docs/findings.md says what each one means."),
     check: z.string().describe("The check or topic it is about."),
     severity: z.enum(SEVERITIES),
     message: z.string().describe("What was found; also one of the notes."),

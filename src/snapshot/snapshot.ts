@@ -24,6 +24,7 @@ import type { FileVerdicts } from "./checks/well-known.js";
 import { createTargetDispatcher } from "./dialer.js";
 import { fetchChain, probeFile, probeHttps } from "./fetch.js";
 import type { FetchContext } from "./fetch.js";
+import { judge } from "./findings/index.js";
 import { snapshotNotes } from "./notes.js";
 import { createResolver, shareAnswers } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
@@ -250,6 +251,16 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
       const chain = await followChain(input, options.maxRedirects, session);
       refuseUnansweredFirstRequest(chain);
       const { headers, https, files } = await runChecks(chain, session);
+      const findings = judge({
+        input,
+        chain,
+        httpsOk: https.ok,
+        page: null,
+        cors: null,
+        httpSide: null,
+        https,
+        files,
+      });
       return buildReport(
         {
           requested_url: rawUrl,
@@ -267,7 +278,8 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
           robots_txt: files ? files.robots_txt.value : null,
           sitemap_xml: files ? files.sitemap_xml.value : null,
         },
-        snapshotNotes({ chain, headers, https, files }),
+        snapshotNotes({ chain, headers, https, files }, findings),
+        findings,
       );
     } finally {
       session.end();

@@ -3,7 +3,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { ClientRateLimit, createApp, createOpenApiDocument } from "../../src/http/index.js";
-import { createUrlPolicy } from "../../src/snapshot/index.js";
+import { ALL_FINDINGS, createUrlPolicy } from "../../src/snapshot/index.js";
 import { DEFAULT_PORTS, ScriptedEngine, sampleResult, serveApp, type Served } from "./helpers.js";
 
 let served: Served;
@@ -52,6 +52,20 @@ describe("GET /openapi.json", () => {
     expect(Object.keys(post?.responses ?? {})).toContain("429");
     // Paying once (docs/payment.md): a payment id used with another proof or body.
     expect(Object.keys(post?.responses ?? {})).toContain("409");
+  });
+
+  it("describes findings (every id), score and grade", () => {
+    const result = (doc.components as { schemas: Record<string, Record<string, unknown>> }).schemas
+      .SnapshotResult as { properties: Record<string, Record<string, unknown>> };
+    const finding = (result.properties.findings as { items: Record<string, unknown> }).items as {
+      properties: Record<string, { enum?: string[] }>;
+    };
+    expect(finding.properties.id?.enum).toEqual(ALL_FINDINGS.map((d) => d.id));
+    expect(finding.properties.severity?.enum).toEqual(["high", "medium", "low", "info"]);
+    expect(result.properties.score).toMatchObject({ minimum: 0, maximum: 100 });
+    expect(result.properties.grade?.enum).toContain("A+");
+    const bad = { ...sampleResult("x"), findings: [{ ...ALL_FINDINGS[0], id: "made-up" }] };
+    expect(validate("SnapshotResult", bad).ok).toBe(false);
   });
 
   it("rejects a value that breaks the schema (the validation below can fail)", () => {

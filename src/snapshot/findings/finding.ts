@@ -2,6 +2,8 @@
  * Findings: judgements of what a snapshot saw (docs/findings.md). Each judge is a pure function
  * over one Evidence; each finding id is defined once, with its severity, sentence and advice.
  */
+import type { HttpsVerdict } from "../checks/https.js";
+import type { FileVerdicts } from "../checks/well-known.js";
 import type { Chain, HeaderMap, RequestFailure } from "../types.js";
 
 export const SEVERITIES = ["high", "medium", "low", "info"] as const;
@@ -52,6 +54,10 @@ export interface Evidence {
   cors: CorsProbe | null;
   /** null when the probe was not sent. */
   httpSide: HttpSideProbe | null;
+  /** The https check with its reason when it failed. */
+  https: HttpsVerdict;
+  /** The well-known files of the final origin; null when the site was not reachable. */
+  files: FileVerdicts | null;
 }
 
 /** One judge: a pure function from evidence to the findings it is responsible for. */

@@ -1,0 +1,301 @@
+/**
+ * Paid reports that judge header values and cookies, end to end over the real devnet (anvil +
+ * DevUSDC + the project's facilitator) with the official @x402/fetch client: two real HTTPS
+ * targets combining weak and invalid cases; each report names every weakness and its fix, and
+ * each one moved exactly the price on chain.
+ */
+import type { OutgoingHttpHeaders } from "node:http";
+import { x402Client } from "@x402/core/client";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import { createPublicClient, http, type Address, type PublicClient } from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
+import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
+import { createPaymentGate } from "../../src/payment/index.js";
+import {
+  SnapshotResultSchema,
+  createSnapshotEngine,
+  createUrlPolicy,
+  type SnapshotEngine,
+  type SnapshotResult,
+} from "../../src/snapshot/index.js";
+import { startDnsServer, type DnsFixture } from "../fixtures/dns-server.js";
+import { GOOD_HEADERS, RESPONSE_FINDINGS, SECURITY_TXT } from "../fixtures/finding-cases.js";
+import {
+  PUBLIC_CIDRS,
+  PUBLIC_HOST,
+  respond,
+  startHttpsTarget,
+  type TargetServer,
+} from "../fixtures/targets.js";
+import { issueExpiredLeaf, issueLeaf, loadTestCa } from "../fixtures/tls.js";
+import { usdcBalance } from "../fixtures/usdc.js";
+
+const PRICE_UNITS = 50_000n;
+
+/** Weak values: every header present, none doing its job well. */
+const WEAK: OutgoingHttpHeaders = {
+  "strict-transport-security": "max-age=60",
+  "content-security-policy":
+    "default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; object-src 'none'; base-uri 'none'",
+  "x-frame-options": "garbage",
+  "x-content-type-options": "nosnif",
+  "referrer-policy": "unsafe-url",
+  "permissions-policy": "camera=()",
+};
+const WEAK_IDS = [
+  "csp-unsafe-inline",
+  "csp-unsafe-eval",
+  "x-frame-options-invalid",
+  "hsts-max-age-short",
+  "x-content-type-options-invalid",
+  "referrer-policy-unsafe",
+  "hsts-no-include-subdomains",
+];
+
+/** Invalid values and careless cookies. */
+const INVALID: OutgoingHttpHeaders = {
+  ...GOOD_HEADERS,
+  "strict-transport-security": "max-age=31536000; max-age=31536000",
+  "referrer-policy": "never",
+  "permissions-policy": "camera 'none'",
+  "set-cookie": ["session_id=abc; Path=/", "__Host-pref=1; Secure; Path=/; Domain=site.test"],
+};
+const INVALID_IDS = [
+  "hsts-invalid",
+  "cookie-no-secure",
+  "cookie-no-httponly",
+  "referrer-policy-invalid",
+  "permissions-policy-invalid",
+  "cookie-prefix-invalid",
+];
+
+/** Nothing of the six headers; a Report-Only CSP, the legacy Feature-Policy, a cross-site cookie. */
+const BARE: OutgoingHttpHeaders = {
+  "content-security-policy-report-only": "default-src 'self'",
+  "feature-policy": "camera 'none'",
+  "set-cookie": "track=1; SameSite=None",
+};
+const BARE_IDS = [
+  "hsts-missing",
+  "csp-missing",
+  "x-frame-options-missing",
+  "cookie-no-secure",
+  "x-content-type-options-missing",
+  "referrer-policy-missing",
+  "cookie-samesite-none-insecure",
+  "permissions-policy-missing",
+  "csp-report-only",
+  "permissions-policy-legacy",
+  "security-txt-missing",
+];
+
+/** HSTS turned off, and a CSP that is not one. */
+const ZERO: OutgoingHttpHeaders = {
+  ...GOOD_HEADERS,
+  "strict-transport-security": "max-age=0",
+  "content-security-policy": "default-src: 'self'",
+};
+const ZERO_IDS = ["hsts-max-age-zero", "csp-invalid"];
+
+/** Preload asked for too early, and a CSP without hardening. */
+const PRELOAD: OutgoingHttpHeaders = {
+  ...GOOD_HEADERS,
+  "strict-transport-security": "max-age=20000000; includeSubDomains; preload",
+  "content-security-policy": "default-src 'self'; frame-ancestors 'none'",
+};
+const PRELOAD_IDS = ["csp-no-object-src", "hsts-not-preload-ready", "csp-no-base-uri"];
+
+/** Ids no paid case here can show yet: the engine does not read the page yet. */
+const NEEDS_PAGE = ["csp-in-meta"];
+
+let devnet: Devnet;
+let chain: PublicClient;
+let dns: DnsFixture;
+let site: TargetServer;
+let bare: TargetServer;
+let expired: TargetServer;
+let engine: SnapshotEngine;
+let service: RunningServer;
+
+beforeAll(async () => {
+  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
+  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  const ca = await loadTestCa();
+  dns = await startDnsServer({ "site.test": { A: [PUBLIC_HOST] } });
+  site = await startHttpsTarget({
+    cert: await issueLeaf(ca, { dnsNames: ["site.test"], ips: [PUBLIC_HOST] }),
+    routes: {
+      "/weak": respond.text("weak", WEAK),
+      "/invalid": respond.text("invalid", INVALID),
+      "/zero": respond.text("zero", ZERO),
+      "/preload": respond.text("preload", PRELOAD),
+      ...SECURITY_TXT,
+    },
+  });
+  bare = await startHttpsTarget({
+    cert: await issueLeaf(ca, { dnsNames: ["site.test"], ips: [PUBLIC_HOST] }),
+    routes: { "/": respond.text("bare", BARE) },
+  });
+  expired = await startHttpsTarget({
+    cert: await issueExpiredLeaf(ca, { dnsNames: ["site.test"], ips: [PUBLIC_HOST] }),
+  });
+  const snapshotConfig = {
+    allowedPorts: new Set([site.port, bare.port, expired.port]),
+    allowCidrs: PUBLIC_CIDRS,
+  };
+  engine = createSnapshotEngine({
+    ...snapshotConfig,
+    timeoutMs: 5_000,
+    maxRedirects: 10,
+    dnsServers: [dns.address],
+  });
+  const gate = createPaymentGate({
+    payTo: devnet.payTo,
+    networks: [devnet.network],
+    priceUsdc: "0.05",
+    facilitatorUrl: devnet.facilitatorUrl,
+    devnet: true,
+    supportedRetryMs: 0,
+    log: () => {},
+  });
+  const app = createApp({
+    engine,
+    urlPolicy: createUrlPolicy(snapshotConfig),
+    paymentMiddleware: gate.middleware,
+    log: () => {},
+  });
+  service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+}, 120_000);
+
+afterAll(async () => {
+  await service?.close(1_000);
+  await engine?.close();
+  await Promise.all([site?.close(), bare?.close(), expired?.close(), dns?.close()]);
+  await devnet?.close();
+});
+
+function payer(i: number): PrivateKeyAccount {
+  const key = devnet.payerPrivateKeys[i];
+  if (!key) throw new Error(`no payer ${i}`);
+  return privateKeyToAccount(key);
+}
+
+function balanceOf(address: Address): Promise<bigint> {
+  return usdcBalance(chain, devnet.usdcAddress, address);
+}
+
+/** One paid report of `url`, and what it cost the payer and brought the payee on chain. */
+async function paidReport(
+  account: PrivateKeyAccount,
+  url: string,
+): Promise<{ report: SnapshotResult; paid: bigint; received: bigint }> {
+  const [payerBefore, payeeBefore] = await Promise.all([
+    balanceOf(account.address),
+    balanceOf(devnet.payTo),
+  ]);
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  const response = await wrapFetchWithPayment(fetch, client)(`${service.url}/v1/snapshot`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ url }),
+  });
+  expect(response.status).toBe(200);
+  const settlement = decodePaymentResponseHeader(response.headers.get("PAYMENT-RESPONSE")!);
+  expect(settlement.success).toBe(true);
+  const report = SnapshotResultSchema.parse(await response.json());
+  const [payerAfter, payeeAfter] = await Promise.all([
+    balanceOf(account.address),
+    balanceOf(devnet.payTo),
+  ]);
+  return { report, paid: payerBefore - payerAfter, received: payeeAfter - payeeBefore };
+}
+
+/** Every id some paid report here has shown. */
+const shown = new Set<string>();
+
+function expectNamed(report: SnapshotResult, ids: string[]): void {
+  expect(report.findings.map((f) => f.id)).toEqual(ids);
+  for (const id of ids) shown.add(id);
+  for (const f of report.findings) {
+    expect(report.notes).toContain(f.message);
+    expect(f.recommendation).toMatch(/`.+`/);
+  }
+}
+
+describe("paid reports judge values, not only presence", () => {
+  it("weak values: every header present, each weakness named with its fix; paid once on chain", async () => {
+    const { report, paid, received } = await paidReport(payer(0), site.url("/weak", "site.test"));
+    expect(paid).toBe(PRICE_UNITS);
+    expect(received).toBe(PRICE_UNITS);
+    // The contract's fields keep their meaning: present is present.
+    expect(report.checks).toMatchObject({
+      https: true,
+      hsts: true,
+      csp: true,
+      x_frame_options: true,
+      x_content_type_options: true,
+      referrer_policy: true,
+      permissions_policy: true,
+      security_txt: true,
+    });
+    expectNamed(report, WEAK_IDS);
+    expect(report.findings.find((f) => f.id === "hsts-max-age-short")?.recommendation).toBe(
+      "Set `Strict-Transport-Security: max-age=31536000; includeSubDomains`.",
+    );
+    // 3 medium, 3 low, 1 info: 100 − 30 − 15.
+    expect(report).toMatchObject({ score: 55, grade: "C" });
+  });
+
+  it("invalid values and careless cookies, the cookies named; paid once on chain", async () => {
+    const { report, paid, received } = await paidReport(
+      payer(1),
+      site.url("/invalid", "site.test"),
+    );
+    expect(paid).toBe(PRICE_UNITS);
+    expect(received).toBe(PRICE_UNITS);
+    expectNamed(report, INVALID_IDS);
+    expect(report.findings.find((f) => f.id === "cookie-no-secure")?.message).toMatch(
+      /^The cookie "session_id" is set without Secure/,
+    );
+    expect(report.findings.find((f) => f.id === "cookie-prefix-invalid")?.message).toMatch(
+      /^The cookie "__Host-pref"/,
+    );
+    // 3 medium, 3 low: 100 − 30 − 15.
+    expect(report).toMatchObject({ score: 55, grade: "C" });
+  });
+
+  it.each([
+    ["missing headers, Report-Only, Feature-Policy, a cross-site cookie", 2, "bare", BARE_IDS],
+    ["HSTS max-age=0 and a CSP that is not one", 3, "/zero", ZERO_IDS],
+    ["preload asked too early, a CSP without hardening", 4, "/preload", PRELOAD_IDS],
+  ] as const)("%s; paid once on chain", async (_what, who, where, ids) => {
+    const url = where === "bare" ? bare.url("/", "site.test") : site.url(where, "site.test");
+    const { report, paid, received } = await paidReport(payer(who), url);
+    expect(paid).toBe(PRICE_UNITS);
+    expect(received).toBe(PRICE_UNITS);
+    expectNamed(report, [...ids]);
+  });
+
+  it("HTTPS failing (an expired certificate) is high, said once; the report is paid once", async () => {
+    const { report, paid, received } = await paidReport(payer(5), expired.url("/", "site.test"));
+    expect(paid).toBe(PRICE_UNITS);
+    expect(received).toBe(PRICE_UNITS);
+    expect(report.reachable).toBe(false);
+    expect(report.findings[0]).toMatchObject({ id: "https-failed", severity: "high" });
+    expect(report.findings[0]?.message).toMatch(/certificate has expired/);
+    expect(report.notes.filter((n) => n.startsWith("HTTPS does not work"))).toHaveLength(1);
+    shown.add("https-failed");
+  });
+
+  it("together, the paid reports above show every id of the response judges", () => {
+    const missing = RESPONSE_FINDINGS.map((d) => d.id).filter(
+      (id) => !shown.has(id) && !NEEDS_PAGE.includes(id),
+    );
+    expect(missing).toEqual([]);
+  });
+});
