@@ -7,6 +7,7 @@
  * requests share keep-alive connections, every connect knows the snapshot's deadline and
  * signal, and all its connections are closed when it ends. One deadline covers everything.
  */
+import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { SnapshotConfig } from "../config.js";
 import { checkHeaders } from "./checks/headers.js";
@@ -22,15 +23,25 @@ import {
 import { SITEMAP_XML_PATH, checkSitemapXml } from "./checks/sitemap-xml.js";
 import type { FileVerdicts } from "./checks/well-known.js";
 import { createTargetDispatcher } from "./dialer.js";
-import { fetchChain, probeFile, probeHttps } from "./fetch.js";
-import type { FetchContext } from "./fetch.js";
+import {
+  fetchChain,
+  httpSideOf,
+  probeCors,
+  probeFile,
+  probeHttpSide,
+  probeHttps,
+} from "./fetch.js";
+import type { FetchContext, FetchedChain } from "./fetch.js";
+import type { CorsProbe, Evidence, HttpSideProbe, PageEvidence } from "./findings/finding.js";
+import { judgeProbes } from "./findings/probes.js";
+import { isHtmlType, parsePage } from "./page.js";
 import { snapshotNotes } from "./notes.js";
 import { createResolver, shareAnswers } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
 import { SnapshotError, buildReport } from "./result.js";
 import type { SnapshotResult } from "./result.js";
 import { requestFailureOf } from "./types.js";
-import type { Chain, FileProbe, HttpsProbe, RequestFailure } from "./types.js";
+import type { Chain, FileProbe, Hop, HttpsProbe, RequestFailure } from "./types.js";
 import {
   createUrlPolicy,
   effectivePort,
@@ -43,6 +54,8 @@ import type { UrlPolicy } from "./url-rules.js";
 export interface EngineOptions extends SnapshotConfig {
   /** Port of the HTTPS probe for http final URLs; 443 in production, overridable by tests. */
   httpsProbePort?: number;
+  /** Port of the http-side probe `http://<input host>/`; 80 in production, overridable by tests. */
+  httpProbePort?: number;
 }
 
 export interface SnapshotEngine {
@@ -59,6 +72,12 @@ export interface SnapshotOptions {
 
 /** Redirect targets whose origin gets speculative well-known probes (input = hop 0). */
 const EARLY_PROBE_HOPS = 2;
+
+/**
+ * How long the page, CORS and http-side evidence may still take once the checks are done: a
+ * trickling body or a black-holed port 80 costs at most this, never the whole deadline.
+ */
+const EXTRA_GRACE_MS = 500;
 
 /** The three well-known files of `origin`, probed and judged. */
 async function probeWellKnown(origin: URL, ctx: FetchContext): Promise<FileVerdicts> {
@@ -137,6 +156,14 @@ interface Session {
   filesFor(url: URL): Promise<FileVerdicts>;
   /** The HTTPS probe of a host, sent at most once per snapshot. */
   httpsFor(hostname: string): Promise<HttpsProbe>;
+  /** Port of the http-side probe. */
+  httpPort: number;
+  /** `GET http://<host>:<httpPort>/` (no redirect followed), sent at most once per snapshot. */
+  httpSideFor(hostname: string): Promise<HttpSideProbe>;
+  /** Starts the CORS probe of `url` (a hop just being requested), cancelling the previous one. */
+  startCors(url: URL): void;
+  /** The CORS probe of `url` if it was the last one started, else null. */
+  corsOf(url: URL): Promise<CorsProbe> | null;
   /** Cancels what is still running and closes the snapshot's connections. */
   end(): void;
 }
@@ -177,11 +204,31 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
     timeoutMs: options.timeoutMs,
   };
   const probePort = options.httpsProbePort ?? 443;
+  const httpPort = options.httpProbePort ?? 80;
   const filesByOrigin = new Map<string, Promise<FileVerdicts>>();
   const httpsByHost = new Map<string, Promise<HttpsProbe>>();
+  const httpSideByHost = new Map<string, Promise<HttpSideProbe>>();
+  // One made-up origin per snapshot (docs/snapshot-engine.md "CORS probe").
+  const corsOrigin = `https://${randomBytes(6).toString("hex")}.invalid`;
+  let cors: { url: string; stop: AbortController; answer: Promise<CorsProbe> } | null = null;
   return {
     ctx,
     probePort,
+    httpPort,
+    httpSideFor(hostname) {
+      let p = httpSideByHost.get(hostname);
+      if (!p) httpSideByHost.set(hostname, (p = probeHttpSide(hostname, httpPort, ctx)));
+      return p;
+    },
+    startCors(url) {
+      cors?.stop.abort();
+      const stop = new AbortController();
+      const answer = probeCors(url, corsOrigin, ctx, AbortSignal.any([signal, stop.signal]));
+      cors = { url: url.href, stop, answer };
+    },
+    corsOf(url) {
+      return cors?.url === url.href ? cors.answer : null;
+    },
     filesFor(url) {
       let p = filesByOrigin.get(url.origin);
       if (!p) filesByOrigin.set(url.origin, (p = probeWellKnown(new URL(url.origin), ctx)));
@@ -202,12 +249,37 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
   };
 }
 
-/** The main chain, starting the probes of its first origins as soon as they are known. */
-function followChain(input: URL, maxRedirects: number, session: Session): Promise<Chain> {
-  return fetchChain(input, maxRedirects, session.ctx, (url, index) => {
+/** True when the main chain's first request is the http-side probe itself (sent once). */
+function firstHopIsHttpSide(input: URL, httpPort: number): boolean {
+  return (
+    input.protocol === "http:" &&
+    effectivePort(input) === httpPort &&
+    input.pathname === "/" &&
+    input.search === ""
+  );
+}
+
+/** An HTML page whose body is worth reading (docs/snapshot-engine.md "Page evidence"). */
+function isPage(hop: Hop): boolean {
+  const type = hop.headers["content-type"];
+  return hop.status === 200 && isHtmlType(type?.[type.length - 1]);
+}
+
+/**
+ * The main chain, starting the probes of its first origins as soon as they are known, the
+ * http-side probe with the first request, and the CORS probe of each hop beside its request
+ * (so the final URL's is in flight as early as the final request is; earlier ones are cancelled).
+ */
+function followChain(input: URL, maxRedirects: number, session: Session): Promise<FetchedChain> {
+  const onUrl = (url: URL, index: number) => {
     if (index <= EARLY_PROBE_HOPS) void session.filesFor(url);
     if (index === 0 && url.protocol === "http:") void session.httpsFor(url.hostname);
-  });
+    if (index === 0 && !firstHopIsHttpSide(url, session.httpPort)) {
+      void session.httpSideFor(url.hostname);
+    }
+    session.startCors(url);
+  };
+  return fetchChain(input, maxRedirects, session.ctx, onUrl, isPage);
 }
 
 interface Verdicts {
@@ -215,13 +287,51 @@ interface Verdicts {
   https: HttpsVerdict;
   /** null when the site was not reachable. */
   files: FileVerdicts | null;
+  /** What the findings are judged on. */
+  evidence: Evidence;
 }
 
-/** The checks of a finished chain: headers of its final answer, HTTPS, the final origin's files. */
-async function runChecks(chain: Chain, session: Session): Promise<Verdicts> {
+/** The page evidence of the final body, or null when it was not read (or not readable). */
+async function pageOf(chain: FetchedChain): Promise<PageEvidence | null> {
+  const body = await chain.finalBody;
+  if (!body) return null;
+  return parsePage(new TextDecoder().decode(body), chain.finalUrl);
+}
+
+/** The http-side answer: the chain's own first hop when it was that request, else the probe. */
+function httpSideFrom(chain: Chain, input: URL, session: Session): Promise<HttpSideProbe> | null {
+  if (!firstHopIsHttpSide(input, session.httpPort)) return session.httpSideFor(input.hostname);
+  const first = chain.hops[0];
+  return first ? Promise.resolve(httpSideOf(first)) : null;
+}
+
+/** Each of `extras` as settled within `ms` from now, else its `late` value. */
+async function settleWithin<T extends unknown[]>(
+  ms: number,
+  extras: { [K in keyof T]: [Promise<T[K]> | null, T[K]] },
+): Promise<{ [K in keyof T]: T[K] | null }> {
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((r) => (timer = setTimeout(r, ms)));
+  try {
+    return (await Promise.all(
+      extras.map(([p, late]) => (p ? Promise.race([p, grace.then(() => late)]) : null)),
+    )) as { [K in keyof T]: T[K] | null };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The checks of a finished chain: headers of its final answer, HTTPS, the final origin's files;
+ * then the evidence of the extra probes, which started earlier and get EXTRA_GRACE_MS at most.
+ */
+async function runChecks(chain: FetchedChain, input: URL, session: Session): Promise<Verdicts> {
   const { finalUrl } = chain;
   const isHttpFinal = finalUrl.protocol === "http:";
   const needProbe = isHttpFinal && !httpsProvenByChain(chain, finalUrl.hostname, session.probePort);
+  const page = pageOf(chain);
+  const cors = chain.final !== null ? session.corsOf(finalUrl) : null;
+  const httpSide = httpSideFrom(chain, input, session);
   const [files, probe] = await Promise.all([
     chain.final !== null ? session.filesFor(finalUrl) : null,
     needProbe ? session.httpsFor(finalUrl.hostname) : null,
@@ -233,7 +343,22 @@ async function runChecks(chain: Chain, session: Session): Promise<Verdicts> {
     probe: isHttpFinal && !needProbe ? { ok: true } : probe,
     probeUrl: httpsProbeUrl(finalUrl.hostname, session.probePort).href,
   });
-  return { headers: checkHeaders(chain.final?.headers ?? null), https, files };
+  const [pageEvidence, corsProbe, httpSideProbe] = await settleWithin<
+    [PageEvidence | null, CorsProbe, HttpSideProbe]
+  >(EXTRA_GRACE_MS, [
+    [page, null],
+    [cors, { kind: "failed" }],
+    [httpSide, { kind: "failed", failure: { kind: "timeout" } }],
+  ]);
+  const evidence: Evidence = {
+    input,
+    chain,
+    httpsOk: https.ok,
+    page: pageEvidence,
+    cors: corsProbe,
+    httpSide: httpSideProbe,
+  };
+  return { headers: checkHeaders(chain.final?.headers ?? null), https, files, evidence };
 }
 
 export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
@@ -249,7 +374,7 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     try {
       const chain = await followChain(input, options.maxRedirects, session);
       refuseUnansweredFirstRequest(chain);
-      const { headers, https, files } = await runChecks(chain, session);
+      const { headers, https, files, evidence } = await runChecks(chain, input, session);
       return buildReport(
         {
           requested_url: rawUrl,
@@ -268,6 +393,7 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
           sitemap_xml: files ? files.sitemap_xml.value : null,
         },
         snapshotNotes({ chain, headers, https, files }),
+        judgeProbes(evidence),
       );
     } finally {
       session.end();
