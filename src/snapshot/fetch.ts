@@ -74,13 +74,12 @@ async function get(
   url: URL,
   ctx: FetchContext,
   headers: Record<string, string> = REQUEST_HEADERS,
-  signal: AbortSignal = ctx.signal,
 ): Promise<Dispatcher.ResponseData> {
   return request(url, {
     dispatcher: ctx.dispatcher,
     method: "GET",
     headers,
-    signal,
+    signal: ctx.signal,
     headersTimeout: ctx.timeoutMs + 1000,
     bodyTimeout: ctx.timeoutMs + 1000,
   });
@@ -470,17 +469,11 @@ function readWholeBody(res: Dispatcher.ResponseData, headers: HeaderMap): Promis
 
 /**
  * The CORS probe: `url` asked once more with a made-up `Origin`, on the snapshot's dispatcher
- * (same SSRF rules, same deadline); `signal` also ends it when the answer is no longer needed.
- * Never throws; the body is discarded.
+ * (same SSRF rules, same deadline). Never throws; the body is discarded.
  */
-export async function probeCors(
-  url: URL,
-  origin: string,
-  ctx: FetchContext,
-  signal: AbortSignal,
-): Promise<CorsProbe> {
+export async function probeCors(url: URL, origin: string, ctx: FetchContext): Promise<CorsProbe> {
   try {
-    const res = await get(url, ctx, { ...REQUEST_HEADERS, origin }, signal);
+    const res = await get(url, ctx, { ...REQUEST_HEADERS, origin });
     discard(res, ctx);
     return { kind: "response", origin, status: res.statusCode, headers: toHeaderMap(res.headers) };
   } catch {

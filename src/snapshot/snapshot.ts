@@ -160,10 +160,8 @@ interface Session {
   httpPort: number;
   /** `GET http://<host>:<httpPort>/` (no redirect followed), sent at most once per snapshot. */
   httpSideFor(hostname: string): Promise<HttpSideProbe>;
-  /** Starts the CORS probe of `url` (a hop just being requested), cancelling the previous one. */
-  startCors(url: URL): void;
-  /** The CORS probe of `url` if it was the last one started, else null. */
-  corsOf(url: URL): Promise<CorsProbe> | null;
+  /** The final URL asked again with a made-up `Origin`, at most once per snapshot. */
+  corsOf(url: URL): Promise<CorsProbe>;
   /** Cancels what is still running and closes the snapshot's connections. */
   end(): void;
 }
@@ -210,7 +208,7 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
   const httpSideByHost = new Map<string, Promise<HttpSideProbe>>();
   // One made-up origin per snapshot (docs/snapshot-engine.md "CORS probe").
   const corsOrigin = `https://${randomBytes(6).toString("hex")}.invalid`;
-  let cors: { url: string; stop: AbortController; answer: Promise<CorsProbe> } | null = null;
+  let cors: Promise<CorsProbe> | undefined;
   return {
     ctx,
     probePort,
@@ -220,14 +218,8 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
       if (!p) httpSideByHost.set(hostname, (p = probeHttpSide(hostname, httpPort, ctx)));
       return p;
     },
-    startCors(url) {
-      cors?.stop.abort();
-      const stop = new AbortController();
-      const answer = probeCors(url, corsOrigin, ctx, AbortSignal.any([signal, stop.signal]));
-      cors = { url: url.href, stop, answer };
-    },
     corsOf(url) {
-      return cors?.url === url.href ? cors.answer : null;
+      return (cors ??= probeCors(url, corsOrigin, ctx));
     },
     filesFor(url) {
       let p = filesByOrigin.get(url.origin);
@@ -266,9 +258,8 @@ function isPage(hop: Hop): boolean {
 }
 
 /**
- * The main chain, starting the probes of its first origins as soon as they are known, the
- * http-side probe with the first request, and the CORS probe of each hop beside its request
- * (so the final URL's is in flight as early as the final request is; earlier ones are cancelled).
+ * The main chain, starting the probes of its first origins as soon as they are known and the
+ * http-side probe with the first request.
  */
 function followChain(input: URL, maxRedirects: number, session: Session): Promise<FetchedChain> {
   const onUrl = (url: URL, index: number) => {
@@ -277,7 +268,6 @@ function followChain(input: URL, maxRedirects: number, session: Session): Promis
     if (index === 0 && !firstHopIsHttpSide(url, session.httpPort)) {
       void session.httpSideFor(url.hostname);
     }
-    session.startCors(url);
   };
   return fetchChain(input, maxRedirects, session.ctx, onUrl, isPage);
 }
@@ -289,6 +279,18 @@ interface Verdicts {
   files: FileVerdicts | null;
   /** What the findings are judged on. */
   evidence: Evidence;
+}
+
+/**
+ * Whether a final answer speaks CORS (any `Access-Control-*` header, or `Vary` naming Origin):
+ * only then is the CORS probe sent, so a site that does not use CORS gets no extra request.
+ */
+function speaksCors(hop: Hop): boolean {
+  const vary = (hop.headers.vary ?? []).join(",").toLowerCase();
+  return (
+    Object.keys(hop.headers).some((name) => name.startsWith("access-control-")) ||
+    vary.split(",").some((v) => v.trim() === "origin" || v.trim() === "*")
+  );
 }
 
 /** The page evidence of the final body, or null when it was not read (or not readable). */
@@ -330,7 +332,7 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
   const isHttpFinal = finalUrl.protocol === "http:";
   const needProbe = isHttpFinal && !httpsProvenByChain(chain, finalUrl.hostname, session.probePort);
   const page = pageOf(chain);
-  const cors = chain.final !== null ? session.corsOf(finalUrl) : null;
+  const cors = chain.final !== null && speaksCors(chain.final) ? session.corsOf(finalUrl) : null;
   const httpSide = httpSideFrom(chain, input, session);
   const [files, probe] = await Promise.all([
     chain.final !== null ? session.filesFor(finalUrl) : null,
