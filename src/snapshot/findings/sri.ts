@@ -58,8 +58,13 @@ export function judgeSri(evidence: Evidence): Finding[] {
       ),
     );
   }
+  // A script already named as mixed content is not named again (one finding says it).
+  const mixed = pageUrl.protocol === "https:";
   const unchecked = scripts.filter(
-    (s) => s.url.origin !== pageUrl.origin && !hasIntegrity(s.integrity),
+    (s) =>
+      s.url.origin !== pageUrl.origin &&
+      !hasIntegrity(s.integrity) &&
+      !(mixed && s.url.protocol === "http:"),
   );
   if (unchecked.length > 0) {
     const n = unchecked.length;
