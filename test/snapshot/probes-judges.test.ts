@@ -257,3 +257,15 @@ describe("the page parser", () => {
     ]);
   });
 });
+
+describe("docs/findings.md", () => {
+  it("lists every probe finding id with its severity", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const doc = await readFile(new URL("../../docs/findings.md", import.meta.url), "utf8");
+    for (const def of PROBE_FINDINGS) {
+      expect(doc).toMatch(
+        new RegExp(`\\| \`${def.id}\` +\\| ${def.severity} +\\| \`${def.check}\``),
+      );
+    }
+  });
+});
