@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { judgeCors } from "../../src/snapshot/findings/cors.js";
 import type { Evidence, PageEvidence } from "../../src/snapshot/findings/finding.js";
-import { judgeHttpSide } from "../../src/snapshot/findings/http-side.js";
+import { judgeHttpSide, sayHttpOnlyOnce } from "../../src/snapshot/findings/http-side.js";
 import { PROBE_FINDINGS, judgeProbes } from "../../src/snapshot/findings/probes.js";
 import { judgeRedirects } from "../../src/snapshot/findings/redirects.js";
 import { judgeSri } from "../../src/snapshot/findings/sri.js";
@@ -160,6 +160,18 @@ describe("the http:// side", () => {
     expect(side({ kind: "redirect", status: 301, location: "http://[::1" })).toEqual([
       "http-no-redirect",
     ]);
+  });
+
+  it("http-only replaces https-failed in a report; https-failed alone stays", () => {
+    const f = (id: string) => ({
+      id,
+      check: "x",
+      severity: "high" as const,
+      message: id,
+      recommendation: "r",
+    });
+    expect(ids(sayHttpOnlyOnce([f("https-failed"), f("http-only")]))).toEqual(["http-only"]);
+    expect(ids(sayHttpOnlyOnce([f("https-failed")]))).toEqual(["https-failed"]);
   });
 
   it("http works and https does not: http-only, said once", () => {

@@ -50,10 +50,14 @@ export const HTTP_SIDE_FINDINGS: readonly FindingDef[] = [
 ];
 
 /**
- * `http-only` is the more specific statement of a broken HTTPS when plain HTTP carries the site:
- * a report that has it should not also carry this finding (findings/index.ts drops it).
+ * `http-only` is the more specific statement of a broken HTTPS when plain HTTP carries the site,
+ * so a report that has it does not also carry `https-failed` (docs/findings.md): applied by the
+ * list of all judges to all findings of a report.
  */
-export const HTTP_ONLY_REPLACES = "https-failed";
+export function sayHttpOnlyOnce(findings: Finding[]): Finding[] {
+  if (!findings.some((f) => f.id === HTTP_ONLY.id)) return findings;
+  return findings.filter((f) => f.id !== "https-failed");
+}
 
 export function judgeHttpSide(evidence: Evidence): Finding[] {
   const { httpSide, input } = evidence;

@@ -5,7 +5,7 @@
 import { CORS_FINDINGS, judgeCors } from "./cors.js";
 import type { Evidence, Finding, FindingDef, Judge } from "./finding.js";
 import { SEVERITIES } from "./finding.js";
-import { HTTP_SIDE_FINDINGS, judgeHttpSide } from "./http-side.js";
+import { HTTP_SIDE_FINDINGS, judgeHttpSide, sayHttpOnlyOnce } from "./http-side.js";
 import { REDIRECT_FINDINGS, judgeRedirects } from "./redirects.js";
 import { SRI_FINDINGS, judgeSri } from "./sri.js";
 
@@ -20,7 +20,7 @@ export const PROBE_FINDINGS: readonly FindingDef[] = [
 
 /** The probe judges' findings, most severe first (stable within a severity). */
 export function judgeProbes(evidence: Evidence): Finding[] {
-  const all = PROBE_JUDGES.flatMap((judge) => judge(evidence));
+  const all = sayHttpOnlyOnce(PROBE_JUDGES.flatMap((judge) => judge(evidence)));
   return all
     .map((f, i) => ({ f, i }))
     .sort(
