@@ -57,6 +57,8 @@ export function parsePage(html: string, pageUrl: URL): PageEvidence {
   const scripts: PageEvidence["scripts"] = [];
   let inHead = true;
   let base: URL | null = null;
+  // Scripts inside <template> are inert (HTML §4.12.3): not fetched, not run.
+  let templates = 0;
   const parser = new Parser(
     {
       onopentag(name, attribs) {
@@ -71,13 +73,20 @@ export function parsePage(html: string, pageUrl: URL): PageEvidence {
             metaCsp.push(attribs.content);
           }
         }
-        if (name === "script" && attribs.src !== undefined && runsScript(attribs.type)) {
+        if (name === "template") templates++;
+        if (
+          name === "script" &&
+          templates === 0 &&
+          attribs.src !== undefined &&
+          runsScript(attribs.type)
+        ) {
           const url = resolveHttp(attribs.src, base ?? pageUrl);
           if (url) scripts.push({ src: url.href, integrity: attribs.integrity ?? null });
         }
       },
       onclosetag(name) {
         if (name === "head") inHead = false;
+        if (name === "template" && templates > 0) templates--;
       },
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },

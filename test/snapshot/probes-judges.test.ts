@@ -176,6 +176,9 @@ describe("the http:// side", () => {
 
   it("http works and https does not: http-only, said once", () => {
     expect(side({ kind: "response", status: 200 }, false)).toEqual(["http-only"]);
+    expect(side({ kind: "redirect", status: 302, location: "/home" }, false)).toEqual([
+      "http-only",
+    ]);
     expect(
       side({ kind: "redirect", status: 301, location: "https://example.com/" }, false),
     ).toEqual([]);
@@ -262,7 +265,8 @@ describe("the page parser", () => {
     const html =
       '<script src="a.js"></script><base href="https://static.example.net/s/"><base href="https://x.net/">' +
       '<script src="b.js" integrity="sha256-abc"></script><script>inline()</script>' +
-      '<script type="text/template" src="t.html"></script><script src="data:text/javascript,1"></script>';
+      '<script type="text/template" src="t.html"></script><script src="data:text/javascript,1"></script>' +
+      '<template><script src="https://inert.net/t.js"></script></template>';
     expect(parsePage(html, at).scripts).toEqual([
       { src: "https://example.com/dir/a.js", integrity: null },
       { src: "https://static.example.net/s/b.js", integrity: "sha256-abc" },

@@ -63,32 +63,16 @@ export function judgeHttpSide(evidence: Evidence): Finding[] {
   const { httpSide, input } = evidence;
   if (httpSide === null || httpSide.kind === "failed") return [];
   const probed = `http://${input.host}/`;
+  let target: URL | null = null;
   if (httpSide.kind === "redirect") {
-    let target: URL | null = null;
     try {
       target = new URL(httpSide.location, probed);
     } catch {
       // An unusable Location is no redirect: the answer is the page itself.
     }
-    if (target !== null) {
-      if (target.protocol === "https:" && target.hostname === input.hostname) return [];
-      if (target.protocol === "https:") {
-        return [
-          found(
-            HTTP_REDIRECTS_ELSEWHERE,
-            `${probed} redirects to ${target.href}, not to HTTPS on ${input.hostname} first.`,
-          ),
-        ];
-      }
-      return [
-        found(
-          HTTP_REDIRECTS_TO_HTTP,
-          `${probed} redirects to ${target.href}, another plain-HTTP URL, instead of to HTTPS.`,
-        ),
-      ];
-    }
   }
-  if (!evidence.httpsOk) {
+  // Plain HTTP carries the site (a page, or a redirect that stays on http) and HTTPS is broken.
+  if (!evidence.httpsOk && target?.protocol !== "https:") {
     return [
       found(
         HTTP_ONLY,
@@ -96,10 +80,27 @@ export function judgeHttpSide(evidence: Evidence): Finding[] {
       ),
     ];
   }
+  if (target === null) {
+    return [
+      found(
+        HTTP_NO_REDIRECT,
+        `${probed} answers (status ${httpSide.status}) without redirecting to HTTPS.`,
+      ),
+    ];
+  }
+  if (target.protocol === "https:" && target.hostname === input.hostname) return [];
+  if (target.protocol === "https:") {
+    return [
+      found(
+        HTTP_REDIRECTS_ELSEWHERE,
+        `${probed} redirects to ${target.href}, not to HTTPS on ${input.hostname} first.`,
+      ),
+    ];
+  }
   return [
     found(
-      HTTP_NO_REDIRECT,
-      `${probed} answers (status ${httpSide.status}) without redirecting to HTTPS.`,
+      HTTP_REDIRECTS_TO_HTTP,
+      `${probed} redirects to ${target.href}, another plain-HTTP URL, instead of to HTTPS.`,
     ),
   ];
 }
