@@ -51,7 +51,7 @@ const LINES = {
     title: "https:// snapshot, no redirect vs one plain GET",
     engineSide: "snapshot https://www/",
     baselineSide: "GET https://www/",
-    target: 1.3,
+    target: 1.1,
     warmup: 3,
     rounds: 15,
   },
@@ -59,7 +59,7 @@ const LINES = {
     title: "http:// snapshot, 2 redirects vs following the chain",
     engineSide: "snapshot http://chain/",
     baselineSide: "GET http→https→/en/",
-    target: 1.3,
+    target: 1.1,
     warmup: 3,
     rounds: 15,
   },
@@ -117,6 +117,8 @@ async function measureLine(setup: ChildSetup): Promise<LineResult> {
     allowCidrs: [`${TARGET_ADDRESS}/32`],
     dnsServers,
     httpsProbePort: httpsPort,
+    // The http:// side of an https input is probed too (here it redirects to https).
+    httpProbePort: httpPort,
   };
   const pageUrl = `https://${PAGE_HOST}:${httpsPort}/`;
   const chainUrl = `http://${CHAIN_HOST}:${httpPort}/`;

@@ -11,6 +11,7 @@ import zlib from "node:zlib";
 import { request } from "undici";
 import type { Dispatcher } from "undici";
 import { USER_AGENT } from "../version.js";
+import type { CorsProbe, HttpSideProbe } from "./findings/finding.js";
 import { SnapshotError } from "./result.js";
 import type {
   Chain,
@@ -24,7 +25,7 @@ import type {
 } from "./types.js";
 import { findBytesRead, findConnectPhase } from "./dialer.js";
 import { errorChain, errorCodes } from "./error-chain.js";
-import { httpsProbeUrl, resolveRedirect, withoutFragment } from "./url-rules.js";
+import { httpProbeUrl, httpsProbeUrl, resolveRedirect, withoutFragment } from "./url-rules.js";
 import type { UrlPolicy } from "./url-rules.js";
 
 /** docs/contract.md §4.1: bodies are never read beyond what a check needs. */
@@ -69,11 +70,15 @@ function lastHeader(headers: HeaderMap, name: string): string | undefined {
   return values?.[values.length - 1];
 }
 
-async function get(url: URL, ctx: FetchContext): Promise<Dispatcher.ResponseData> {
+async function get(
+  url: URL,
+  ctx: FetchContext,
+  headers: Record<string, string> = REQUEST_HEADERS,
+): Promise<Dispatcher.ResponseData> {
   return request(url, {
     dispatcher: ctx.dispatcher,
     method: "GET",
-    headers: REQUEST_HEADERS,
+    headers,
     signal: ctx.signal,
     headersTimeout: ctx.timeoutMs + 1000,
     bodyTimeout: ctx.timeoutMs + 1000,
@@ -186,18 +191,27 @@ function isBlockedRedirect(err: unknown): err is SnapshotError {
   return err instanceof SnapshotError && err.errorType === "ssrf";
 }
 
+/** A chain whose final answer's body may have been kept for reading. */
+export interface FetchedChain extends Chain {
+  /** The final answer's decoded body (≤ 64 KiB) when `wantBody` asked for it; null if not
+   * kept, or when it could not be read or decoded. Settles by the snapshot's signal at latest. */
+  finalBody: Promise<Buffer | null> | null;
+}
+
 /**
  * The main chain: GET, follow at most `maxRedirects` redirects by hand, each Location resolved
  * and re-validated like the input. A blocked hop (by URL rules or by the dialer) throws
  * SnapshotError("ssrf"); every other problem is recorded in the returned chain. `onUrl` is told
  * of every URL before it is requested, so the caller can start work on that origin early.
+ * The final answer's body is read (bounded, decoded) when `wantBody(hop)` says so, else drained.
  */
 export async function fetchChain(
   input: URL,
   maxRedirects: number,
   ctx: FetchContext,
   onUrl: (url: URL, index: number) => void = () => undefined,
-): Promise<Chain> {
+  wantBody: (hop: Hop) => boolean = () => false,
+): Promise<FetchedChain> {
   const hops: Hop[] = [];
   let url = withoutFragment(input);
   for (let index = 0; ; index++) {
@@ -209,15 +223,17 @@ export async function fetchChain(
       const failure = classifyError(err, ctx, url);
       if (failure.kind === "blocked")
         throw new SnapshotError("ssrf", failure.message, ctx.requestedUrl);
-      return { hops, finalUrl: url, redirectCount: index, final: null, failure };
+      return { hops, finalUrl: url, redirectCount: index, final: null, failure, finalBody: null };
     }
     const hop: Hop = { url: url.href, status: res.statusCode, headers: toHeaderMap(res.headers) };
     hops.push(hop);
-    discard(res, ctx);
     const location = lastHeader(hop.headers, "location");
     if (!REDIRECT_STATUSES.has(hop.status) || location === undefined) {
-      return { hops, finalUrl: url, redirectCount: index, final: hop, failure: null };
+      const finalBody = wantBody(hop) ? readWholeBody(res, hop.headers) : null;
+      if (!finalBody) discard(res, ctx);
+      return { hops, finalUrl: url, redirectCount: index, final: hop, failure: null, finalBody };
     }
+    discard(res, ctx);
     if (index >= maxRedirects) {
       return {
         hops,
@@ -225,6 +241,7 @@ export async function fetchChain(
         redirectCount: index,
         final: null,
         failure: { kind: "redirect_cap", max: maxRedirects },
+        finalBody: null,
       };
     }
     // Throws SnapshotError("ssrf") for a Location we must not follow (file:, blocked, …).
@@ -438,6 +455,59 @@ export async function probeFile(
       // The body broke off in transit (reset, deadline): it could not be read.
       return { ...answer, body: null };
     }
+  }
+}
+
+/** The body of `res`, decoded and bounded as readBody does; null if it cannot be read. */
+function readWholeBody(res: Dispatcher.ResponseData, headers: HeaderMap): Promise<Buffer | null> {
+  const { codings, listed } = contentEncodings(headers);
+  return readBody(res.body, codings, BODY_LIMIT, listed).then(
+    (read) => (read.ok ? read.body : null),
+    () => null,
+  );
+}
+
+/**
+ * The CORS probe: `url` asked once more with a made-up `Origin`, on the snapshot's dispatcher
+ * (same SSRF rules, same deadline). Never throws; the body is discarded.
+ */
+export async function probeCors(url: URL, origin: string, ctx: FetchContext): Promise<CorsProbe> {
+  try {
+    const res = await get(url, ctx, { ...REQUEST_HEADERS, origin });
+    discard(res, ctx);
+    return { kind: "response", origin, status: res.statusCode, headers: toHeaderMap(res.headers) };
+  } catch {
+    return { kind: "failed" };
+  }
+}
+
+/** The answer of a first request to an http URL, in the terms of the http-side judge. */
+export function httpSideOf(hop: Hop): HttpSideProbe {
+  const location = lastHeader(hop.headers, "location");
+  return REDIRECT_STATUSES.has(hop.status) && location !== undefined
+    ? { kind: "redirect", status: hop.status, location }
+    : { kind: "response", status: hop.status };
+}
+
+/**
+ * `GET http://<host>:<port>/`, one request, redirects not followed, on the snapshot's dispatcher
+ * (a blocked address or port is a "blocked" failure: not probed). Never throws.
+ */
+export async function probeHttpSide(
+  hostname: string,
+  port: number,
+  ctx: FetchContext,
+): Promise<HttpSideProbe> {
+  const url = httpProbeUrl(hostname, port);
+  if (!ctx.policy.allowedPorts.has(port)) {
+    return { kind: "failed", failure: { kind: "blocked", message: `port ${port} is not allowed` } };
+  }
+  try {
+    const res = await get(url, ctx);
+    discard(res, ctx);
+    return httpSideOf({ url: url.href, status: res.statusCode, headers: toHeaderMap(res.headers) });
+  } catch (err) {
+    return { kind: "failed", failure: classifyError(err, ctx, url) };
   }
 }
 

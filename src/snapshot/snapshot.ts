@@ -7,6 +7,7 @@
  * requests share keep-alive connections, every connect knows the snapshot's deadline and
  * signal, and all its connections are closed when it ends. One deadline covers everything.
  */
+import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import type { SnapshotConfig } from "../config.js";
 import { checkHeaders } from "./checks/headers.js";
@@ -22,16 +23,25 @@ import {
 import { SITEMAP_XML_PATH, checkSitemapXml } from "./checks/sitemap-xml.js";
 import type { FileVerdicts } from "./checks/well-known.js";
 import { createTargetDispatcher } from "./dialer.js";
-import { fetchChain, probeFile, probeHttps } from "./fetch.js";
-import type { FetchContext } from "./fetch.js";
+import {
+  fetchChain,
+  httpSideOf,
+  probeCors,
+  probeFile,
+  probeHttpSide,
+  probeHttps,
+} from "./fetch.js";
+import type { FetchContext, FetchedChain } from "./fetch.js";
+import type { CorsProbe, Evidence, HttpSideProbe, PageEvidence } from "./findings/finding.js";
 import { judge } from "./findings/index.js";
+import { isHtmlType, parsePage } from "./page.js";
 import { snapshotNotes } from "./notes.js";
 import { createResolver, shareAnswers } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
 import { SnapshotError, buildReport } from "./result.js";
 import type { SnapshotResult } from "./result.js";
 import { requestFailureOf } from "./types.js";
-import type { Chain, FileProbe, HttpsProbe, RequestFailure } from "./types.js";
+import type { Chain, FileProbe, Hop, HttpsProbe, RequestFailure } from "./types.js";
 import {
   createUrlPolicy,
   effectivePort,
@@ -44,6 +54,8 @@ import type { UrlPolicy } from "./url-rules.js";
 export interface EngineOptions extends SnapshotConfig {
   /** Port of the HTTPS probe for http final URLs; 443 in production, overridable by tests. */
   httpsProbePort?: number;
+  /** Port of the http-side probe `http://<input host>/`; 80 in production, overridable by tests. */
+  httpProbePort?: number;
 }
 
 export interface SnapshotEngine {
@@ -60,6 +72,12 @@ export interface SnapshotOptions {
 
 /** Redirect targets whose origin gets speculative well-known probes (input = hop 0). */
 const EARLY_PROBE_HOPS = 2;
+
+/**
+ * How long the page, CORS and http-side evidence may still take once the checks are done: a
+ * trickling body or a black-holed port 80 costs at most this, never the whole deadline.
+ */
+const EXTRA_GRACE_MS = 500;
 
 /** The three well-known files of `origin`, probed and judged. */
 async function probeWellKnown(origin: URL, ctx: FetchContext): Promise<FileVerdicts> {
@@ -138,6 +156,12 @@ interface Session {
   filesFor(url: URL): Promise<FileVerdicts>;
   /** The HTTPS probe of a host, sent at most once per snapshot. */
   httpsFor(hostname: string): Promise<HttpsProbe>;
+  /** Port of the http-side probe. */
+  httpPort: number;
+  /** `GET http://<host>:<httpPort>/` (no redirect followed), sent at most once per snapshot. */
+  httpSideFor(hostname: string): Promise<HttpSideProbe>;
+  /** The final URL asked again with a made-up `Origin`, at most once per snapshot. */
+  corsOf(url: URL): Promise<CorsProbe>;
   /** Cancels what is still running and closes the snapshot's connections. */
   end(): void;
 }
@@ -178,11 +202,25 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
     timeoutMs: options.timeoutMs,
   };
   const probePort = options.httpsProbePort ?? 443;
+  const httpPort = options.httpProbePort ?? 80;
   const filesByOrigin = new Map<string, Promise<FileVerdicts>>();
   const httpsByHost = new Map<string, Promise<HttpsProbe>>();
+  const httpSideByHost = new Map<string, Promise<HttpSideProbe>>();
+  // One made-up origin per snapshot (docs/snapshot-engine.md "CORS probe").
+  const corsOrigin = `https://${randomBytes(6).toString("hex")}.invalid`;
+  let cors: Promise<CorsProbe> | undefined;
   return {
     ctx,
     probePort,
+    httpPort,
+    httpSideFor(hostname) {
+      let p = httpSideByHost.get(hostname);
+      if (!p) httpSideByHost.set(hostname, (p = probeHttpSide(hostname, httpPort, ctx)));
+      return p;
+    },
+    corsOf(url) {
+      return (cors ??= probeCors(url, corsOrigin, ctx));
+    },
     filesFor(url) {
       let p = filesByOrigin.get(url.origin);
       if (!p) filesByOrigin.set(url.origin, (p = probeWellKnown(new URL(url.origin), ctx)));
@@ -203,12 +241,35 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
   };
 }
 
-/** The main chain, starting the probes of its first origins as soon as they are known. */
-function followChain(input: URL, maxRedirects: number, session: Session): Promise<Chain> {
-  return fetchChain(input, maxRedirects, session.ctx, (url, index) => {
+/** True when the main chain's first request is the http-side probe itself (sent once). */
+function firstHopIsHttpSide(input: URL, httpPort: number): boolean {
+  return (
+    input.protocol === "http:" &&
+    effectivePort(input) === httpPort &&
+    input.pathname === "/" &&
+    input.search === ""
+  );
+}
+
+/** An HTML page whose body is worth reading (docs/snapshot-engine.md "Page evidence"). */
+function isPage(hop: Hop): boolean {
+  const type = hop.headers["content-type"];
+  return hop.status === 200 && isHtmlType(type?.[type.length - 1]);
+}
+
+/**
+ * The main chain, starting the probes of its first origins as soon as they are known and the
+ * http-side probe with the first request.
+ */
+function followChain(input: URL, maxRedirects: number, session: Session): Promise<FetchedChain> {
+  const onUrl = (url: URL, index: number) => {
     if (index <= EARLY_PROBE_HOPS) void session.filesFor(url);
     if (index === 0 && url.protocol === "http:") void session.httpsFor(url.hostname);
-  });
+    if (index === 0 && !firstHopIsHttpSide(url, session.httpPort)) {
+      void session.httpSideFor(url.hostname);
+    }
+  };
+  return fetchChain(input, maxRedirects, session.ctx, onUrl, isPage);
 }
 
 interface Verdicts {
@@ -216,13 +277,63 @@ interface Verdicts {
   https: HttpsVerdict;
   /** null when the site was not reachable. */
   files: FileVerdicts | null;
+  /** What the findings are judged on. */
+  evidence: Evidence;
 }
 
-/** The checks of a finished chain: headers of its final answer, HTTPS, the final origin's files. */
-async function runChecks(chain: Chain, session: Session): Promise<Verdicts> {
+/**
+ * Whether a final answer speaks CORS (any `Access-Control-*` header, or `Vary` naming Origin):
+ * only then is the CORS probe sent, so a site that does not use CORS gets no extra request.
+ */
+function speaksCors(hop: Hop): boolean {
+  const vary = (hop.headers.vary ?? []).join(",").toLowerCase();
+  return (
+    Object.keys(hop.headers).some((name) => name.startsWith("access-control-")) ||
+    vary.split(",").some((v) => v.trim() === "origin" || v.trim() === "*")
+  );
+}
+
+/** The page evidence of the final body, or null when it was not read (or not readable). */
+async function pageOf(chain: FetchedChain): Promise<PageEvidence | null> {
+  const body = await chain.finalBody;
+  if (!body) return null;
+  return parsePage(new TextDecoder().decode(body), chain.finalUrl);
+}
+
+/** The http-side answer: the chain's own first hop when it was that request, else the probe. */
+function httpSideFrom(chain: Chain, input: URL, session: Session): Promise<HttpSideProbe> | null {
+  if (!firstHopIsHttpSide(input, session.httpPort)) return session.httpSideFor(input.hostname);
+  const first = chain.hops[0];
+  return first ? Promise.resolve(httpSideOf(first)) : null;
+}
+
+/** Each of `extras` as settled within `ms` from now, else its `late` value. */
+async function settleWithin<T extends unknown[]>(
+  ms: number,
+  extras: { [K in keyof T]: [Promise<T[K]> | null, T[K]] },
+): Promise<{ [K in keyof T]: T[K] | null }> {
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<void>((r) => (timer = setTimeout(r, ms)));
+  try {
+    return (await Promise.all(
+      extras.map(([p, late]) => (p ? Promise.race([p, grace.then(() => late)]) : null)),
+    )) as { [K in keyof T]: T[K] | null };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The checks of a finished chain: headers of its final answer, HTTPS, the final origin's files;
+ * then the evidence of the extra probes, which started earlier and get EXTRA_GRACE_MS at most.
+ */
+async function runChecks(chain: FetchedChain, input: URL, session: Session): Promise<Verdicts> {
   const { finalUrl } = chain;
   const isHttpFinal = finalUrl.protocol === "http:";
   const needProbe = isHttpFinal && !httpsProvenByChain(chain, finalUrl.hostname, session.probePort);
+  const page = pageOf(chain);
+  const cors = chain.final !== null && speaksCors(chain.final) ? session.corsOf(finalUrl) : null;
+  const httpSide = httpSideFrom(chain, input, session);
   const [files, probe] = await Promise.all([
     chain.final !== null ? session.filesFor(finalUrl) : null,
     needProbe ? session.httpsFor(finalUrl.hostname) : null,
@@ -234,7 +345,24 @@ async function runChecks(chain: Chain, session: Session): Promise<Verdicts> {
     probe: isHttpFinal && !needProbe ? { ok: true } : probe,
     probeUrl: httpsProbeUrl(finalUrl.hostname, session.probePort).href,
   });
-  return { headers: checkHeaders(chain.final?.headers ?? null), https, files };
+  const [pageEvidence, corsProbe, httpSideProbe] = await settleWithin<
+    [PageEvidence | null, CorsProbe, HttpSideProbe]
+  >(EXTRA_GRACE_MS, [
+    [page, null],
+    [cors, { kind: "failed" }],
+    [httpSide, { kind: "failed", failure: { kind: "timeout" } }],
+  ]);
+  const evidence: Evidence = {
+    input,
+    chain,
+    httpsOk: https.ok,
+    page: pageEvidence,
+    cors: corsProbe,
+    httpSide: httpSideProbe,
+    https,
+    files,
+  };
+  return { headers: checkHeaders(chain.final?.headers ?? null), https, files, evidence };
 }
 
 export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
@@ -250,17 +378,8 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     try {
       const chain = await followChain(input, options.maxRedirects, session);
       refuseUnansweredFirstRequest(chain);
-      const { headers, https, files } = await runChecks(chain, session);
-      const findings = judge({
-        input,
-        chain,
-        httpsOk: https.ok,
-        page: null,
-        cors: null,
-        httpSide: null,
-        https,
-        files,
-      });
+      const { headers, https, files, evidence } = await runChecks(chain, input, session);
+      const findings = judge(evidence);
       return buildReport(
         {
           requested_url: rawUrl,

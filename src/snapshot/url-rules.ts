@@ -57,6 +57,14 @@ export function httpsProbeUrl(hostname: string, port: number): URL {
   return url;
 }
 
+/** `http://<host>:<port>/`, the URL of the http-side probe (port 80: no port). */
+export function httpProbeUrl(hostname: string, port: number): URL {
+  const url = new URL("http://probe.invalid/");
+  url.hostname = hostname;
+  url.port = String(port);
+  return url;
+}
+
 /** The URL rules for a configuration: the input's and every hop's, and the dialer's addresses. */
 export function createUrlPolicy(config: {
   allowedPorts: ReadonlySet<number>;

@@ -92,7 +92,7 @@ describe("findings through the engine", () => {
     },
   );
 
-  it.skip.each(FINDING_CASES.filter(needsPage).map((c) => [c.path, c] as const))(
+  it.each(FINDING_CASES.filter(needsPage).map((c) => [c.path, c] as const))(
     "%s (page evidence)",
     async (_path, c) => {
       const r = await engine.snapshot(site.url(c.path, "site.test"));

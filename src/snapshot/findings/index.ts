@@ -8,9 +8,11 @@ import { CSP_FINDINGS, judgeCsp } from "./csp.js";
 import { SEVERITIES } from "./finding.js";
 import type { Evidence, Finding, FindingDef, Judge } from "./finding.js";
 import { HSTS_FINDINGS, judgeHsts } from "./hsts.js";
+import { sayHttpOnlyOnce } from "./http-side.js";
 import { HTTPS_FINDINGS, judgeHttps, judgeSecurityTxt } from "./https.js";
 import { MISSING_FINDINGS, judgeMissingHeaders, missingHeaderFindings } from "./missing.js";
 import { PERMISSIONS_POLICY_FINDINGS, judgePermissionsPolicy } from "./permissions-policy.js";
+import { PROBE_FINDINGS, PROBE_JUDGES } from "./probes.js";
 import { REFERRER_POLICY_FINDINGS, judgeReferrerPolicy } from "./referrer-policy.js";
 import {
   X_CONTENT_TYPE_OPTIONS_FINDINGS,
@@ -32,6 +34,7 @@ export const JUDGES: readonly Judge[] = [
   judgePermissionsPolicy,
   judgeCookies,
   judgeSecurityTxt,
+  ...PROBE_JUDGES,
 ];
 
 /** Every finding a report can carry; ids are unique (a test holds docs/findings.md to it). */
@@ -45,6 +48,7 @@ export const ALL_FINDINGS: readonly FindingDef[] = [
   ...REFERRER_POLICY_FINDINGS,
   ...PERMISSIONS_POLICY_FINDINGS,
   ...COOKIE_FINDINGS,
+  ...PROBE_FINDINGS,
 ];
 
 /** Most severe first; within a severity, in the order found (Array.prototype.sort is stable). */
@@ -54,7 +58,7 @@ function bySeverity(findings: Finding[]): Finding[] {
 
 /** The findings of one snapshot, most severe first. */
 export function judge(evidence: Evidence): Finding[] {
-  return bySeverity(JUDGES.flatMap((j) => j(evidence)));
+  return bySeverity(sayHttpOnlyOnce(JUDGES.flatMap((j) => j(evidence))));
 }
 
 /** The findings of a sample report that knows only which headers are present (the demo). */

@@ -1,0 +1,106 @@
+/**
+ * The http:// side of the input host (docs/findings.md "Probes"): `GET http://<host>/` should
+ * redirect to https:// on the same host first. Nothing is said when it does, or when plain HTTP
+ * does not answer at all (port 80 closed is fine).
+ */
+import { found } from "./finding.js";
+import type { Evidence, Finding, FindingDef } from "./finding.js";
+
+export const HTTP_ONLY: FindingDef = {
+  id: "http-only",
+  check: "http_side",
+  severity: "high",
+  message: "The site is served over plain HTTP only: http:// answers and HTTPS does not work.",
+  recommendation:
+    "Serve the site over HTTPS with a valid certificate, and redirect every `http://` request to it with `301`.",
+};
+
+export const HTTP_NO_REDIRECT: FindingDef = {
+  id: "http-no-redirect",
+  check: "http_side",
+  severity: "medium",
+  message: "http:// answers without redirecting to HTTPS.",
+  recommendation:
+    "Answer every `http://` request with `301 Moved Permanently` to the same URL on `https://` on the same host.",
+};
+
+export const HTTP_REDIRECTS_TO_HTTP: FindingDef = {
+  id: "http-redirects-to-http",
+  check: "http_side",
+  severity: "medium",
+  message: "http:// redirects to another plain-HTTP URL instead of to HTTPS.",
+  recommendation:
+    "Make the first redirect of `http://<host>/` go to `https://<host>/` on the same host.",
+};
+
+export const HTTP_REDIRECTS_ELSEWHERE: FindingDef = {
+  id: "http-redirects-elsewhere",
+  check: "http_side",
+  severity: "low",
+  message: "http:// redirects to HTTPS on another host, not to HTTPS on the same host first.",
+  recommendation:
+    "Redirect `http://<host>/` to `https://<host>/` first (HSTS needs it, and preload lists require it), then on to the other host.",
+};
+
+export const HTTP_SIDE_FINDINGS: readonly FindingDef[] = [
+  HTTP_ONLY,
+  HTTP_NO_REDIRECT,
+  HTTP_REDIRECTS_TO_HTTP,
+  HTTP_REDIRECTS_ELSEWHERE,
+];
+
+/**
+ * `http-only` is the more specific statement of a broken HTTPS when plain HTTP carries the site,
+ * so a report that has it does not also carry `https-failed` (docs/findings.md): applied by the
+ * list of all judges to all findings of a report.
+ */
+export function sayHttpOnlyOnce(findings: Finding[]): Finding[] {
+  if (!findings.some((f) => f.id === HTTP_ONLY.id)) return findings;
+  return findings.filter((f) => f.id !== "https-failed");
+}
+
+export function judgeHttpSide(evidence: Evidence): Finding[] {
+  const { httpSide, input } = evidence;
+  if (httpSide === null || httpSide.kind === "failed") return [];
+  const probed = `http://${input.host}/`;
+  let target: URL | null = null;
+  if (httpSide.kind === "redirect") {
+    try {
+      target = new URL(httpSide.location, probed);
+    } catch {
+      // An unusable Location is no redirect: the answer is the page itself.
+    }
+  }
+  // Plain HTTP carries the site (a page, or a redirect that stays on http) and HTTPS is broken.
+  if (!evidence.httpsOk && target?.protocol !== "https:") {
+    return [
+      found(
+        HTTP_ONLY,
+        `The site is served over plain HTTP only: ${probed} answers (status ${httpSide.status}) and HTTPS does not work.`,
+      ),
+    ];
+  }
+  if (target === null) {
+    return [
+      found(
+        HTTP_NO_REDIRECT,
+        `${probed} answers (status ${httpSide.status}) without redirecting to HTTPS.`,
+      ),
+    ];
+  }
+  if (target.protocol === "https:" && target.hostname === input.hostname) return [];
+  if (target.protocol === "https:") {
+    return [
+      found(
+        HTTP_REDIRECTS_ELSEWHERE,
+        `${probed} redirects to ${target.href}, not to HTTPS on ${input.hostname} first.`,
+      ),
+    ];
+  }
+  return [
+    found(
+      HTTP_REDIRECTS_TO_HTTP,
+      `${probed} redirects to ${target.href}, another plain-HTTP URL, instead of to HTTPS.`,
+    ),
+  ];
+}

@@ -1,0 +1,173 @@
+/**
+ * Paid reports name what the new probes found, end to end over the real devnet (anvil +
+ * DevUSDC + the project's facilitator) with the official @x402/fetch client: three local sites
+ * combining the cases of the page, CORS, http:// side and redirect-chain findings. Each paid
+ * report carries the ids and their advice, and each payment moves exactly the price on chain.
+ */
+import type { IncomingMessage } from "node:http";
+import { x402Client } from "@x402/core/client";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithPayment } from "@x402/fetch";
+import { createPublicClient, http, type Address, type PublicClient } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
+import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
+import { createPaymentGate } from "../../src/payment/index.js";
+import {
+  createSnapshotEngine,
+  createUrlPolicy,
+  type SnapshotEngine,
+  type SnapshotResult,
+} from "../../src/snapshot/index.js";
+import { startDnsServer, type DnsFixture } from "../fixtures/dns-server.js";
+import {
+  PUBLIC_CIDRS,
+  PUBLIC_HOST,
+  respond,
+  startHttpTarget,
+  startHttpsTarget,
+  type TargetServer,
+} from "../fixtures/targets.js";
+import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
+import { usdcBalance } from "../fixtures/usdc.js";
+
+const PRICE_UNITS = 50_000n;
+
+let devnet: Devnet;
+let chain: PublicClient;
+let dns: DnsFixture;
+let plain: TargetServer;
+let secure: TargetServer;
+let engine: SnapshotEngine;
+let service: RunningServer;
+
+const hostOf = (req: IncomingMessage) => (req.headers.host ?? "").replace(/:\d+$/, "");
+
+beforeAll(async () => {
+  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
+  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  const names = ["shop.test", "site.test", "other.test", "legacy.test"];
+  dns = await startDnsServer(Object.fromEntries(names.map((n) => [n, { A: [PUBLIC_HOST] }])));
+  const cert = await issueLeaf(await loadTestCa(), { dnsNames: ["shop.test", "site.test"] });
+  secure = await startHttpsTarget({
+    cert,
+    routes: {
+      // Scripts from another origin without integrity and over plain HTTP; any origin reflected
+      // with credentials.
+      "/": (req, res) => {
+        res.writeHead(200, {
+          "content-type": "text/html",
+          "access-control-allow-credentials": "true",
+          ...(req.headers.origin ? { "access-control-allow-origin": req.headers.origin } : {}),
+        });
+        res.end(
+          '<!doctype html><html><head><script src="https://cdn.other.test/lib.js"></script>' +
+            '<script src="http://ads.other.test/ad.js"></script></head><body>shop</body></html>',
+        );
+      },
+      "/down": (_req, res) =>
+        respond.redirect(`http://other.test:${plain.port}/landing`, 301)(_req, res),
+    },
+  });
+  plain = await startHttpTarget({
+    routes: {
+      "/": (req, res) => {
+        const host = hostOf(req);
+        if (host === "site.test")
+          respond.redirect(`https://site.test:${secure.port}/`, 301)(req, res);
+        else respond.html("<p>plain</p>")(req, res);
+      },
+      "/landing": respond.html("<p>landing</p>"),
+    },
+  });
+  const allowedPorts = new Set([plain.port, secure.port]);
+  engine = createSnapshotEngine({
+    timeoutMs: 5_000,
+    maxRedirects: 10,
+    allowedPorts,
+    allowCidrs: PUBLIC_CIDRS,
+    dnsServers: [dns.address],
+    httpsProbePort: secure.port,
+    httpProbePort: plain.port,
+  });
+  const gate = createPaymentGate({
+    payTo: devnet.payTo,
+    networks: [devnet.network],
+    priceUsdc: "0.05",
+    facilitatorUrl: devnet.facilitatorUrl,
+    devnet: true,
+    supportedRetryMs: 0,
+    log: () => {},
+  });
+  const urlPolicy = createUrlPolicy({ allowedPorts, allowCidrs: PUBLIC_CIDRS });
+  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+  service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+}, 120_000);
+
+afterAll(async () => {
+  await service?.close(1_000);
+  await engine?.close();
+  await Promise.all([plain?.close(), secure?.close(), dns?.close()]);
+  await devnet?.close();
+});
+
+function balanceOf(address: Address): Promise<bigint> {
+  return usdcBalance(chain, devnet.usdcAddress, address);
+}
+
+/** One paid snapshot of `url` by payer `i`; checks the transfer on chain. */
+async function paidReport(i: number, url: string): Promise<SnapshotResult> {
+  const key = devnet.payerPrivateKeys[i];
+  if (!key) throw new Error(`no payer ${i}`);
+  const account = privateKeyToAccount(key);
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  const [payerBefore, payToBefore] = await Promise.all([
+    balanceOf(account.address),
+    balanceOf(devnet.payTo),
+  ]);
+  const response = await wrapFetchWithPayment(fetch, client)(`${service.url}/v1/snapshot`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ url }),
+  });
+  expect(response.status).toBe(200);
+  const report = (await response.json()) as SnapshotResult;
+  expect(await balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
+  expect(await balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
+  return report;
+}
+
+const ids = (r: SnapshotResult) => r.findings.map((f) => f.id);
+
+describe("paid reports name the probes' findings", () => {
+  it("a shop: scripts without integrity and over HTTP, origin reflected, http:// not redirected", async () => {
+    const r = await paidReport(0, `https://shop.test:${secure.port}/`);
+    expect(ids(r)).toEqual([
+      "script-over-http",
+      "cors-origin-reflected",
+      "http-no-redirect",
+      "sri-missing",
+    ]);
+    expect(r.findings.find((f) => f.id === "sri-missing")?.message).toContain("cdn.other.test");
+    expect(r.findings.find((f) => f.id === "script-over-http")?.message).toContain(
+      "ads.other.test",
+    );
+    for (const f of r.findings) expect(f.recommendation.length).toBeGreaterThan(20);
+    expect([r.score, r.grade]).toEqual([35, "D"]);
+  });
+
+  it("a redirect from HTTPS down to plain HTTP on another domain", async () => {
+    const r = await paidReport(1, `https://site.test:${secure.port}/down`);
+    expect(r.final_url).toBe(`http://other.test:${plain.port}/landing`);
+    expect(ids(r)).toEqual(["redirect-https-to-http", "redirect-other-domain"]);
+  });
+
+  it("a site on plain HTTP only", async () => {
+    const r = await paidReport(2, `http://legacy.test:${plain.port}/`);
+    expect(r.https_ok).toBe(false);
+    expect(ids(r)).toEqual(["http-only"]);
+    expect(r.findings[0]?.recommendation).toMatch(/HTTPS/);
+  });
+});

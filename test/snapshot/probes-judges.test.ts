@@ -1,0 +1,289 @@
+/**
+ * The probe judges over Evidence values (a good, a weak and an invalid value each): SRI and
+ * scripts over HTTP, CORS, the http:// side, the redirect chain; and the page parser.
+ */
+import { describe, expect, it } from "vitest";
+import { judgeCors } from "../../src/snapshot/findings/cors.js";
+import type { Evidence, PageEvidence } from "../../src/snapshot/findings/finding.js";
+import { judgeHttpSide, sayHttpOnlyOnce } from "../../src/snapshot/findings/http-side.js";
+import { PROBE_FINDINGS, judgeProbes } from "../../src/snapshot/findings/probes.js";
+import { judgeRedirects } from "../../src/snapshot/findings/redirects.js";
+import { judgeSri } from "../../src/snapshot/findings/sri.js";
+import { parsePage } from "../../src/snapshot/page.js";
+import type { Chain, Hop } from "../../src/snapshot/types.js";
+
+const hop = (url: string, status = 200, headers: Record<string, string[]> = {}): Hop => ({
+  url,
+  status,
+  headers,
+});
+
+function chainOf(...hops: Hop[]): Chain {
+  const last = hops[hops.length - 1] as Hop;
+  return {
+    hops,
+    finalUrl: new URL(last.url),
+    redirectCount: hops.length - 1,
+    final: last,
+    failure: null,
+  };
+}
+
+function evidence(over: Partial<Evidence> = {}): Evidence {
+  const chain = over.chain ?? chainOf(hop("https://example.com/"));
+  return {
+    input: over.input ?? new URL(chain.hops[0]?.url ?? "https://example.com/"),
+    chain,
+    httpsOk: true,
+    page: null,
+    cors: null,
+    httpSide: null,
+    https: { ok: true },
+    files: null,
+    ...over,
+  };
+}
+
+const ids = (fs: { id: string }[]) => fs.map((f) => f.id);
+const page = (scripts: PageEvidence["scripts"]): PageEvidence => ({ metaCsp: [], scripts });
+
+describe("SRI and scripts over HTTP", () => {
+  it("good: same-origin scripts, and other origins with a valid integrity", () => {
+    const e = evidence({
+      page: page([
+        { src: "https://example.com/app.js", integrity: null },
+        {
+          src: "https://cdn.other.net/lib.js",
+          integrity: "sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K",
+        },
+      ]),
+    });
+    expect(judgeSri(e)).toEqual([]);
+  });
+
+  it("weak: another origin without integrity names its host", () => {
+    const e = evidence({
+      page: page([
+        { src: "https://cdn.one.net/a.js", integrity: null },
+        { src: "https://cdn.two.net/b.js", integrity: "" },
+        { src: "https://cdn.three.net/c.js", integrity: null },
+        { src: "https://cdn.four.net/d.js", integrity: null },
+      ]),
+    });
+    const [f] = judgeSri(e);
+    expect(f?.id).toBe("sri-missing");
+    expect(f?.message).toContain("4 scripts");
+    expect(f?.message).toContain("cdn.one.net, cdn.two.net, cdn.three.net and 1 more");
+  });
+
+  it("invalid: an integrity value that is not a hash counts as none", () => {
+    const e = evidence({ page: page([{ src: "https://cdn.x.net/a.js", integrity: "md5-abc" }]) });
+    expect(ids(judgeSri(e))).toEqual(["sri-missing"]);
+  });
+
+  it("an http: script on an https page is mixed content; on an http page it is not", () => {
+    const scripts = [{ src: "http://example.com/a.js", integrity: null }];
+    expect(ids(judgeSri(evidence({ page: page(scripts) })))).toEqual(["script-over-http"]);
+    const plain = evidence({ chain: chainOf(hop("http://example.com/")), page: page(scripts) });
+    expect(judgeSri(plain)).toEqual([]);
+  });
+
+  it("no page evidence: nothing said", () => {
+    expect(judgeSri(evidence())).toEqual([]);
+  });
+});
+
+describe("CORS", () => {
+  const origin = "https://a1b2c3.invalid";
+  const answer = (headers: Record<string, string[]>) =>
+    evidence({ cors: { kind: "response", origin, status: 200, headers } });
+
+  it("good: no CORS headers, a fixed allowed origin, or * without credentials", () => {
+    expect(judgeCors(answer({}))).toEqual([]);
+    expect(
+      judgeCors(answer({ "access-control-allow-origin": ["https://app.example.com"] })),
+    ).toEqual([]);
+    expect(judgeCors(answer({ "access-control-allow-origin": ["*"] }))).toEqual([]);
+  });
+
+  it("weak: our origin reflected with credentials, or without", () => {
+    const reflected = { "access-control-allow-origin": [origin] };
+    const withCreds = { ...reflected, "access-control-allow-credentials": ["true"] };
+    expect(ids(judgeCors(answer(withCreds)))).toEqual(["cors-origin-reflected"]);
+    expect(ids(judgeCors(answer(reflected)))).toEqual(["cors-any-origin"]);
+  });
+
+  it("invalid: * with credentials", () => {
+    const h = {
+      "access-control-allow-origin": ["*"],
+      "access-control-allow-credentials": ["true"],
+    };
+    expect(ids(judgeCors(answer(h)))).toEqual(["cors-credentials-wildcard"]);
+  });
+
+  it("credentials other than exactly `true` are not credentials (Fetch standard)", () => {
+    const h = {
+      "access-control-allow-origin": [origin],
+      "access-control-allow-credentials": ["TRUE"],
+    };
+    expect(ids(judgeCors(answer(h)))).toEqual(["cors-any-origin"]);
+  });
+
+  it("no answer: nothing said", () => {
+    expect(judgeCors(evidence({ cors: { kind: "failed" } }))).toEqual([]);
+  });
+});
+
+describe("the http:// side", () => {
+  const input = new URL("https://example.com/");
+  const side = (httpSide: Evidence["httpSide"], httpsOk = true) =>
+    ids(judgeHttpSide(evidence({ input, httpSide, httpsOk })));
+
+  it("good: redirects to https on the same host, or port 80 does not answer", () => {
+    expect(side({ kind: "redirect", status: 301, location: "https://example.com/" })).toEqual([]);
+    expect(side({ kind: "redirect", status: 308, location: "https://example.com:8443/x" })).toEqual(
+      [],
+    );
+    expect(side({ kind: "failed", failure: { kind: "refused" } })).toEqual([]);
+    expect(side(null)).toEqual([]);
+  });
+
+  it("weak: answers without redirect; redirects to another host; redirects to http", () => {
+    expect(side({ kind: "response", status: 200 })).toEqual(["http-no-redirect"]);
+    expect(side({ kind: "redirect", status: 301, location: "https://www.example.com/" })).toEqual([
+      "http-redirects-elsewhere",
+    ]);
+    expect(side({ kind: "redirect", status: 302, location: "/login" })).toEqual([
+      "http-redirects-to-http",
+    ]);
+  });
+
+  it("invalid: a Location that is no URL is no redirect", () => {
+    expect(side({ kind: "redirect", status: 301, location: "http://[::1" })).toEqual([
+      "http-no-redirect",
+    ]);
+  });
+
+  it("http-only replaces https-failed in a report; https-failed alone stays", () => {
+    const f = (id: string) => ({
+      id,
+      check: "x",
+      severity: "high" as const,
+      message: id,
+      recommendation: "r",
+    });
+    expect(ids(sayHttpOnlyOnce([f("https-failed"), f("http-only")]))).toEqual(["http-only"]);
+    expect(ids(sayHttpOnlyOnce([f("https-failed")]))).toEqual(["https-failed"]);
+  });
+
+  it("http works and https does not: http-only, said once", () => {
+    expect(side({ kind: "response", status: 200 }, false)).toEqual(["http-only"]);
+    expect(side({ kind: "redirect", status: 302, location: "/home" }, false)).toEqual([
+      "http-only",
+    ]);
+    expect(
+      side({ kind: "redirect", status: 301, location: "https://example.com/" }, false),
+    ).toEqual([]);
+  });
+});
+
+describe("the redirect chain", () => {
+  it("good: http → https on the same site", () => {
+    const chain = chainOf(
+      hop("http://example.com/", 301),
+      hop("https://www.example.com/", 302),
+      hop("https://www.example.com/en/"),
+    );
+    expect(judgeRedirects(evidence({ chain }))).toEqual([]);
+  });
+
+  it("weak: an https → http step anywhere in the chain", () => {
+    const chain = chainOf(
+      hop("https://example.com/", 301),
+      hop("http://example.com/x", 301),
+      hop("https://example.com/y"),
+    );
+    const [f] = judgeRedirects(evidence({ chain }));
+    expect(f?.id).toBe("redirect-https-to-http");
+    expect(f?.message).toContain("https://example.com/ → http://example.com/x");
+  });
+
+  it("another registrable domain (public suffix list), IP literals as they are", () => {
+    const other = chainOf(hop("https://example.co.uk/", 301), hop("https://shop.other.co.uk/"));
+    expect(ids(judgeRedirects(evidence({ chain: other })))).toEqual(["redirect-other-domain"]);
+    const same = chainOf(hop("https://a.example.co.uk/", 301), hop("https://b.example.co.uk/"));
+    expect(judgeRedirects(evidence({ chain: same }))).toEqual([]);
+    const ip = chainOf(hop("http://192.0.2.1/", 301), hop("http://192.0.2.2/"));
+    expect(ids(judgeRedirects(evidence({ chain: ip })))).toEqual(["redirect-other-domain"]);
+  });
+
+  it("invalid: a chain that failed on its https → http step still counts the step", () => {
+    const chain: Chain = {
+      hops: [hop("https://example.com/", 301, { location: ["http://example.com/"] })],
+      finalUrl: new URL("http://example.com/"),
+      redirectCount: 1,
+      final: null,
+      failure: { kind: "refused" },
+    };
+    expect(ids(judgeRedirects(evidence({ chain })))).toEqual(["redirect-https-to-http"]);
+  });
+});
+
+describe("all probe findings", () => {
+  it("ids are unique lower-case kebab-case, and findings come most severe first", () => {
+    const all = PROBE_FINDINGS.map((d) => d.id);
+    expect(new Set(all).size).toBe(all.length);
+    for (const id of all) expect(id).toMatch(/^[a-z]+(-[a-z0-9]+)+$/);
+    const e = evidence({
+      chain: chainOf(hop("https://example.com/", 301), hop("https://other.net/")),
+      page: page([{ src: "https://cdn.x.net/a.js", integrity: null }]),
+      httpSide: { kind: "response", status: 200 },
+    });
+    expect(ids(judgeProbes(e))).toEqual([
+      "http-no-redirect",
+      "sri-missing",
+      "redirect-other-domain",
+    ]);
+  });
+});
+
+describe("the page parser", () => {
+  const at = new URL("https://example.com/dir/page");
+
+  it("meta CSP in the head counts (any case); in the body it does not", () => {
+    const html =
+      '<!doctype html><html><head><META HTTP-EQUIV="Content-Security-Policy" content="default-src \'self\'"></head>' +
+      '<body><meta http-equiv="content-security-policy" content="script-src *"></body></html>';
+    expect(parsePage(html, at).metaCsp).toEqual(["default-src 'self'"]);
+  });
+
+  it("a head without tags ends at the first element that cannot be in a head", () => {
+    const html =
+      '<meta http-equiv="content-security-policy" content="a"><p>x</p><meta http-equiv="content-security-policy" content="b">';
+    expect(parsePage(html, at).metaCsp).toEqual(["a"]);
+  });
+
+  it("script URLs resolve against the page, then against the first <base href>", () => {
+    const html =
+      '<script src="a.js"></script><base href="https://static.example.net/s/"><base href="https://x.net/">' +
+      '<script src="b.js" integrity="sha256-abc"></script><script>inline()</script>' +
+      '<script type="text/template" src="t.html"></script><script src="data:text/javascript,1"></script>' +
+      '<template><script src="https://inert.net/t.js"></script></template>';
+    expect(parsePage(html, at).scripts).toEqual([
+      { src: "https://example.com/dir/a.js", integrity: null },
+      { src: "https://static.example.net/s/b.js", integrity: "sha256-abc" },
+    ]);
+  });
+});
+
+describe("docs/findings.md", () => {
+  it("lists every probe finding id with its severity", async () => {
+    const { readFile } = await import("node:fs/promises");
+    const doc = await readFile(new URL("../../docs/findings.md", import.meta.url), "utf8");
+    for (const def of PROBE_FINDINGS) {
+      expect(doc).toMatch(
+        new RegExp(`\\| \`${def.id}\` +\\| ${def.severity} +\\| \`${def.check}\``),
+      );
+    }
+  });
+});
