@@ -109,8 +109,11 @@ const PRELOAD: OutgoingHttpHeaders = {
 };
 const PRELOAD_IDS = ["csp-no-object-src", "hsts-not-preload-ready", "csp-no-base-uri"];
 
-/** Ids no paid case here can show yet: the engine does not read the page yet. */
-const NEEDS_PAGE = ["csp-in-meta"];
+/** Every header but the CSP, which the page sets in a `<meta>` tag instead. */
+const META: OutgoingHttpHeaders = Object.fromEntries(
+  Object.entries(GOOD_HEADERS).filter(([name]) => name !== "content-security-policy"),
+);
+const META_PAGE = `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'self'; object-src 'none'; base-uri 'none'"></head><body>hi</body></html>`;
 
 let devnet: Devnet;
 let chain: PublicClient;
@@ -133,6 +136,7 @@ beforeAll(async () => {
       "/invalid": respond.text("invalid", INVALID),
       "/zero": respond.text("zero", ZERO),
       "/preload": respond.text("preload", PRELOAD),
+      "/meta": respond.html(META_PAGE, META),
       ...SECURITY_TXT,
     },
   });
@@ -273,6 +277,7 @@ describe("paid reports judge values, not only presence", () => {
     ["missing headers, Report-Only, Feature-Policy, a cross-site cookie", 2, "bare", BARE_IDS],
     ["HSTS max-age=0 and a CSP that is not one", 3, "/zero", ZERO_IDS],
     ["preload asked too early, a CSP without hardening", 4, "/preload", PRELOAD_IDS],
+    ["a CSP set in a <meta> tag, said to be one", 6, "/meta", ["csp-in-meta"]],
   ] as const)("%s; paid once on chain", async (_what, who, where, ids) => {
     const url = where === "bare" ? bare.url("/", "site.test") : site.url(where, "site.test");
     const { report, paid, received } = await paidReport(payer(who), url);
@@ -293,9 +298,7 @@ describe("paid reports judge values, not only presence", () => {
   });
 
   it("together, the paid reports above show every id of the response judges", () => {
-    const missing = RESPONSE_FINDINGS.map((d) => d.id).filter(
-      (id) => !shown.has(id) && !NEEDS_PAGE.includes(id),
-    );
+    const missing = RESPONSE_FINDINGS.map((d) => d.id).filter((id) => !shown.has(id));
     expect(missing).toEqual([]);
   });
 });
