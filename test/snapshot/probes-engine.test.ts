@@ -22,6 +22,13 @@ import {
 } from "../fixtures/targets.js";
 import type { RouteHandler, TargetServer } from "../fixtures/targets.js";
 import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
+import { PROBE_FINDINGS } from "../../src/snapshot/findings/probes.js";
+import { gradeOf, scoreOf } from "../../src/snapshot/findings/score.js";
+
+/** The findings of the probes' judges (the response judges are tested elsewhere). */
+const PROBE_IDS = new Set(PROBE_FINDINGS.map((d) => d.id));
+const probeFindings = (r: { findings: SnapshotResult["findings"] }) =>
+  r.findings.filter((f) => PROBE_IDS.has(f.id));
 
 /** Names whose https:// works (on the test certificate); ho.test is not on it. */
 const HTTPS_NAMES = [
@@ -65,8 +72,8 @@ function valid(r: SnapshotResult): SnapshotResult {
   expect(SnapshotResultSchema.parse(r)).toEqual(r);
   return r;
 }
-const ids = (r: SnapshotResult) => r.findings.map((f) => f.id);
-const finding = (r: SnapshotResult, id: string) => r.findings.find((f) => f.id === id);
+const ids = (r: SnapshotResult) => probeFindings(r).map((f) => f.id);
+const finding = (r: SnapshotResult, id: string) => probeFindings(r).find((f) => f.id === id);
 
 beforeAll(async () => {
   const ca = await loadTestCa();
@@ -161,8 +168,8 @@ const snap = (url: string) => engine.snapshot(url).then(valid);
 describe("the http:// side", () => {
   it("good: http:// redirects to https:// on the same host: nothing said", async () => {
     const r = await snap(`https://good.test:${secure.port}/`);
-    expect(r.findings).toEqual([]);
-    expect(r.score).toBe(100);
+    expect(probeFindings(r)).toEqual([]);
+    expect(r.score).toBe(scoreOf(r.findings.filter((f) => !PROBE_IDS.has(f.id))));
     const asked = plain.requests.filter((q) => q.headers.host?.startsWith("good.test"));
     expect(asked.map((q) => q.path)).toEqual(["/"]);
   });
@@ -193,7 +200,9 @@ describe("the http:// side", () => {
     const r = await snap(`http://ho.test:${plain.port}/`);
     expect(r.https_ok).toBe(false);
     expect(ids(r)).toEqual(["http-only"]);
-    expect([r.score, r.grade]).toEqual([75, "B"]);
+    // http-only (high) costs 25 points beyond what the response judges found.
+    expect(r.score).toBe(Math.max(0, scoreOf(r.findings.filter((f) => !PROBE_IDS.has(f.id))) - 25));
+    expect(r.grade).toBe(gradeOf(r.score));
     const asked = plain.requests.slice(before).filter((q) => q.path === "/");
     expect(asked).toHaveLength(1);
   });
@@ -210,7 +219,7 @@ describe("the http:// side", () => {
       const t0 = performance.now();
       const r = valid(await slowSide.snapshot(`https://nr.test:${secure.port}/`));
       expect(performance.now() - t0).toBeLessThan(10_000);
-      expect(r.findings).toEqual([]);
+      expect(probeFindings(r)).toEqual([]);
       expect(r.reachable).toBe(true);
     } finally {
       await slowSide.close();
@@ -230,13 +239,13 @@ describe("the redirect chain", () => {
     const r = await snap(`https://site.test:${secure.port}/away`);
     expect(r.final_url).toBe(`https://other.test:${secure2.port}/`);
     expect(ids(r)).toEqual(["redirect-other-domain"]);
-    expect(r.score).toBe(100);
+    expect(r.score).toBe(scoreOf(r.findings.filter((f) => !PROBE_IDS.has(f.id))));
   });
 
   it("good: a redirect to www. of the same domain is not another domain", async () => {
     const r = await snap(`https://site.test:${secure.port}/www`);
     expect(r.final_url).toBe(`https://www.site.test:${secure2.port}/`);
-    expect(r.findings).toEqual([]);
+    expect(probeFindings(r)).toEqual([]);
   });
 });
 
@@ -261,8 +270,8 @@ describe("scripts of the final page", () => {
   });
 
   it("the body is read only for an HTML 200", async () => {
-    expect((await snap(`https://site.test:${secure.port}/sri-404`)).findings).toEqual([]);
-    expect((await snap(`https://site.test:${secure.port}/sri-text`)).findings).toEqual([]);
+    expect(probeFindings(await snap(`https://site.test:${secure.port}/sri-404`))).toEqual([]);
+    expect(probeFindings(await snap(`https://site.test:${secure.port}/sri-text`))).toEqual([]);
   });
 
   it("a page that trickles: no page evidence, and the report does not wait for the deadline", async () => {
@@ -277,7 +286,7 @@ describe("scripts of the final page", () => {
       const t0 = performance.now();
       const r = valid(await patient.snapshot(`https://site.test:${secure.port}/slow-page`));
       expect(performance.now() - t0).toBeLessThan(10_000);
-      expect(r.findings).toEqual([]);
+      expect(probeFindings(r)).toEqual([]);
       expect(r.final_status_code).toBe(200);
     } finally {
       await patient.close();
@@ -310,7 +319,7 @@ describe("CORS", () => {
   });
 
   it("good: a fixed allowed origin is not reflected; a site without CORS gets no extra request", async () => {
-    expect((await snap(`https://site.test:${secure.port}/cors-fixed`)).findings).toEqual([]);
+    expect(probeFindings(await snap(`https://site.test:${secure.port}/cors-fixed`))).toEqual([]);
     const before = secure.requests.length;
     await snap(`https://site.test:${secure.port}/`);
     const asked = secure.requests.slice(before).filter((q) => q.path === "/");
