@@ -21,6 +21,9 @@ export class ClientRateLimit {
   private readonly limiter: RateLimiterAbstract;
   /** Shared store only: clients it last said are over budget, until when (epoch ms). */
   private readonly blockedUntil = new Map<string, number>();
+  /** Shared store only: answers served per client since the last flush. */
+  private uncounted = new Map<string, number>();
+  private flushTimer: NodeJS.Timeout | undefined;
 
   constructor(
     limiter: RateLimiterAbstract,
@@ -61,8 +64,9 @@ export class ClientRateLimit {
 
   /**
    * With a shared store no free answer waits for it (a 402 stays a local answer): the request is
-   * decided by what the store last said of this client, and counted in the background. Across
-   * instances the budget holds to within the requests in flight when it ran out.
+   * decided by what the store last said of this client, and counted in the background, in one
+   * call per client every FLUSH_MS. Across instances the budget holds to within the requests of
+   * one such interval.
    */
   private takeShared(client: string): Answer | undefined {
     const now = Date.now();
@@ -74,15 +78,26 @@ export class ClientRateLimit {
       }
       this.blockedUntil.delete(client);
     }
-    this.limiter.consume(client, 1).catch((rejection: unknown) => {
-      if (rejection instanceof RateLimiterRes) {
-        if (this.blockedUntil.size >= MAX_BLOCKED) this.forgetExpired();
-        this.blockedUntil.set(client, Date.now() + rejection.msBeforeNext);
-      } else {
-        this.log(`rate limit store failed, request let through: ${describe(rejection)}`);
-      }
-    });
+    this.uncounted.set(client, (this.uncounted.get(client) ?? 0) + 1);
+    this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS).unref();
     return undefined;
+  }
+
+  /** Sends what this instance served since the last flush to the shared store. */
+  private flush(): void {
+    this.flushTimer = undefined;
+    const batch = this.uncounted;
+    this.uncounted = new Map();
+    for (const [client, served] of batch) {
+      this.limiter.consume(client, served).catch((rejection: unknown) => {
+        if (rejection instanceof RateLimiterRes) {
+          if (this.blockedUntil.size >= MAX_BLOCKED) this.forgetExpired();
+          this.blockedUntil.set(client, Date.now() + rejection.msBeforeNext);
+        } else {
+          this.log(`rate limit store failed, request let through: ${describe(rejection)}`);
+        }
+      });
+    }
   }
 
   private forgetExpired(): void {
@@ -96,6 +111,9 @@ export class ClientRateLimit {
     }
   }
 }
+
+/** How often a shared store is told what this instance served (one call per client). */
+const FLUSH_MS = 50;
 
 /** Bound on the local memory of blocked clients (shared store only). */
 const MAX_BLOCKED = 100_000;
