@@ -31,9 +31,10 @@ import {
   startInstance,
   type ServiceInstance,
 } from "../test/fixtures/service-instance.js";
+import { startRedis } from "../test/fixtures/redis.js";
 import { systemBinary } from "../test/fixtures/system-binary.js";
 import { usdcBalance } from "../test/fixtures/usdc.js";
-import { request, startRedisServer, startSite } from "./lib/fleet.js";
+import { request, startSite } from "./lib/fleet.js";
 
 const PAID = 1_000;
 const CONCURRENCY = 50;
@@ -169,7 +170,7 @@ async function main(): Promise<number> {
     console.log(`${stale}; compiling it first`);
     build();
   }
-  const redis = await startRedisServer(redisBin);
+  const redis = await startRedis();
   const devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   const chain = createPublicClient({ transport: http(devnet.rpcUrl) });
   const site = await startSite(SITE_ADDRESS);
@@ -202,7 +203,7 @@ async function main(): Promise<number> {
     await Promise.all([a.close(), b.close()]);
     await site.close();
     await devnet.close();
-    redis.stop();
+    await redis.close();
   }
 
   let pass = true;

@@ -16,8 +16,9 @@ import { Pool, type Dispatcher } from "undici";
 import { build, staleReason } from "../scripts/build.js";
 import { startInstance } from "../test/fixtures/service-instance.js";
 import { startSupportedFacilitator } from "../test/fixtures/supported-facilitator.js";
+import { startRedis } from "../test/fixtures/redis.js";
 import { systemBinary } from "../test/fixtures/system-binary.js";
-import { loadFor, startRedisServer } from "./lib/fleet.js";
+import { loadFor } from "./lib/fleet.js";
 import { summarise } from "./lib/stats.js";
 
 const TARGET_RATIO = 0.85;
@@ -40,7 +41,7 @@ async function main(): Promise<number> {
     console.log(`${stale}; compiling it first`);
     build();
   }
-  const redis = await startRedisServer(redisBin);
+  const redis = await startRedis();
   // The 402 needs only the facilitator's /supported, fetched once.
   const facilitator = await startSupportedFacilitator(["eip155:84532"]);
   const instance = await startInstance({
@@ -110,7 +111,7 @@ async function main(): Promise<number> {
     await pool.close();
     await instance.close();
     await facilitator.close();
-    redis.stop();
+    await redis.close();
   }
 }
 

@@ -1,37 +1,12 @@
 /**
- * What the fleet benchmarks share: a redis-server of their own, a load generator that sends
- * bounded concurrent requests with undici's raw dispatch (small client cost), and a plain site.
+ * What the fleet benchmarks share: a load generator that sends bounded concurrent requests with
+ * undici's raw dispatch (small client cost), and a plain site. Their redis-server is
+ * test/fixtures/redis.ts.
  */
-import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { Dispatcher, Pool } from "undici";
-import { freePort } from "../../test/fixtures/service-instance.js";
-
-/** A redis-server on a free loopback port, nothing written to disk. */
-export async function startRedisServer(bin: string): Promise<{ url: string; stop(): void }> {
-  const port = await freePort();
-  const child = spawn(bin, [
-    "--port",
-    String(port),
-    "--bind",
-    "127.0.0.1",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-  ]);
-  await new Promise<void>((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (d: Buffer) => {
-      out += d.toString();
-      if (out.includes("Ready to accept connections")) resolve();
-    });
-    child.once("exit", (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
-  });
-  return { url: `redis://127.0.0.1:${port}`, stop: () => child.kill("SIGTERM") };
-}
 
 export interface Answer {
   status: number;

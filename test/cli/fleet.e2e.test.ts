@@ -6,7 +6,6 @@
  *
  * Here, not under test/payment: what is tested is `serve` run as several processes.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { connect } from "node:net";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
@@ -20,6 +19,7 @@ import { startDevnet, type Devnet } from "../../src/devnet/index.js";
 import { startDnsServer, type DnsFixture } from "../fixtures/dns-server.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { startLoadBalancer, type LoadBalancer } from "../fixtures/load-balancer.js";
+import { redisServerBinary, startRedis, type RedisProcess } from "../fixtures/redis.js";
 import {
   fleetEnv,
   freePort,
@@ -38,51 +38,12 @@ import {
 import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 
-const redisServer = systemBinary("redis-server", "redis-server");
 const haproxy = systemBinary("haproxy", "haproxy");
 
 const PRICE_UNITS = 50_000n;
 const SITE = "site.test";
 
-/** A redis-server on a fixed loopback port, nothing on disk; stop and start it again there. */
-async function startRedis(bin: string) {
-  const port = await freePort();
-  let child: ChildProcess | undefined;
-  const running = () => child !== undefined && child.exitCode === null && child.signalCode === null;
-  const start = async () => {
-    if (running()) return;
-    const proc = spawn(bin, [
-      "--port",
-      String(port),
-      "--bind",
-      "127.0.0.1",
-      "--save",
-      "",
-      "--appendonly",
-      "no",
-    ]);
-    child = proc;
-    await new Promise<void>((resolve, reject) => {
-      let out = "";
-      proc.stdout?.on("data", (d: Buffer) => {
-        out += d.toString();
-        if (out.includes("Ready to accept connections")) resolve();
-      });
-      proc.once("exit", (code) => reject(new Error(`redis-server exited (${code}): ${out}`)));
-    });
-  };
-  const stop = async () => {
-    const proc = child;
-    if (!proc || !running()) return;
-    const exited = new Promise((resolve) => proc.once("exit", resolve));
-    proc.kill("SIGKILL");
-    await exited;
-  };
-  await start();
-  return { url: `redis://127.0.0.1:${port}`, start, stop };
-}
-
-let redis: Awaited<ReturnType<typeof startRedis>>;
+let redis: RedisProcess;
 let devnet: Devnet;
 let chain: PublicClient;
 let proxy: FacilitatorProxy;
@@ -114,11 +75,11 @@ function release() {
 /** Snapshots run so far: requests for the site's `/`. */
 const snapshots = () => site.requests.filter((r) => r.path === "/").length;
 
-describe.skipIf(!redisServer || !haproxy)(
+describe.skipIf(!redisServerBinary || !haproxy)(
   "a fleet: two instances, HAProxy, Redis, one devnet",
   () => {
     beforeAll(async () => {
-      redis = await startRedis(redisServer!);
+      redis = await startRedis();
       devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
       chain = createPublicClient({ transport: http(devnet.rpcUrl) });
       proxy = await startFacilitatorProxy(devnet.facilitatorUrl);
@@ -154,7 +115,7 @@ describe.skipIf(!redisServer || !haproxy)(
       await site?.close();
       await dns?.close();
       await devnet?.close();
-      await redis?.stop();
+      await redis?.close();
     });
 
     // Each case starts from a whole fleet, whatever the one before it left down.
