@@ -74,6 +74,11 @@ const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([OVER_BUDGET_STATUS, UNAVA
 
 const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
 /** Why a paid request is a 503 while the shared store (memory, or Redis) fails. */
+/** The x402 generation of a paid request, by its proof header (v2 when unsure). */
+function versionOf(c: Context): ProtocolVersion {
+  return proofVersion((name) => c.req.header(name)) ?? "2";
+}
+
 const STORE_DOWN = "payment state store unavailable";
 /** Records of paid requests (kept answers, unsettled payments) live at least this long. */
 const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
@@ -406,7 +411,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     attempt?: PaidAttempt,
   ): Promise<Response | void> {
     const started = performance.now();
-    const version = proofVersion((name) => c.req.header(name)) ?? "2";
+    const version = versionOf(c);
     let verified: number | undefined;
     let handled = started;
     let reserved = false;
@@ -620,7 +625,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         );
       }
       if (record?.state === "served") {
-        events.payment(proofVersion((name) => c.req.header(name)) ?? "2", "idempotent_hit");
+        events.payment(versionOf(c), "idempotent_hit");
         return toResponse(record.answer);
       }
       if (!held) {
@@ -631,7 +636,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       }
       const kept = record ?? settlingRecord;
       if (kept?.state === "unsettled") {
-        const version = proofVersion((name) => c.req.header(name)) ?? "2";
+        const version = versionOf(c);
         return toResponse(await settleKept(keys, kept, identity, payer, version));
       }
       return await firstAttempt(c, next, payer, keys, identity);
@@ -668,7 +673,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       };
       await keep(keys.record, record);
       if (attempt.kept) await forget(keys.settling);
-      events.payment(proofVersion((name) => c.req.header(name)) ?? "2", "unknown_settlement");
+      events.payment(versionOf(c), "unknown_settlement");
       c.res = toResponse(unsettledAnswer());
       return c.res;
     }

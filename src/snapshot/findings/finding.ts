@@ -73,3 +73,8 @@ export function found(def: FindingDef, message: string = def.message): Finding {
     recommendation: def.recommendation,
   };
 }
+
+/** Most severe first; within a severity, in the order found (Array.prototype.sort is stable). */
+export function bySeverity(findings: Finding[]): Finding[] {
+  return findings.sort((a, b) => SEVERITIES.indexOf(a.severity) - SEVERITIES.indexOf(b.severity));
+}

@@ -5,7 +5,7 @@
 import type { HeaderPresence } from "../checks/headers.js";
 import { COOKIE_FINDINGS, judgeCookies } from "./cookies.js";
 import { CSP_FINDINGS, judgeCsp } from "./csp.js";
-import { SEVERITIES } from "./finding.js";
+import { bySeverity } from "./finding.js";
 import type { Evidence, Finding, FindingDef, Judge } from "./finding.js";
 import { HSTS_FINDINGS, judgeHsts } from "./hsts.js";
 import { sayHttpOnlyOnce } from "./http-side.js";
@@ -50,11 +50,6 @@ export const ALL_FINDINGS: readonly FindingDef[] = [
   ...COOKIE_FINDINGS,
   ...PROBE_FINDINGS,
 ];
-
-/** Most severe first; within a severity, in the order found (Array.prototype.sort is stable). */
-function bySeverity(findings: Finding[]): Finding[] {
-  return findings.sort((a, b) => SEVERITIES.indexOf(a.severity) - SEVERITIES.indexOf(b.severity));
-}
 
 /** The findings of one snapshot, most severe first. */
 export function judge(evidence: Evidence): Finding[] {

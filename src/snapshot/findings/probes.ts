@@ -4,7 +4,7 @@
  */
 import { CORS_FINDINGS, judgeCors } from "./cors.js";
 import type { Evidence, Finding, FindingDef, Judge } from "./finding.js";
-import { SEVERITIES } from "./finding.js";
+import { bySeverity } from "./finding.js";
 import { HTTP_SIDE_FINDINGS, judgeHttpSide, sayHttpOnlyOnce } from "./http-side.js";
 import { REDIRECT_FINDINGS, judgeRedirects } from "./redirects.js";
 import { SRI_FINDINGS, judgeSri } from "./sri.js";
@@ -20,11 +20,5 @@ export const PROBE_FINDINGS: readonly FindingDef[] = [
 
 /** The probe judges' findings, most severe first (stable within a severity). */
 export function judgeProbes(evidence: Evidence): Finding[] {
-  const all = sayHttpOnlyOnce(PROBE_JUDGES.flatMap((judge) => judge(evidence)));
-  return all
-    .map((f, i) => ({ f, i }))
-    .sort(
-      (a, b) => SEVERITIES.indexOf(a.f.severity) - SEVERITIES.indexOf(b.f.severity) || a.i - b.i,
-    )
-    .map(({ f }) => f);
+  return bySeverity(sayHttpOnlyOnce(PROBE_JUDGES.flatMap((judge) => judge(evidence))));
 }
