@@ -29,8 +29,26 @@ export function clientAddress(
   return rateKey(address);
 }
 
-/** An address as a counting key: IPv4-mapped IPv6 as IPv4, IPv6 as its /64, anything else as is. */
+/** Keys of recently seen addresses: parsing one costs several µs on every free answer. */
+const recentKeys = new Map<string, string>();
+const RECENT_KEYS_MAX = 10_000;
+/** The longest textual IPv6 address (IPv4-mapped, with a zone left out). */
+const MAX_ADDRESS_LENGTH = 45;
+
 function rateKey(address: string): string {
+  // Only address-sized strings are remembered: X-Forwarded-For entries come from outside.
+  if (address.length > MAX_ADDRESS_LENGTH) return parseRateKey(address);
+  let key = recentKeys.get(address);
+  if (key === undefined) {
+    if (recentKeys.size >= RECENT_KEYS_MAX) recentKeys.clear();
+    key = parseRateKey(address);
+    recentKeys.set(address, key);
+  }
+  return key;
+}
+
+/** An address as a counting key: IPv4-mapped IPv6 as IPv4, IPv6 as its /64, anything else as is. */
+function parseRateKey(address: string): string {
   if (!ipaddr.isValid(address)) return address.slice(0, 64);
   const parsed = ipaddr.process(address);
   if (parsed.kind() === "ipv4") return parsed.toString();
