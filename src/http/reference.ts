@@ -15,7 +15,7 @@ import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS } from "./page.js";
 
 export const REFERENCE_PATH = "/reference";
 
-/** The standalone bundle and its content-addressed path, read once per process. */
+/** The standalone bundle and its content-addressed path, read once per process, when first asked. */
 interface Bundle {
   path: string;
   body: Uint8Array;
@@ -69,18 +69,17 @@ function inlineScriptHashes(document: string): string[] {
  * rendered once, on the first, and its inline blocks are allowed by hash, not 'unsafe-inline'.
  */
 export function addReferenceRoutes<E extends Env>(app: Hono<E>, documentPath: string): void {
-  const script = scalarBundle();
-  const render = Scalar<E>({
-    url: documentPath,
-    cdn: script.path,
-    pageTitle: "secsnap API reference",
-    // Everything from our origin: no web fonts, no telemetry, no request proxy.
-    withDefaultFonts: false,
-    telemetry: false,
-    favicon: "data:,",
-  });
   let page: Promise<Answer> | undefined;
   const renderOnce = async (c: Context<E>): Promise<Answer> => {
+    const render = Scalar<E>({
+      url: documentPath,
+      cdn: scalarBundle().path,
+      pageTitle: "secsnap API reference",
+      // Everything from our origin: no web fonts, no telemetry, no request proxy.
+      withDefaultFonts: false,
+      telemetry: false,
+      favicon: "data:,",
+    });
     const rendered = await render(c, async () => {});
     const document = rendered ? await rendered.text() : "";
     return {
@@ -95,7 +94,10 @@ export function addReferenceRoutes<E extends Env>(app: Hono<E>, documentPath: st
     };
   };
   app.get(REFERENCE_PATH, async (c) => toResponse(await (page ??= renderOnce(c))));
-  app.get(script.path, (c) => {
+  // The bundle (3 MB) is read on the first request that needs it, not at start.
+  app.get(`${REFERENCE_PATH}/:file`, async (c, next) => {
+    const script = scalarBundle();
+    if (c.req.path !== script.path) return next();
     const headers: Record<string, string> = {
       "content-type": "text/javascript; charset=utf-8",
       "cache-control": IMMUTABLE,
