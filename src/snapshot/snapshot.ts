@@ -355,7 +355,6 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
   const evidence: Evidence = {
     input,
     chain,
-    httpsOk: https.ok,
     page: pageEvidence,
     cors: corsProbe,
     httpSide: httpSideProbe,

@@ -34,7 +34,6 @@ function evidence(over: Partial<Evidence> = {}): Evidence {
   return {
     input: over.input ?? new URL(chain.hops[0]?.url ?? "https://example.com/"),
     chain,
-    httpsOk: true,
     page: null,
     cors: null,
     httpSide: null,
@@ -137,7 +136,17 @@ describe("CORS", () => {
 describe("the http:// side", () => {
   const input = new URL("https://example.com/");
   const side = (httpSide: Evidence["httpSide"], httpsOk = true) =>
-    ids(judgeHttpSide(evidence({ input, httpSide, httpsOk })));
+    ids(
+      judgeHttpSide(
+        evidence({
+          input,
+          httpSide,
+          https: httpsOk
+            ? { ok: true }
+            : { ok: false, url: "https://example.com/", failure: { kind: "refused" } },
+        }),
+      ),
+    );
 
   it("good: redirects to https on the same host, or port 80 does not answer", () => {
     expect(side({ kind: "redirect", status: 301, location: "https://example.com/" })).toEqual([]);

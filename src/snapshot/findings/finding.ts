@@ -46,8 +46,6 @@ export interface Evidence {
   /** The input URL (normalized). */
   input: URL;
   chain: Chain;
-  /** The https check's value. */
-  httpsOk: boolean;
   /** null when the final response is not HTML or its body was not read. */
   page: PageEvidence | null;
   /** null when the probe was not sent (no final response). */

@@ -72,7 +72,7 @@ export function judgeHttpSide(evidence: Evidence): Finding[] {
     }
   }
   // Plain HTTP carries the site (a page, or a redirect that stays on http) and HTTPS is broken.
-  if (!evidence.httpsOk && target?.protocol !== "https:") {
+  if (!evidence.https.ok && target?.protocol !== "https:") {
     return [
       found(
         HTTP_ONLY,

@@ -53,7 +53,6 @@ describe("judge", () => {
     const e = evidenceOf({});
     const f = judge({
       ...e,
-      httpsOk: false,
       https: { ok: false, url: "https://site.test/", failure: { kind: "refused" } },
     });
     expect(idsOf(f)).toEqual([
