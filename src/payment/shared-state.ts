@@ -66,6 +66,16 @@ export async function createSharedState(options: SharedStateOptions = {}): Promi
   return state;
 }
 
+/** The per-payer budget over a state's own limiters, memory or Redis alike. */
+function payerBudgetOver(
+  limiterFor: (o: LimiterOptions) => RateLimiterAbstract,
+): (perMinute: number) => PayerBudget {
+  return (perMinute) =>
+    new RateLimiterPayerBudget(
+      limiterFor({ keyPrefix: "payer", points: perMinute, durationSeconds: 60 }),
+    );
+}
+
 function memorySharedState(): SharedState {
   const limiterFor = (o: LimiterOptions): RateLimiterAbstract =>
     new RateLimiterMemory({
@@ -77,10 +87,7 @@ function memorySharedState(): SharedState {
     kind: "memory",
     replay: new MemoryReplayStore(),
     limiterFor,
-    payerBudget: (perMinute) =>
-      new RateLimiterPayerBudget(
-        limiterFor({ keyPrefix: "payer", points: perMinute, durationSeconds: 60 }),
-      ),
+    payerBudget: payerBudgetOver(limiterFor),
     ping: () => Promise.resolve("ok"),
     close: () => Promise.resolve(),
   };
@@ -116,10 +123,7 @@ function redisSharedState(
     kind: "redis",
     replay: new RedisReplayStore(client),
     limiterFor,
-    payerBudget: (perMinute) =>
-      new RateLimiterPayerBudget(
-        limiterFor({ keyPrefix: "payer", points: perMinute, durationSeconds: 60 }),
-      ),
+    payerBudget: payerBudgetOver(limiterFor),
     ping: () =>
       client.ping().then(
         () => "ok" as const,
