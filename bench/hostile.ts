@@ -25,6 +25,7 @@ import { startDroppedSynHost, startRenegotiatingServer } from "../test/fixtures/
 import { createCa, issueLeaf } from "../test/fixtures/tls.js";
 import type { TestLeaf } from "../test/fixtures/tls.js";
 import { chosenNames } from "./lib/args.js";
+import { runMeasuringChild } from "./lib/child.js";
 import { duel, peakRssKib } from "./lib/stats.js";
 import type { Duel } from "./lib/stats.js";
 import { PAGE_HOST, startBenchTarget } from "./lib/target.js";
@@ -186,24 +187,11 @@ function startHostileTargets(leaf: TestLeaf): Promise<{ ports: HostileTargetPort
 // ---------------------------------------------------------------- target side (parent)
 
 function runChild(setup: ChildSetup, caPath: string): Promise<ChildResult> {
-  const self = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, ["--expose-gc", ...process.execArgv, self], {
-    env: { ...process.env, NODE_EXTRA_CA_CERTS: caPath, [CHILD_ENV]: JSON.stringify(setup) },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  return new Promise((resolve, reject) => {
-    let result: ChildResult | undefined;
-    const limit = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`the benchmark took longer than ${TIME_LIMIT_MS / 1000} s`));
-    }, TIME_LIMIT_MS);
-    child.on("message", (m: ChildResult) => (result = m));
-    child.on("error", reject);
-    child.on("exit", (code, signal) => {
-      clearTimeout(limit);
-      if (result && code === 0) resolve(result);
-      else reject(new Error(`measuring process failed (exit ${code ?? signal})`));
-    });
+  return runMeasuringChild<ChildResult>({
+    script: fileURLToPath(import.meta.url),
+    env: { NODE_EXTRA_CA_CERTS: caPath, [CHILD_ENV]: JSON.stringify(setup) },
+    nodeArgs: ["--expose-gc"],
+    timeLimitMs: TIME_LIMIT_MS,
   });
 }
 

@@ -10,13 +10,13 @@
  * Two processes: this one serves the trickling targets (raw TCP, so the bytes are exactly what
  * is said); a measuring child runs the engine alone, so its RSS is the engine's.
  */
-import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type Server, type Socket } from "node:net";
 import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { createSnapshotEngine } from "../src/snapshot/index.js";
+import { runMeasuringChild } from "./lib/child.js";
 import { peakRssKib } from "./lib/stats.js";
 
 const SNAPSHOTS = 2_000;
@@ -154,24 +154,10 @@ async function closedPort(host: string): Promise<number> {
 }
 
 function runChild(setup: ChildSetup): Promise<ChildResult> {
-  const self = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, [...process.execArgv, self], {
-    env: { ...process.env, [CHILD_ENV]: JSON.stringify(setup) },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  return new Promise((resolve, reject) => {
-    let result: ChildResult | undefined;
-    const limit = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`the benchmark took longer than ${TIME_LIMIT_MS / 1000} s`));
-    }, TIME_LIMIT_MS);
-    child.on("message", (m: ChildResult) => (result = m));
-    child.on("error", reject);
-    child.on("exit", (code, signal) => {
-      clearTimeout(limit);
-      if (result && code === 0) resolve(result);
-      else reject(new Error(`measuring process failed (exit ${code ?? signal})`));
-    });
+  return runMeasuringChild<ChildResult>({
+    script: fileURLToPath(import.meta.url),
+    env: { [CHILD_ENV]: JSON.stringify(setup) },
+    timeLimitMs: TIME_LIMIT_MS,
   });
 }
 
