@@ -4,8 +4,6 @@
  * payment id replays its answer without a second snapshot or transfer, and a settlement with no
  * known outcome keeps the report until the retry learns the payment was made. Money on chain.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import {
   decodePaymentRequiredHeader,
@@ -36,6 +34,7 @@ import {
   type SnapshotEngine,
 } from "../../src/snapshot/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
+import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
@@ -44,28 +43,8 @@ let devnet: Devnet;
 let chain: PublicClient;
 let engine: SnapshotEngine;
 let proxy: FacilitatorProxy;
-let target: { server: Server; url: string; probePort: number; hits: () => number };
+let target: CountingSite;
 const opened: { close(): Promise<void> }[] = [];
-
-/** A site answering 200 on `/`; counts those requests (one per snapshot). */
-async function startTarget(): Promise<typeof target> {
-  let hits = 0;
-  const server = createServer((req, res) => {
-    if (req.url === "/" || req.url?.startsWith("/?")) hits++;
-    res.writeHead(req.url === "/" || req.url?.startsWith("/?") ? 200 : 404).end("ok\n");
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-  const probePort = (closed.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
-  return {
-    server,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-    probePort,
-    hits: () => hits,
-  };
-}
 
 async function startService(options: Partial<PaymentGateOptions> = {}): Promise<string> {
   const allowedPorts = new Set([80, 443, Number(new URL(target.url).port), target.probePort]);
@@ -93,7 +72,7 @@ async function startService(options: Partial<PaymentGateOptions> = {}): Promise<
 beforeAll(async () => {
   devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  target = await startTarget();
+  target = await startCountingSite();
   proxy = await startFacilitatorProxy(devnet.facilitatorUrl);
   engine = createSnapshotEngine({
     timeoutMs: 5_000,

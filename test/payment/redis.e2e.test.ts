@@ -5,8 +5,6 @@
  * stopped or hung is a 503 that charges nothing while the free endpoints answer, and payments
  * work again when it is back, without a restart. Money checked on chain.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
@@ -36,6 +34,7 @@ import {
   startRedis,
   type RedisProcess,
 } from "../fixtures/redis.js";
+import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
@@ -44,29 +43,8 @@ let devnet: Devnet;
 let chain: PublicClient;
 let engine: SnapshotEngine;
 let redis: RedisProcess;
-let target: { server: Server; url: string; probePort: number; hits: () => number };
+let target: CountingSite;
 const opened: { close(): Promise<void> }[] = [];
-
-/** A site answering 200 on `/`; counts those requests (one per snapshot). */
-async function startTarget(): Promise<typeof target> {
-  let hits = 0;
-  const server = createServer((req, res) => {
-    const root = req.url === "/" || req.url?.startsWith("/?");
-    if (root) hits++;
-    res.writeHead(root ? 200 : 404).end("ok\n");
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-  const probePort = (closed.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
-  return {
-    server,
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
-    probePort,
-    hits: () => hits,
-  };
-}
 
 /** One instance of the service over `shared` (its own Redis client, as a process would have). */
 async function startInstance(shared: SharedState): Promise<string> {
@@ -109,7 +87,7 @@ beforeAll(async () => {
   redis = await startRedis();
   devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  target = await startTarget();
+  target = await startCountingSite();
   engine = createSnapshotEngine({
     timeoutMs: 5_000,
     maxRedirects: 10,
