@@ -32,6 +32,7 @@ import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { usdcBalance } from "../fixtures/usdc.js";
+import { closedPort } from "../fixtures/targets.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -59,11 +60,12 @@ beforeAll(async () => {
   target = createServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end());
   const port = await listen(target);
   targetUrl = `http://127.0.0.1:${port}/`;
-  const closed = createServer();
-  const closedPort = await listen(closed);
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
-  closedPortUrl = `http://127.0.0.1:${closedPort}/`;
-  const snapshotConfig = { allowedPorts: new Set([port, closedPort]), allowCidrs: ["127.0.0.0/8"] };
+  const refusingPort = await closedPort("127.0.0.1");
+  closedPortUrl = `http://127.0.0.1:${refusingPort}/`;
+  const snapshotConfig = {
+    allowedPorts: new Set([port, refusingPort]),
+    allowCidrs: ["127.0.0.0/8"],
+  };
 
   proxy = await startFacilitatorProxy(devnet.facilitatorUrl);
   const logger = createLogger("info", { write: (line: string) => logged.push(line) });
@@ -86,7 +88,7 @@ beforeAll(async () => {
       dnsServers: [],
       ...snapshotConfig,
       // The https probe of the http target goes to the closed port: refused at once.
-      httpsProbePort: closedPort,
+      httpsProbePort: refusingPort,
     }),
   );
   const urlPolicy = createUrlPolicy(snapshotConfig);

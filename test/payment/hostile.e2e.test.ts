@@ -34,6 +34,7 @@ import {
 } from "../../src/snapshot/index.js";
 import { startTarget } from "../fixtures/held-target.js";
 import { usdcBalance } from "../fixtures/usdc.js";
+import { closedPort } from "../fixtures/targets.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -56,14 +57,6 @@ async function startSilentTarget() {
       server.close(() => resolve());
     });
   return state;
-}
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 let devnet: Devnet;
@@ -144,7 +137,7 @@ beforeAll(async () => {
   chain = createPublicClient({ transport: http(devnet.rpcUrl) });
   silent = await startSilentTarget();
   slow = await startTarget();
-  probePort = await closedPort();
+  probePort = await closedPort("127.0.0.1");
   opened.push(silent, slow);
 }, 120_000);
 

@@ -14,6 +14,7 @@ import { startDroppedSynHost } from "../fixtures/hostile-network.js";
 import type { DroppedSynHost } from "../fixtures/hostile-network.js";
 import { createCa, issueLeaf, loadTestCa } from "../fixtures/tls.js";
 import type { TestLeaf } from "../fixtures/tls.js";
+import { closedPort } from "../fixtures/targets.js";
 import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
 import {
   BlockedAddressError,
@@ -389,9 +390,7 @@ describe("pinned dialler: errors the fetch layer must tell apart", () => {
   });
 
   it("a refused TCP connection is ECONNREFUSED in the tcp phase", async () => {
-    const closed = await listenTarget(createHttpServer(), TARGET_IP);
-    const port = closed.port;
-    await closed.close();
+    const port = await closedPort(TARGET_IP);
     dns.set("public.test", { A: [TARGET_IP] });
     const h = harness({}, [port]);
     const err = await rejection(get(`http://public.test:${port}/`, h.dispatcher));
