@@ -1,7 +1,7 @@
 import { constants as cryptoConstants } from "node:crypto";
 import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
-import { Agent, buildConnector, errors } from "undici";
+import { Agent, Pool, buildConnector, errors } from "undici";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
 import { errorCodes, errorChain } from "./error-chain.js";
@@ -158,6 +158,51 @@ const KEEP_ALIVE_MAX_MS = 4_000;
 /** Connections per origin; more requests to one origin wait for a free connection. */
 const CONNECTIONS_PER_ORIGIN = 16;
 
+/**
+ * Requests waiting for a free connection of one origin: the three methods undici's Pool uses on
+ * its queue. Hand-written because Pool's own queue allocates 2,048 slots (16 KiB) up front,
+ * paid by every origin of every snapshot though a snapshot rarely queues a request
+ * (docs/benchmarks.md "Fleet").
+ */
+class WaitingRequests<T> {
+  private items: (T | undefined)[] = [];
+  private head = 0;
+  isEmpty(): boolean {
+    return this.head === this.items.length;
+  }
+  push(item: T): void {
+    this.items.push(item);
+  }
+  shift(): T | null {
+    if (this.isEmpty()) return null;
+    const item = this.items[this.head] as T;
+    this.items[this.head++] = undefined;
+    if (this.isEmpty()) {
+      this.items = [];
+      this.head = 0;
+    }
+    return item;
+  }
+}
+
+/**
+ * Gives `pool` a WaitingRequests queue in place of undici's preallocated one, while it is still
+ * empty. Returns false (and leaves the pool as it is) if this undici keeps its queue elsewhere.
+ */
+export function lightenPoolQueue(pool: Pool): boolean {
+  const key = Object.getOwnPropertySymbols(pool).find((s) => s.description === "queue");
+  const record = pool as unknown as Record<symbol, unknown>;
+  const queue = key && (record[key] as Partial<WaitingRequests<unknown>> | undefined);
+  const fits =
+    typeof queue?.isEmpty === "function" &&
+    typeof queue.push === "function" &&
+    typeof queue.shift === "function" &&
+    queue.isEmpty();
+  if (!key || !fits) return false;
+  record[key] = new WaitingRequests();
+  return true;
+}
+
 export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatcher {
   const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const { signal } = opts;
@@ -311,6 +356,11 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     allowH2: false,
     connections: CONNECTIONS_PER_ORIGIN,
     keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
+    factory: (origin, options) => {
+      const pool = new Pool(origin, options);
+      lightenPoolQueue(pool);
+      return pool;
+    },
     connect: (params, callback) => {
       connect(params).then(
         (socket) => callback(null, socket),
