@@ -121,6 +121,17 @@ const TRY_NEXT_ADDRESS = new Set([
 ]);
 const MAX_DIAL_ATTEMPTS = 3;
 
+/**
+ * A target socket's error listener, not a closure: a closure would keep its dial attempt's
+ * scope (timer, callbacks, options) alive as long as the connection lives.
+ */
+function destroyOnError(this: Socket, err: Error): void {
+  tagBytesRead(err, this.bytesRead);
+  this.destroy();
+}
+
+function ignoreError(): void {}
+
 /** The socket layer must never resolve: every host handed to it is an IP already. */
 const refuseLookup: LookupFunction = (hostname, _options, callback) => {
   const err = Object.assign(new Error(`refusing to resolve ${hostname} inside the socket`), {
@@ -247,7 +258,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
           ? netConnect({ host: address, port, lookup: refuseLookup })
           : undefined;
       // The TLS socket reports the same errors; this listener only keeps them from being unhandled.
-      tcp?.on("error", () => undefined);
+      tcp?.on("error", ignoreError);
       const finish = (err: Error | null, sock?: Socket) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
@@ -279,10 +290,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
           // Records a number on the error object; undici still handles the error itself. A TLS
           // socket that failed (an alert after the handshake) is not destroyed by Node, and undici
           // ends its request only on 'close': without this it would wait for the deadline.
-          sock.on("error", (e: Error) => {
-            tagBytesRead(e, sock.bytesRead);
-            sock.destroy();
-          });
+          sock.on("error", destroyOnError);
           finish(null, dropUnsolicitedContinue(sock as unknown as Socket));
         },
       ) as unknown as Socket | undefined;
@@ -310,12 +318,20 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     if (!opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
     if (budget(startedAt) <= 0) throw deadlineError(host);
 
-    // Literals take the same path: the resolver returns them unchanged.
-    const timeUp = AbortSignal.timeout(budget(startedAt));
-    const resolveSignal = signal ? AbortSignal.any([signal, timeUp]) : timeUp;
+    // Literals take the same path: the resolver returns them unchanged. One controller and one
+    // timer, released as soon as the name is resolved: AbortSignal.timeout + AbortSignal.any
+    // would leave a signal, a timer and weak references on the snapshot's signal per connection
+    // until collected (docs/benchmarks.md "Fleet").
+    const bound = new AbortController();
+    const timeUp = bound.signal;
+    const timer = setTimeout(() => {
+      bound.abort(new DOMException("The connect bound ran out.", "TimeoutError"));
+    }, budget(startedAt));
+    const onAbort = () => bound.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
     let addresses: string[];
     try {
-      addresses = await opts.resolve(host, resolveSignal);
+      addresses = await opts.resolve(host, bound.signal);
     } catch (err) {
       signal?.throwIfAborted();
       if (timeUp.aborted && !(err instanceof HostNotFoundError)) {
@@ -325,6 +341,9 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
         throw new HostNotFoundError(host, "ETIMEOUT");
       }
       throw err;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
     }
     if (addresses.length === 0) throw new BlockedAddressError(host, "(no address)");
     const blocked = addresses.find((a) => isIP(a) === 0 || opts.isBlockedAddress(a));
