@@ -1,7 +1,7 @@
 import { constants as cryptoConstants } from "node:crypto";
 import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
-import { Agent, buildConnector, errors } from "undici";
+import { Agent, Pool, buildConnector, errors } from "undici";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
 import { errorCodes, errorChain } from "./error-chain.js";
@@ -121,6 +121,17 @@ const TRY_NEXT_ADDRESS = new Set([
 ]);
 const MAX_DIAL_ATTEMPTS = 3;
 
+/**
+ * A target socket's error listener, not a closure: a closure would keep its dial attempt's
+ * scope (timer, callbacks, options) alive as long as the connection lives.
+ */
+function destroyOnError(this: Socket, err: Error): void {
+  tagBytesRead(err, this.bytesRead);
+  this.destroy();
+}
+
+function ignoreError(): void {}
+
 /** The socket layer must never resolve: every host handed to it is an IP already. */
 const refuseLookup: LookupFunction = (hostname, _options, callback) => {
   const err = Object.assign(new Error(`refusing to resolve ${hostname} inside the socket`), {
@@ -157,6 +168,51 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const KEEP_ALIVE_MAX_MS = 4_000;
 /** Connections per origin; more requests to one origin wait for a free connection. */
 const CONNECTIONS_PER_ORIGIN = 16;
+
+/**
+ * Requests waiting for a free connection of one origin: the three methods undici's Pool uses on
+ * its queue. Hand-written because Pool's own queue allocates 2,048 slots (16 KiB) up front,
+ * paid by every origin of every snapshot though a snapshot rarely queues a request
+ * (docs/benchmarks.md "Fleet").
+ */
+class WaitingRequests<T> {
+  private items: (T | undefined)[] = [];
+  private head = 0;
+  isEmpty(): boolean {
+    return this.head === this.items.length;
+  }
+  push(item: T): void {
+    this.items.push(item);
+  }
+  shift(): T | null {
+    if (this.isEmpty()) return null;
+    const item = this.items[this.head] as T;
+    this.items[this.head++] = undefined;
+    if (this.isEmpty()) {
+      this.items = [];
+      this.head = 0;
+    }
+    return item;
+  }
+}
+
+/**
+ * Gives `pool` a WaitingRequests queue in place of undici's preallocated one, while it is still
+ * empty. Returns false (and leaves the pool as it is) if this undici keeps its queue elsewhere.
+ */
+export function lightenPoolQueue(pool: Pool): boolean {
+  const key = Object.getOwnPropertySymbols(pool).find((s) => s.description === "queue");
+  const record = pool as unknown as Record<symbol, unknown>;
+  const queue = key && (record[key] as Partial<WaitingRequests<unknown>> | undefined);
+  const fits =
+    typeof queue?.isEmpty === "function" &&
+    typeof queue.push === "function" &&
+    typeof queue.shift === "function" &&
+    queue.isEmpty();
+  if (!key || !fits) return false;
+  record[key] = new WaitingRequests();
+  return true;
+}
 
 export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatcher {
   const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
@@ -202,7 +258,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
           ? netConnect({ host: address, port, lookup: refuseLookup })
           : undefined;
       // The TLS socket reports the same errors; this listener only keeps them from being unhandled.
-      tcp?.on("error", () => undefined);
+      tcp?.on("error", ignoreError);
       const finish = (err: Error | null, sock?: Socket) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
@@ -234,10 +290,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
           // Records a number on the error object; undici still handles the error itself. A TLS
           // socket that failed (an alert after the handshake) is not destroyed by Node, and undici
           // ends its request only on 'close': without this it would wait for the deadline.
-          sock.on("error", (e: Error) => {
-            tagBytesRead(e, sock.bytesRead);
-            sock.destroy();
-          });
+          sock.on("error", destroyOnError);
           finish(null, dropUnsolicitedContinue(sock as unknown as Socket));
         },
       ) as unknown as Socket | undefined;
@@ -265,12 +318,20 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     if (!opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
     if (budget(startedAt) <= 0) throw deadlineError(host);
 
-    // Literals take the same path: the resolver returns them unchanged.
-    const timeUp = AbortSignal.timeout(budget(startedAt));
-    const resolveSignal = signal ? AbortSignal.any([signal, timeUp]) : timeUp;
+    // Literals take the same path: the resolver returns them unchanged. One controller and one
+    // timer, released as soon as the name is resolved: AbortSignal.timeout + AbortSignal.any
+    // would leave a signal, a timer and weak references on the snapshot's signal per connection
+    // until collected (docs/benchmarks.md "Fleet").
+    const bound = new AbortController();
+    const timeUp = bound.signal;
+    const timer = setTimeout(() => {
+      bound.abort(new DOMException("The connect bound ran out.", "TimeoutError"));
+    }, budget(startedAt));
+    const onAbort = () => bound.abort(signal?.reason);
+    signal?.addEventListener("abort", onAbort, { once: true });
     let addresses: string[];
     try {
-      addresses = await opts.resolve(host, resolveSignal);
+      addresses = await opts.resolve(host, bound.signal);
     } catch (err) {
       signal?.throwIfAborted();
       if (timeUp.aborted && !(err instanceof HostNotFoundError)) {
@@ -280,6 +341,9 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
         throw new HostNotFoundError(host, "ETIMEOUT");
       }
       throw err;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
     }
     if (addresses.length === 0) throw new BlockedAddressError(host, "(no address)");
     const blocked = addresses.find((a) => isIP(a) === 0 || opts.isBlockedAddress(a));
@@ -311,6 +375,11 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     allowH2: false,
     connections: CONNECTIONS_PER_ORIGIN,
     keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
+    factory: (origin, options) => {
+      const pool = new Pool(origin, options);
+      lightenPoolQueue(pool);
+      return pool;
+    },
     connect: (params, callback) => {
       connect(params).then(
         (socket) => callback(null, socket),

@@ -3,7 +3,7 @@ import { createServer as createHttpServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { TLSSocket } from "node:tls";
-import { fetch, request } from "undici";
+import { Pool, fetch, request } from "undici";
 import type { Dispatcher } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startCanary, startWithCanaryOnSamePort } from "../fixtures/canary.js";
@@ -21,6 +21,7 @@ import {
   BlockedPortError,
   createTargetDispatcher,
   findConnectPhase,
+  lightenPoolQueue,
 } from "../../src/snapshot/dialer.js";
 import type { TargetDispatcherOptions } from "../../src/snapshot/dialer.js";
 import { errorChain, errorCodes } from "../../src/snapshot/error-chain.js";
@@ -562,6 +563,54 @@ describe("pinned dialler: one deadline, cancellable", () => {
       expect(dns.queriesFor("gone.test", "AAAA")).toHaveLength(1);
     } finally {
       nodeDns.setServers(saved);
+    }
+  });
+});
+
+describe("pinned dialler: requests waiting for one origin's connections", () => {
+  it("this undici's pool queue is found and replaced (else every origin costs 16 KiB up front)", async () => {
+    const pool = new Pool(`http://${TARGET_IP}:${target.port}`);
+    try {
+      expect(lightenPoolQueue(pool)).toBe(true);
+      const body = await (await pool.request({ path: "/", method: "GET" })).body.text();
+      expect(body).toBe("target");
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it("more requests than connections all complete, the waiting ones once a connection frees", async () => {
+    const h = harness();
+    const before = target.requests.length;
+    // 16 connections per origin: 24 at once leaves 8 waiting in the queue.
+    const bodies = await Promise.all(
+      Array.from({ length: 24 }, () => get(`http://${TARGET_IP}:${target.port}/`, h.dispatcher)),
+    );
+    expect(bodies).toEqual(Array.from({ length: 24 }, () => "target"));
+    expect(target.requests.length - before).toBe(24);
+  });
+
+  it("destroying the dispatcher fails the waiting requests too, none is left hanging", async () => {
+    // A server that holds every request: 16 take the connections, 4 wait in the queue.
+    const held: ServerResponse[] = [];
+    const server = createHttpServer((_req, res) => void held.push(res));
+    await new Promise<void>((r) => server.listen(0, TARGET_IP, r));
+    const { port } = server.address() as { port: number };
+    try {
+      const h = harness({}, [port]);
+      const pending = Array.from({ length: 20 }, () =>
+        rejection(get(`http://${TARGET_IP}:${port}/`, h.dispatcher)),
+      );
+      for (let i = 0; i < 300 && held.length < 16; i++) await new Promise((r) => setTimeout(r, 10));
+      expect(held.length).toBe(16);
+      dispatchers.splice(dispatchers.indexOf(h.dispatcher), 1);
+      await h.dispatcher.destroy();
+      const errors = await Promise.all(pending);
+      expect(errors.every((e) => e instanceof Error)).toBe(true);
+      expect(held.length).toBe(16);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
     }
   });
 });
