@@ -55,6 +55,8 @@ const body = JSON.stringify({ url: "https://example.com/" });
 
 interface LoadResult {
   rps: number;
+  /** Requests sent in the round. */
+  done: number;
   statuses: Map<number, number>;
   /** The load generator's own CPU over the round, in % of one core. */
   clientCpu: number;
@@ -103,6 +105,7 @@ async function load(pool: Pool, request: Dispatcher.DispatchOptions): Promise<Lo
   const used = process.cpuUsage(cpu);
   return {
     rps: done / (elapsedMs / 1000),
+    done,
     statuses,
     clientCpu: (used.user + used.system) / 10 / elapsedMs,
   };
@@ -127,7 +130,13 @@ async function startServiceChild(facilitatorUrl: string, payTo: string) {
       child.once("exit", (code) => reject(new Error(`service child exited (${code})`)));
     },
   );
-  return { url, bareUrl, stop: () => child.kill("SIGTERM") };
+  // The service's own CPU time (µs) so far, as it reports it.
+  const cpu = () =>
+    new Promise<number>((resolve) => {
+      child.once("message", (m) => resolve((m as { cpu: number }).cpu));
+      child.send("cpu");
+    });
+  return { url, bareUrl, cpu, stop: () => child.kill("SIGTERM") };
 }
 
 function fmt(n: number, digits = 1): string {
@@ -166,10 +175,19 @@ async function challengeBench(facilitatorUrl: string, payTo: string): Promise<nu
     const invalidRps: number[] = [];
     const bareRps: number[] = [];
     const clientCpu: number[] = [];
+    // The service's CPU per request of each side: what the machine's load moves least.
+    const healthCpu: number[] = [];
+    const challengeCpu: number[] = [];
+    const measured = async (request: Dispatcher.DispatchOptions, into: number[]) => {
+      const before = await service.cpu();
+      const result = await load(pool, request);
+      into.push(((await service.cpu()) - before) / result.done);
+      return result;
+    };
     await load(barePool, challenge);
     for (let round = 0; round < ROUNDS; round++) {
-      const h = await load(pool, health);
-      const c = await load(pool, challenge);
+      const h = await measured(health, healthCpu);
+      const c = await measured(challenge, challengeCpu);
       const i = await load(pool, invalid);
       const b = await load(barePool, challenge);
       if (b.statuses.size !== 1 || !b.statuses.has(402)) throw new Error("bare replay not all 402");
@@ -210,6 +228,12 @@ async function challengeBench(facilitatorUrl: string, payTo: string): Promise<nu
     );
     console.log(
       `  ratio bare replay/health           ${fmt(bare.median / h.median, 2)}        (the floor the challenge's size sets on this machine)`,
+    );
+    const hCpu = summarise(healthCpu).median;
+    const cCpu = summarise(challengeCpu).median;
+    const cpuRatio = summarise(healthCpu.map((us, i) => us / challengeCpu[i]!)).median;
+    console.log(
+      `  service CPU per request            ${fmt(hCpu)} µs /health, ${cCpu.toFixed(1)} µs 402; health/402 ${cpuRatio.toFixed(2)} (paired; the same ratio in CPU, which the machine's load moves least)`,
     );
     console.log(
       `  load generator's own CPU            ${fmt(summarise(clientCpu).median, 0)} %      (of one core, median of the health and challenge rounds; near 100 % the figure would be the client's)`,

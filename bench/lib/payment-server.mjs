@@ -5,7 +5,8 @@
  * per-client rate limit on both; its budget is set above what one run sends a minute), plus
  * metrics and one JSON log line per request, written to /dev/null with one write each), plus
  * a bare node:http server replaying the exact bytes of its 402 (the floor the answer's size sets).
- * Sends `{ url, bareUrl }` over IPC once both listen; exits when the parent disconnects.
+ * Sends `{ url, bareUrl }` over IPC once both listen, answers "cpu" with `{ cpu }` (its CPU time
+ * in µs); exits when the parent disconnects.
  */
 import { Buffer } from "node:buffer";
 import { openSync, writeSync } from "node:fs";
@@ -85,4 +86,10 @@ const observe = createRequestObserver({ routes: ROUTES, metrics, logger, priceUs
 const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front, observe });
 const bareUrl = await startBareReplay(`${server.url}/v1/snapshot`);
 process.send?.({ url: server.url, bareUrl });
+// The parent asks for this process's CPU time (µs) around a round: the server's cost per request.
+process.on("message", (m) => {
+  if (m !== "cpu") return;
+  const used = process.cpuUsage();
+  process.send?.({ cpu: used.user + used.system });
+});
 process.on("disconnect", () => process.exit(0));

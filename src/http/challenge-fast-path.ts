@@ -9,8 +9,11 @@ import { sendNodeAnswer } from "./node-answer.js";
 import type { ClientRateLimit } from "./rate-limit.js";
 import { MAX_BODY_BYTES, checkSnapshotRequest, snapshotErrorAnswer } from "./snapshot-input.js";
 
-/** Answers a Node request itself and returns true, or returns false and leaves it untouched. */
-export type NodeFront = (req: IncomingMessage, res: ServerResponse) => boolean;
+/**
+ * Answers a Node request itself and returns true, or returns false and leaves it untouched.
+ * `requestId`, when given, is sent as `X-Request-Id` on the answer (createRequestObserver).
+ */
+export type NodeFront = (req: IncomingMessage, res: ServerResponse, requestId?: string) => boolean;
 
 export interface ChallengeFastPathOptions {
   urlPolicy: UrlPolicy;
@@ -87,7 +90,7 @@ export function createChallengeFastPath(options: ChallengeFastPathOptions): Node
   const trustProxy = options.trustProxy ?? 0;
   const noLimit = Promise.resolve(undefined);
 
-  return (req, res) => {
+  return (req, res, requestId) => {
     const challenge = preparedChallengeFor(req, options.unpaidChallenge);
     if (!challenge) return false;
 
@@ -98,10 +101,10 @@ export function createChallengeFastPath(options: ChallengeFastPathOptions): Node
     void Promise.all([readNodeBody(req, MAX_BODY_BYTES), limited]).then(([read, tooMany]) => {
       try {
         const refusal = tooMany ?? verdicts.refusal(joinedHeader(req, "content-type"), read);
-        sendNodeAnswer(res, refusal ?? challenge);
+        sendNodeAnswer(res, refusal ?? challenge, requestId);
       } catch (err) {
         log("unhandled error on the unpaid challenge path", err);
-        sendNodeAnswer(res, INTERNAL_ERROR);
+        sendNodeAnswer(res, INTERNAL_ERROR, requestId);
       }
     });
     return true;

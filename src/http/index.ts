@@ -16,3 +16,4 @@ export { MAX_BODY_BYTES } from "./snapshot-input.js";
 export type { SnapshotInput } from "./snapshot-input.js";
 export { ServiceMetrics, metricsApp } from "./metrics.js";
 export { createRequestObserver } from "./request-log.js";
+export type { RequestObserver } from "./request-log.js";

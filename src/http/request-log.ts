@@ -11,8 +11,13 @@ export interface Logger {
   isLevelEnabled(level: string): boolean;
 }
 
-/** Sees each request as it arrives (startServer calls it before anything answers). */
-export type RequestObserver = (req: IncomingMessage, res: ServerResponse) => void;
+/**
+ * Sees each request as it arrives (startServer calls it before anything answers) and returns
+ * its request id, which the answer's sender puts in `X-Request-Id`: set with the answer's own
+ * headers rather than before them, a header set early sends Node's writeHead down its slow path
+ * (every header of the ≈ 3 KB 402 set one by one; docs/benchmarks.md, payment).
+ */
+export type RequestObserver = (req: IncomingMessage, res: ServerResponse) => string;
 
 /** Where answered requests are counted (ServiceMetrics). */
 interface RequestMetrics {
@@ -36,7 +41,7 @@ const CLIENT_CLOSED = 499;
 
 /**
  * One observer for metrics and the request log (docs/operations.md): the request id (the
- * client's `X-Request-Id` when sane, else a UUID) echoed in `X-Request-Id`, and when the
+ * client's `X-Request-Id` when sane, else a UUID), returned to be echoed in `X-Request-Id`, and when the
  * exchange ends, secsnap_http_requests_total and its duration by route pattern, and one log
  * line: id, method, route, status, duration and, for a paid call, its receipt (network, payer,
  * amount, transaction, protocol version). Headers are never logged.
@@ -48,7 +53,6 @@ export function createRequestObserver(options: RequestObserverOptions): RequestO
     const started = performance.now();
     const sent = req.headers["x-request-id"];
     const id = typeof sent === "string" && SANE_REQUEST_ID.test(sent) ? sent : randomUUID();
-    res.setHeader("x-request-id", id);
     res.once("close", () => {
       const seconds = (performance.now() - started) / 1000;
       const status = res.headersSent ? res.statusCode : CLIENT_CLOSED;
@@ -66,6 +70,7 @@ export function createRequestObserver(options: RequestObserverOptions): RequestO
       if (receipt) Object.assign(line, receipt, { amount_usdc: options.priceUsdc });
       logger.info(line, "request");
     });
+    return id;
   };
 }
 

@@ -34,23 +34,21 @@ export async function startServer(opts: {
   app: FetchApp;
   /** Sees each request first and may answer it without the app (createChallengeFastPath). */
   front?: NodeFront;
-  /** Sees every request first, before `front` (createRequestObserver: metrics, request log). */
+  /**
+   * Sees every request first, before `front` (createRequestObserver: metrics, request log); the
+   * id it returns goes out in `X-Request-Id`, from `front` or set here before the app answers.
+   */
   observe?: RequestObserver;
 }): Promise<RunningServer> {
   // The env carries the Node request (`incoming`), which the POST route reads directly.
   const toApp = getRequestListener((request, env) => opts.app.fetch(request, env));
   const { front, observe } = opts;
-  const served: RequestObserver = front
-    ? (req, res) => front(req, res) || void toApp(req, res)
-    : toApp;
-  const server: Server = createServer(
-    observe
-      ? (req, res) => {
-          observe(req, res);
-          served(req, res);
-        }
-      : served,
-  );
+  const server: Server = createServer((req, res) => {
+    const id = observe?.(req, res);
+    if (front?.(req, res, id)) return;
+    if (id !== undefined) res.setHeader("x-request-id", id);
+    void toApp(req, res);
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.config.port, opts.config.host, () => {

@@ -9,11 +9,16 @@ import type { LogLevel } from "../../src/config.js";
 import {
   ROUTES,
   createApp,
+  createChallengeFastPath,
   createRequestObserver,
   startServer,
+  type NodeFront,
+  type RequestObserver,
   type RunningServer,
 } from "../../src/http/index.js";
+import { createPaymentGate } from "../../src/payment/index.js";
 import { createUrlPolicy } from "../../src/snapshot/index.js";
+import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
 import { DEFAULT_PORTS, ScriptedEngine, sampleResult } from "./helpers.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -158,4 +163,75 @@ it("a client that leaves before any answer is logged and counted as 499", async 
     expect.objectContaining({ req_id: "gone", route: "/v1/snapshot", status: 499 }),
   ]);
   expect(counted).toEqual([["/v1/snapshot", 499]]);
+});
+
+it("the fast path's 402 echoes the request id, and nothing is set on a response before its answer", async () => {
+  const facilitator = await startSupportedFacilitator(["eip155:84532"]);
+  try {
+    const lines: string[] = [];
+    const logger = createLogger("info", { write: (line: string) => lines.push(line) });
+    const gate = createPaymentGate({
+      payTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+      networks: ["eip155:84532"],
+      priceUsdc: "0.05",
+      facilitatorUrl: facilitator.url,
+      log: () => {},
+    });
+    expect(await gate.warmUp()).toBe(true);
+    const urlPolicy = createUrlPolicy({ allowedPorts: DEFAULT_PORTS, allowCidrs: [] });
+    const app = createApp({
+      engine: new ScriptedEngine((url) => Promise.resolve(sampleResult(url))),
+      urlPolicy,
+      paymentMiddleware: gate.middleware,
+      log: () => {},
+    });
+    const fastPath = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
+    let fast = 0;
+    const front: NodeFront = (req, res, id) => {
+      const taken = fastPath(req, res, id);
+      if (taken) fast++;
+      return taken;
+    };
+    // A header set before the answer's own makes Node's writeHead set every header one by one.
+    const setEarly: string[][] = [];
+    const observer = createRequestObserver({ routes: ROUTES, logger });
+    const observe: RequestObserver = (req, res) => {
+      const id = observer(req, res);
+      setEarly.push(res.getHeaderNames());
+      return id;
+    };
+    server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front, observe });
+    const unpaid = (headers: Record<string, string>) =>
+      fetch(`${server!.url}/v1/snapshot`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ url: "https://example.com" }),
+      });
+    const throughHono = await unpaid({ "x-request-id": "first-402" });
+    expect(throughHono.status).toBe(402);
+    expect(throughHono.headers.get("x-request-id")).toBe("first-402");
+    const sent = await unpaid({ "x-request-id": "fast-402" });
+    const made = await unpaid({});
+    expect(fast).toBe(2);
+    for (const answer of [sent, made]) {
+      expect(answer.status).toBe(402);
+      expect(answer.headers.get("payment-required")).toBe(
+        throughHono.headers.get("payment-required"),
+      );
+    }
+    expect(sent.headers.get("x-request-id")).toBe("fast-402");
+    const generated = made.headers.get("x-request-id");
+    expect(generated).toMatch(UUID);
+    expect(setEarly).toEqual([[], [], []]);
+    for (let i = 0; i < 100 && lines.length < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(parsed(lines).map((line) => [line.req_id, line.status])).toEqual([
+      ["first-402", 402],
+      ["fast-402", 402],
+      [generated, 402],
+    ]);
+  } finally {
+    await facilitator.close();
+  }
 });
