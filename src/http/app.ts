@@ -131,8 +131,8 @@ function nodeResponse(c: Context): ServerResponse | undefined {
 }
 
 /**
- * The per-client budget (docs/operations.md, "Rate limits"), before any route's work; a request
- * with a payment proof and the health checks pass untouched.
+ * The per-client budget (docs/operations.md, "Rate limits"), before any route's work; the health
+ * checks pass untouched, and a paid request is held only to its client's budget of refused proofs.
  */
 function rateLimitMiddleware(
   limit: ClientRateLimit,
@@ -140,13 +140,25 @@ function rateLimitMiddleware(
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = (name: string) => c.req.header(name);
-    if (ClientRateLimit.exempt(c.req.path) || carriesProof(header)) return next();
+    if (ClientRateLimit.exempt(c.req.path)) return next();
     const peer = nodeResponse(c)?.req.socket.remoteAddress;
-    const refused = await limit.take(clientAddress(peer, header("x-forwarded-for"), trustProxy));
+    const client = clientAddress(peer, header("x-forwarded-for"), trustProxy);
+    // A proof elsewhere than the paid route buys nothing, so it is a free answer like any other.
+    if (c.req.path === PAID_PATH && c.req.method === "POST" && carriesProof(header)) {
+      const spent = await limit.refusedProofsSpent(client);
+      if (spent) return toResponse(spent);
+      await next();
+      if (c.res.status === 402) limit.countRefusedProof(client);
+      return;
+    }
+    const refused = await limit.take(client);
     if (refused) return toResponse(refused);
     await next();
   };
 }
+
+/** The one paid route. */
+const PAID_PATH = "/v1/snapshot";
 
 /** Made once: the CORS middleware runs on every request. */
 const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
@@ -227,7 +239,7 @@ function addSnapshotRoute(
   };
 
   const noPayment: MiddlewareHandler<AppEnv> = (_c, next) => next();
-  app.post("/v1/snapshot", validateInput, admit, deps.paymentMiddleware ?? noPayment, runSnapshot);
+  app.post(PAID_PATH, validateInput, admit, deps.paymentMiddleware ?? noPayment, runSnapshot);
 }
 
 /** The demo, health and the API description; the first and last are fixed, so built once. */

@@ -14,8 +14,8 @@ const EXEMPT_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
 
 /**
  * The per-client budget of free answers (docs/operations.md, "Rate limits"): 402 challenges,
- * 400s, the demo, the OpenAPI document, the page — everything but the health checks and a
- * request carrying a payment proof, which is paid work (the payer budget bounds its refusals).
+ * 400s, the demo, the OpenAPI document, the page — everything but the health checks and a paid
+ * request, which is paid work: only its refused proofs are counted, in a budget of their own.
  */
 export class ClientRateLimit {
   private readonly limiter: RateLimiterAbstract;
@@ -38,9 +38,39 @@ export class ClientRateLimit {
         : new RLWrapperTimeouts({ limiter, timeoutMs: STORE_TIMEOUT_MS });
   }
 
-  /** Paths never counted (a request carrying a payment proof is not counted either). */
+  /** Paths never counted (a paid request is counted only by its refused proofs). */
   static exempt(path: string): boolean {
     return EXEMPT_PATHS.has(path);
+  }
+
+  /**
+   * A paid request is refused before verification only when this client's refused proofs have
+   * spent its budget: a proof that verifies is never limited, while forged proofs (each one a
+   * facilitator call) stay bounded per client. The budget is the same number, counted apart.
+   */
+  async refusedProofsSpent(client: string): Promise<Answer | undefined> {
+    const key = REFUSED_PROOF_PREFIX + client;
+    if (!(this.limiter instanceof RateLimiterMemory)) {
+      const until = this.blockedUntil.get(key);
+      if (until === undefined || until <= Date.now()) return undefined;
+      this.onLimited();
+      return tooManyRefusedProofs(until - Date.now());
+    }
+    const spent = await this.limiter.get(key);
+    if (spent === null || spent.consumedPoints < this.limiter.points) return undefined;
+    this.onLimited();
+    return tooManyRefusedProofs(spent.msBeforeNext);
+  }
+
+  /** Counts one proof refused with a 402 against `client`. */
+  countRefusedProof(client: string): void {
+    const key = REFUSED_PROOF_PREFIX + client;
+    if (this.limiter instanceof RateLimiterMemory) {
+      // Over budget is the expected rejection here: it is read by refusedProofsSpent.
+      this.limiter.consume(key, 1).catch(() => {});
+      return;
+    }
+    this.count(key);
   }
 
   /**
@@ -78,9 +108,13 @@ export class ClientRateLimit {
       }
       this.blockedUntil.delete(client);
     }
-    this.uncounted.set(client, (this.uncounted.get(client) ?? 0) + 1);
-    this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS).unref();
+    this.count(client);
     return undefined;
+  }
+
+  private count(key: string): void {
+    this.uncounted.set(key, (this.uncounted.get(key) ?? 0) + 1);
+    this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS).unref();
   }
 
   /** Sends what this instance served since the last flush to the shared store. */
@@ -112,6 +146,9 @@ export class ClientRateLimit {
   }
 }
 
+/** The budget of a client's refused payment proofs is kept under this prefix of its key. */
+const REFUSED_PROOF_PREFIX = "proof|";
+
 /** How often a shared store is told what this instance served (one call per client). */
 const FLUSH_MS = 50;
 
@@ -124,6 +161,18 @@ function rateLimited(msBeforeNext: number): Answer {
     429,
     {
       error: `Too many requests from this address; retry in ${seconds} s. Paid requests are not limited.`,
+      error_type: "rate_limited",
+    },
+    { "retry-after": String(seconds) },
+  );
+}
+
+function tooManyRefusedProofs(msBeforeNext: number): Answer {
+  const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
+  return jsonAnswer(
+    429,
+    {
+      error: `Too many refused payment proofs from this address; retry in ${seconds} s.`,
       error_type: "rate_limited",
     },
     { "retry-after": String(seconds) },

@@ -2,7 +2,7 @@
  * The per-client budget of free answers (docs/operations.md, "Rate limits"): real servers with
  * the unpaid-challenge fast path in front of the app and a payment gate against a real HTTP
  * /supported. Over the budget a free answer is 429 `rate_limited` with Retry-After, on both
- * serving paths; the health checks and requests carrying a payment proof are never counted; the
+ * serving paths; the health checks are never counted, a paid request only by its refused proofs; the
  * client is the socket peer, or the X-Forwarded-For entry TRUST_PROXY allows.
  */
 import { Redis } from "ioredis";
@@ -153,6 +153,30 @@ describe("a budget of N free answers per client and minute", () => {
     expect(((await withProof.json()) as { error: string }).error).toMatch(/payment proof/i);
   });
 
+  it("refused proofs have a budget of their own: past it, a 429 before the payment gate", async () => {
+    const service = await serve({ perMinute: 2 });
+    const forged = { "payment-signature": "bm90IGEgcHJvb2Y=" };
+    for (let i = 0; i < 2; i++) {
+      const refused = await unpaid(service.base, forged);
+      expect(refused.status).toBe(402);
+      expect(((await refused.json()) as { error: string }).error).toMatch(/payment proof/i);
+    }
+    // The gate's 402 would name the proof; this answer is given before the gate.
+    const limited = await unpaid(service.base, forged);
+    await expectRateLimited(limited.clone());
+    expect(((await limited.json()) as { error: string }).error).toMatch(/refused payment proofs/);
+    // Counted apart: the client's free answers are untouched.
+    expect((await unpaid(service.base)).status).toBe(402);
+  });
+
+  it("a proof sent to a free route buys nothing: it is counted like any free answer", async () => {
+    const service = await serve({ perMinute: 1 });
+    const proof = { "x-payment": "bm90IGEgcHJvb2Y=" };
+    expect((await fetch(`${service.base}/demo/snapshot`, { headers: proof })).status).toBe(200);
+    await expectRateLimited(await fetch(`${service.base}/demo/snapshot`, { headers: proof }));
+    await expectRateLimited(await fetch(`${service.base}/openapi.json`, { headers: proof }));
+  });
+
   it("a rate-limit store that fails lets free answers through and says so", async () => {
     // A real Redis client pointed at a port nobody listens on: every command fails at once.
     const redis = new Redis({
@@ -244,6 +268,37 @@ describe.skipIf(!redisServerBinary)("one budget across instances (Redis)", () =>
       await expectRateLimited(refusedByB as Response);
     } finally {
       for (const c of clients) c.disconnect();
+      await redisServer.close();
+    }
+  });
+
+  it("refused proofs are counted in the shared store too, apart from free answers", async () => {
+    const redisServer = await startRedis();
+    const storeClient = new Redis(redisServer.url, { maxRetriesPerRequest: 1 });
+    try {
+      const limiter = new RateLimiterRedis({
+        storeClient,
+        keyPrefix: "proofs",
+        points: 2,
+        duration: 60,
+      });
+      const service = await serve({ limiter });
+      const forged = { "payment-signature": "bm90IGEgcHJvb2Y=" };
+      let limited: Response | undefined;
+      await until(async () => {
+        const answer = await unpaid(service.base, forged);
+        if (answer.status === 429) limited = answer;
+        else expect(answer.status).toBe(402);
+        return limited !== undefined;
+      });
+      await expectRateLimited(limited!.clone());
+      expect(((await limited!.json()) as { error: string }).error).toMatch(
+        /refused payment proofs/,
+      );
+      expect(await redisServer.inspect.keys("proofs:proof|*")).toHaveLength(1);
+      expect((await unpaid(service.base)).status).toBe(402);
+    } finally {
+      storeClient.disconnect();
       await redisServer.close();
     }
   });
