@@ -1,4 +1,8 @@
 /** Why dist/ under root must be rebuilt, or undefined when it is current. */
 export declare function staleReason(root?: string): string | undefined;
-/** Compiles src/ to dist/ (tsconfig.build.json); throws with tsc's output on failure. */
+/** The stamp's text for a build started at `started` (the build recipe, then the time). */
+export declare function stampText(started: Date): string;
+/** esbuild's metafile in dist/: which sources each output file holds. */
+export declare const META: string;
+/** Bundles src/cli/main.ts into dist/ (esbuild); throws with esbuild's messages on failure. */
 export declare function build(root?: string): void;
