@@ -2,7 +2,5 @@
 export declare function staleReason(root?: string): string | undefined;
 /** The stamp's text for a build started at `started` (the build recipe, then the time). */
 export declare function stampText(started: Date): string;
-/** esbuild's metafile in dist/: which sources each output file holds. */
-export declare const META: string;
 /** Bundles src/cli/main.ts into dist/ (esbuild); throws with esbuild's messages on failure. */
 export declare function build(root?: string): void;

@@ -1,11 +1,8 @@
-// Bundles the CLI (src/cli/main.ts) into dist/ with esbuild. Plain JavaScript: it runs before
-// anything is compiled (npm's `prepare`, and bin/secsnap.js when dist/ is missing or stale).
+// Builds dist/ (scripts/bundle.js: the CLI bundled by esbuild) when it is missing or stale. Plain
+// JavaScript: it runs before anything is built (npm's `prepare`, and bin/secsnap.js).
 //
 //   node scripts/build.js   build now (what `npm install` runs)
-//
-// Why a bundle: loading a module costs per file, not per byte, and the engine's packages are
-// hundreds of files; one command's chunks load in about half the CPU of the compiled files
-// (docs/benchmarks.md, "Start-up"). Type checking stays with `npm run typecheck`.
+import { spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -17,7 +14,6 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -28,16 +24,6 @@ const STAMP = ".build-stamp";
 const RECIPE = "esbuild bundle 1";
 /** Besides src/, these change what the bundler emits. */
 const INPUTS = ["tsconfig.json", "tsconfig.build.json"];
-/** esbuild's metafile: which sources each output file holds (test/cli/startup.test.ts reads it). */
-export const META = "meta.json";
-
-/**
- * Left to Node at run time: packages that find files by path from their own directory
- * (`__dirname`, which an ES module has not): soljson, pino's transports, ioredis's friendly error
- * stacks, ws's optional native addons. Packages read by path only (@scalar/api-reference's
- * standalone bundle, @foundry-rs/anvil's binary) are never imported.
- */
-const EXTERNAL = ["solc", "pino", "pino-pretty", "ioredis", "bufferutil", "utf-8-validate"];
 
 /** Newest mtime (ms) under dir, directories included (so an added or deleted file counts). */
 function newestMtime(dir) {
@@ -83,50 +69,18 @@ export function stampText(started) {
  */
 export function build(root = ROOT) {
   const started = new Date();
-  const require = createRequire(join(root, "package.json"));
-  let esbuild;
-  try {
-    esbuild = require("esbuild");
-  } catch {
-    throw new Error("cannot build dist/: the esbuild package is not installed (run npm install)");
-  }
   const tmp = join(root, ".cache", `dist-${process.pid}`);
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  let result;
-  try {
-    result = esbuild.buildSync({
-      absWorkingDir: root,
-      entryPoints: { "cli/main": "src/cli/main.ts" },
-      outdir: tmp,
-      // Each command is a dynamic import (src/cli/run.ts): its own chunks, loaded on use.
-      bundle: true,
-      splitting: true,
-      format: "esm",
-      platform: "node",
-      target: "node20.18",
-      tsconfig: join(root, "tsconfig.build.json"),
-      // Every output sits two levels below the root, as the compiled files did, so paths made
-      // from import.meta.url (src/devnet/compile.ts: the contracts, .cache/) still hold.
-      chunkNames: "chunks/[name]-[hash]",
-      external: EXTERNAL,
-      // The bundled CommonJS packages require Node's modules and the external ones: an ES module
-      // has no `require`, so each output file makes one.
-      banner: {
-        js: 'import { createRequire as __secsnapCreateRequire } from "node:module";\nconst require = __secsnapCreateRequire(import.meta.url);',
-      },
-      metafile: true,
-      logLevel: "silent",
-    });
-  } catch (err) {
+  // esbuild's plugins need its asynchronous API; bin/secsnap.js needs this call synchronous.
+  const run = spawnSync(process.execPath, [join(import.meta.dirname, "bundle.js"), root, tmp], {
+    cwd: root,
+    encoding: "utf8",
+  });
+  if (run.status !== 0) {
     rmSync(tmp, { recursive: true, force: true });
-    const messages = (err.errors ?? []).map((m) => {
-      const at = m.location ? `${m.location.file}:${m.location.line}: ` : "";
-      return `${at}${m.text}`;
-    });
-    throw new Error(`esbuild failed to build dist/:\n${messages.join("\n") || err.message}`);
+    throw new Error(`cannot build dist/:\n${run.stdout}${run.stderr}${run.error ?? ""}`);
   }
-  writeFileSync(join(tmp, META), JSON.stringify(result.metafile));
   const stamp = join(tmp, STAMP);
   writeFileSync(stamp, stampText(started));
   utimesSync(stamp, started, started);
