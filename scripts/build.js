@@ -20,7 +20,10 @@ import { fileURLToPath } from "node:url";
 const ROOT = join(import.meta.dirname, "..");
 /** Written last, with the time the build started: dist/ is complete and covers src/ up to then. */
 const STAMP = ".build-stamp";
-/** The stamp's first line: a dist/ made by another recipe (the earlier tsc output) is rebuilt. */
+/**
+ * The stamp's first line: a dist/ made by another recipe (the earlier tsc output) is rebuilt.
+ * Change it with what scripts/bundle.js emits (its file is not among the inputs below).
+ */
 const RECIPE = "esbuild bundle 1";
 /** Besides src/, these change what the bundler emits. */
 const INPUTS = ["tsconfig.json", "tsconfig.build.json"];
