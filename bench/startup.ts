@@ -1,10 +1,12 @@
 /**
  * The start-up benchmark: whole `secsnap` processes, from spawn to exit, each against a bare
- * `node -e 0` started alternately in the same rounds. The judged line is `secsnap --version`
- * (start-up of the compiled CLI: bin/secsnap.js, its freshness check of dist/, the CLI's
- * dispatch); the others show what a command adds by loading its own modules and doing its work.
+ * `node -e 0` started alternately in the same rounds. Two lines are judged: `secsnap --version`
+ * (the bundled CLI's own start-up: bin/secsnap.js, its freshness check of dist/, the dispatch)
+ * and `secsnap scan <refused URL>` (everything `scan` does before its network work: the engine's
+ * modules, the configuration, the URL rules, which refuse a private address); the others show
+ * what a command adds by doing its work.
  *
- *   tsx bench/startup.ts [version] [main] [scan-help] [scan] [tsx]     (default: all)
+ *   tsx bench/startup.ts [version] [main] [scan-help] [scan-refused] [scan] [tsx]   (default: all)
  *
  * `scan` runs one real snapshot of a tiny local HTTP site on 127.0.0.2 (allowed through
  * SNAPSHOT_ALLOW_CIDRS / SNAPSHOT_ALLOWED_PORTS, as the CLI tests do). Exits 1 if a judged line
@@ -24,7 +26,7 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const TARGET_ADDRESS = "127.0.0.2";
 const WARMUP = 2;
 const ROUNDS = 15;
-/** Start-up of the compiled CLI against a bare node (docs/benchmarks.md, "Start-up"). */
+/** Start-up of the bundled CLI and of `scan` against a bare node (docs/benchmarks.md, "Start-up"). */
 const STARTUP_TARGET = 2;
 
 interface LineSpec {
@@ -32,11 +34,13 @@ interface LineSpec {
   argv: (targetUrl: string) => string[];
   /** Judged lines fail the run above this ratio; the others are printed for reading. */
   target?: number;
+  /** The exit code that means the command did its work (default 0). */
+  exitCode?: number;
 }
 
 const LINES = {
   version: {
-    title: "secsnap --version (bin/secsnap.js, compiled)",
+    title: "secsnap --version (bin/secsnap.js, bundled)",
     argv: () => ["bin/secsnap.js", "--version"],
     target: STARTUP_TARGET,
   },
@@ -47,6 +51,12 @@ const LINES = {
   "scan-help": {
     title: "secsnap scan --help (+ loading the engine)",
     argv: () => ["bin/secsnap.js", "scan", "--help"],
+  },
+  "scan-refused": {
+    title: "secsnap scan http://10.0.0.1/ (scan's start-up: refused before any network)",
+    argv: () => ["bin/secsnap.js", "scan", "http://10.0.0.1/"],
+    target: STARTUP_TARGET,
+    exitCode: 2,
   },
   scan: {
     title: "secsnap scan <local site> --json (+ one snapshot)",
@@ -78,6 +88,7 @@ function processContender(
   args: string[],
   env: NodeJS.ProcessEnv,
   cpu: number[],
+  exitCode = 0,
 ): Contender {
   return {
     name,
@@ -90,7 +101,7 @@ function processContender(
         child.on("exit", (code) => {
           const ms = performance.now() - started;
           cpu.push(childrenCpuMs() - cpuBefore);
-          if (code === 0) resolve(ms);
+          if (code === exitCode) resolve(ms);
           else reject(new Error(`${name} exited with ${code}`));
         });
       }),
@@ -137,7 +148,7 @@ async function main(): Promise<number> {
     `machine: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? "?"}), node ${process.version}`,
   );
 
-  // The first run of bin/secsnap.js compiles dist/ when it is missing or stale: not measured.
+  // The first run of bin/secsnap.js builds dist/ when it is missing or stale: not measured.
   await new Promise<void>((resolve, reject) => {
     const child = spawn(process.execPath, ["bin/secsnap.js", "--version"], {
       cwd: ROOT,
@@ -159,7 +170,7 @@ async function main(): Promise<number> {
       const cpuB: number[] = [];
       try {
         const result = await duel(
-          processContender(line, spec.argv(url), env, cpuA),
+          processContender(line, spec.argv(url), env, cpuA, spec.exitCode),
           processContender("node -e 0", ["-e", "0"], env, cpuB),
           { warmup: WARMUP, rounds: ROUNDS },
         );

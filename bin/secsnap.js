@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Runs the compiled CLI (dist/), compiling it first when it is missing or older than src/.
+// Runs the bundled CLI (dist/), bundling it first when it is missing or older than src/.
 import { build, staleReason } from "../scripts/build.js";
 
 const stale = staleReason();
 if (stale !== undefined) {
-  process.stderr.write(`secsnap: ${stale}; compiling it (a few seconds)\n`);
+  process.stderr.write(`secsnap: ${stale}; building it (a second or two)\n`);
   try {
     build();
   } catch (err) {

@@ -1,11 +1,12 @@
-// Compiles src/ to dist/ with tsc (tsconfig.build.json). Plain JavaScript: it runs before
-// anything is compiled (npm's `prepare`, and bin/secsnap.js when dist/ is missing or stale).
+// Builds dist/ (scripts/bundle.js: the CLI bundled by esbuild) when it is missing or stale. Plain
+// JavaScript: it runs before anything is built (npm's `prepare`, and bin/secsnap.js).
 //
 //   node scripts/build.js   build now (what `npm install` runs)
 import { spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
+  readFileSync,
   readdirSync,
   renameSync,
   rmSync,
@@ -13,14 +14,18 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = join(import.meta.dirname, "..");
 /** Written last, with the time the build started: dist/ is complete and covers src/ up to then. */
 const STAMP = ".build-stamp";
-/** Besides src/, these change what tsc emits. */
+/**
+ * The stamp's first line: a dist/ made by another recipe (the earlier tsc output) is rebuilt.
+ * Change it with what scripts/bundle.js emits (its file is not among the inputs below).
+ */
+const RECIPE = "esbuild bundle 1";
+/** Besides src/, these change what the bundler emits. */
 const INPUTS = ["tsconfig.json", "tsconfig.build.json"];
 
 /** Newest mtime (ms) under dir, directories included (so an added or deleted file counts). */
@@ -36,51 +41,51 @@ function newestMtime(dir) {
 }
 
 /**
- * Why dist/ under root must be rebuilt, or undefined when it is current. Only stats files
- * (about a millisecond): bin/secsnap.js asks on every start.
+ * Why dist/ under root must be rebuilt, or undefined when it is current. Only stats files and
+ * reads the stamp (about a millisecond): bin/secsnap.js asks on every start.
  */
 export function staleReason(root = ROOT) {
   let built;
+  let recipe;
   try {
-    built = statSync(join(root, "dist", STAMP)).mtimeMs;
+    const stamp = join(root, "dist", STAMP);
+    built = statSync(stamp).mtimeMs;
+    recipe = readFileSync(stamp, "utf8").split("\n", 1)[0];
   } catch {
     return "dist/ has not been built";
   }
+  if (recipe !== RECIPE) return "dist/ was built by an older build script";
   const src = join(root, "src");
   if (!existsSync(src)) return undefined; // an installed copy without sources: run what is there
   const inputs = [newestMtime(src), ...INPUTS.map((f) => statSync(join(root, f)).mtimeMs)];
   return inputs.some((mtime) => mtime > built) ? "src/ changed since dist/ was built" : undefined;
 }
 
+/** What the stamp says: the recipe, then when the build started. */
+export function stampText(started) {
+  return `${RECIPE}\n${started.toISOString()}\n`;
+}
+
 /**
- * Compiles into a fresh directory and swaps it in, so a failed or interrupted build never
- * leaves a half-written dist/ behind. Throws with tsc's output when compiling fails.
+ * Bundles into a fresh directory and swaps it in, so a failed or interrupted build never
+ * leaves a half-written dist/ behind. Throws with esbuild's messages when bundling fails.
  */
 export function build(root = ROOT) {
   const started = new Date();
-  const require = createRequire(join(root, "package.json"));
-  let tsc;
-  try {
-    tsc = require.resolve("typescript/bin/tsc");
-  } catch {
-    throw new Error(
-      "cannot build dist/: the typescript package is not installed (run npm install)",
-    );
-  }
   const tmp = join(root, ".cache", `dist-${process.pid}`);
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  const run = spawnSync(
-    process.execPath,
-    [tsc, "-p", join(root, "tsconfig.build.json"), "--outDir", tmp],
-    { cwd: root, encoding: "utf8" },
-  );
+  // esbuild's plugins need its asynchronous API; bin/secsnap.js needs this call synchronous.
+  const run = spawnSync(process.execPath, [join(import.meta.dirname, "bundle.js"), root, tmp], {
+    cwd: root,
+    encoding: "utf8",
+  });
   if (run.status !== 0) {
     rmSync(tmp, { recursive: true, force: true });
-    throw new Error(`tsc failed to build dist/:\n${run.stdout}${run.stderr}${run.error ?? ""}`);
+    throw new Error(`cannot build dist/:\n${run.stdout}${run.stderr}${run.error ?? ""}`);
   }
   const stamp = join(tmp, STAMP);
-  writeFileSync(stamp, `${started.toISOString()}\n`);
+  writeFileSync(stamp, stampText(started));
   utimesSync(stamp, started, started);
   rmSync(join(root, "dist"), { recursive: true, force: true });
   try {

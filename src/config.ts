@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { availableParallelism } from "node:os";
 import ipaddr from "ipaddr.js";
-import { z } from "zod";
+import * as z from "zod";
 import { ConfigError } from "./config-error.js";
 
 /**

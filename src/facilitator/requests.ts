@@ -5,7 +5,7 @@ import {
   PaymentRequirementsV2Schema,
 } from "@x402/core/schemas";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * Parsing of POST /verify and /settle bodies. The SDK trusts its inputs (it reads

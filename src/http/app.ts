@@ -3,7 +3,7 @@ import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
 import { etag } from "hono/etag";
 import { HTTPException } from "hono/http-exception";
-import type { z } from "zod";
+import type * as z from "zod";
 import {
   carriesProof,
   errorAnswer,

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
 import { NO_STORE, SnapshotRequestSchema, usdcAmount } from "../payment/index.js";
 import {

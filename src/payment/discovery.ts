@@ -1,5 +1,5 @@
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import { z } from "zod";
+import * as z from "zod";
 import { MAX_URL_LENGTH, sampleReport } from "../snapshot/index.js";
 import type { SnapshotResult } from "../snapshot/index.js";
 

@@ -1,7 +1,7 @@
 import { constants as cryptoConstants } from "node:crypto";
 import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
-import { Agent, Pool, buildConnector, errors } from "undici";
+import { Agent, Pool, buildConnector, errors } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
 import { errorCodes, errorChain } from "./error-chain.js";

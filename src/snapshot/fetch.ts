@@ -8,7 +8,7 @@
 import { Readable } from "node:stream";
 import type { Transform } from "node:stream";
 import zlib from "node:zlib";
-import { request } from "undici";
+import { request } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { USER_AGENT } from "../version.js";
 import type { CorsProbe, HttpSideProbe } from "./findings/finding.js";

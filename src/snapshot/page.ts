@@ -3,7 +3,6 @@
  * of the final HTML says about its Content-Security-Policy `<meta>` tags and its scripts. Pure:
  * the body is read by fetch.ts.
  */
-import { Parser } from "htmlparser2";
 import type { PageEvidence } from "./findings/finding.js";
 
 /** Elements a parser keeps in `<head>`; any other start tag begins the body (HTML §13.2.6.4.4). */
@@ -52,7 +51,9 @@ function resolveHttp(ref: string, base: URL): URL | null {
  * that cannot be in a head. Script URLs resolve against the first `<base href>` seen before them
  * (the document base URL; a base with a non-http(s) URL is ignored, as browsers do).
  */
-export function parsePage(html: string, pageUrl: URL): PageEvidence {
+export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidence> {
+  // Loaded with the first page: not part of the CLI's start-up (docs/benchmarks.md, "Start-up").
+  const { Parser } = await import("htmlparser2");
   const metaCsp: string[] = [];
   const scripts: PageEvidence["scripts"] = [];
   let inHead = true;

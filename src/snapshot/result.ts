@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 import { CHECKS } from "./checks/registry.js";
 import type { CheckField, CheckName } from "./checks/registry.js";

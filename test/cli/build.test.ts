@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { staleReason } from "../../scripts/build.js";
+import { staleReason, stampText } from "../../scripts/build.js";
 
 // A project tree with file times set by hand: `built` is when dist/ was stamped.
 const built = new Date("2026-01-01T12:00:00Z");
@@ -10,9 +10,9 @@ const before = new Date("2026-01-01T11:00:00Z");
 const after = new Date("2026-01-01T13:00:00Z");
 let root: string;
 
-function file(path: string, time = before): void {
+function file(path: string, time = before, text = ""): void {
   mkdirSync(join(root, path, ".."), { recursive: true });
-  writeFileSync(join(root, path), "");
+  writeFileSync(join(root, path), text);
   utimesSync(join(root, path), time, time);
 }
 function dir(path: string, time = before): void {
@@ -26,7 +26,7 @@ beforeEach(() => {
   }
   dir("src/cli");
   dir("src");
-  file("dist/.build-stamp", built);
+  file("dist/.build-stamp", built, stampText(built));
 });
 afterEach(() => rmSync(root, { recursive: true, force: true }));
 
@@ -38,6 +38,11 @@ describe("bin/secsnap.js rebuilds dist/ when (and only when) it is stale", () =>
   it("is stale without a finished build (no stamp)", () => {
     rmSync(join(root, "dist"), { recursive: true });
     expect(staleReason(root)).toBe("dist/ has not been built");
+  });
+
+  it("is stale when dist/ was made by an earlier build script (the tsc output)", () => {
+    file("dist/.build-stamp", built, `${built.toISOString()}\n`);
+    expect(staleReason(root)).toBe("dist/ was built by an older build script");
   });
 
   it("is stale when a source file changed", () => {

@@ -4,6 +4,7 @@ import { runCli as runCliInProcess } from "../../src/cli/run.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+const BIN = fileURLToPath(new URL("../../bin/secsnap.js", import.meta.url));
 
 export interface CliRun {
   code: number | null;
@@ -57,7 +58,9 @@ export function spawnCli(
   env: NodeJS.ProcessEnv,
   { detached = false } = {},
 ): ChildProcessWithoutNullStreams {
-  return spawn(process.execPath, ["--import", "tsx", MAIN, ...args], { cwd: ROOT, env, detached });
+  // SECSNAP_TEST_CLI=build runs the same tests against the bundle (bin/secsnap.js, dist/).
+  const argv = process.env.SECSNAP_TEST_CLI === "build" ? [BIN] : ["--import", "tsx", MAIN];
+  return spawn(process.execPath, [...argv, ...args], { cwd: ROOT, env, detached });
 }
 
 export async function runProcess(

@@ -259,26 +259,26 @@ describe("all probe findings", () => {
 describe("the page parser", () => {
   const at = new URL("https://example.com/dir/page");
 
-  it("meta CSP in the head counts (any case); in the body it does not", () => {
+  it("meta CSP in the head counts (any case); in the body it does not", async () => {
     const html =
       '<!doctype html><html><head><META HTTP-EQUIV="Content-Security-Policy" content="default-src \'self\'"></head>' +
       '<body><meta http-equiv="content-security-policy" content="script-src *"></body></html>';
-    expect(parsePage(html, at).metaCsp).toEqual(["default-src 'self'"]);
+    expect((await parsePage(html, at)).metaCsp).toEqual(["default-src 'self'"]);
   });
 
-  it("a head without tags ends at the first element that cannot be in a head", () => {
+  it("a head without tags ends at the first element that cannot be in a head", async () => {
     const html =
       '<meta http-equiv="content-security-policy" content="a"><p>x</p><meta http-equiv="content-security-policy" content="b">';
-    expect(parsePage(html, at).metaCsp).toEqual(["a"]);
+    expect((await parsePage(html, at)).metaCsp).toEqual(["a"]);
   });
 
-  it("script URLs resolve against the page, then against the first <base href>", () => {
+  it("script URLs resolve against the page, then against the first <base href>", async () => {
     const html =
       '<script src="a.js"></script><base href="https://static.example.net/s/"><base href="https://x.net/">' +
       '<script src="b.js" integrity="sha256-abc"></script><script>inline()</script>' +
       '<script type="text/template" src="t.html"></script><script src="data:text/javascript,1"></script>' +
       '<template><script src="https://inert.net/t.js"></script></template>';
-    expect(parsePage(html, at).scripts).toEqual([
+    expect((await parsePage(html, at)).scripts).toEqual([
       { src: "https://example.com/dir/a.js", integrity: null },
       { src: "https://static.example.net/s/b.js", integrity: "sha256-abc" },
     ]);

@@ -1,6 +1,6 @@
 /** Cookies set by the final response (docs/findings.md), parsed by undici (RFC 6265bis). */
-import { Headers, getSetCookies } from "undici";
 import type { Cookie } from "undici";
+import { parseSetCookie } from "../undici.js";
 import { found } from "./finding.js";
 import type { Evidence, Finding, FindingDef } from "./finding.js";
 import { finalHeader, finalIsHttps } from "./values.js";
@@ -69,17 +69,9 @@ function about(def: FindingDef, cookies: Cookie[], what: string): Finding[] {
 }
 
 export function parseCookies(values: readonly string[]): Cookie[] {
-  const headers = new Headers();
-  for (const v of values) {
-    // Headers refuses values no browser would take either (NUL, CR, LF): skip those cookies.
-    try {
-      headers.append("set-cookie", v);
-    } catch {
-      continue;
-    }
-  }
-  // undici answers null for a cookie it refuses (name and value over 4096 bytes, as browsers).
-  return (getSetCookies(headers) as (Cookie | null)[]).filter((c): c is Cookie => c !== null);
+  // undici's getSetCookies() without its Headers: the parser answers null for a cookie it
+  // refuses (control characters, name and value over 4096 bytes), as browsers do.
+  return values.map((v) => parseSetCookie(v)).filter((c): c is Cookie => c !== null);
 }
 
 export function judgeCookies(e: Evidence): Finding[] {

@@ -2,7 +2,8 @@
  * The redirect chain (docs/findings.md "Probes"): a step from https:// down to http://, and a
  * final URL on another registrable domain than the input.
  */
-import { getDomain } from "tldts";
+import { createRequire } from "node:module";
+import type * as Tldts from "tldts";
 import type { Chain } from "../types.js";
 import { found } from "./finding.js";
 import type { Evidence, Finding, FindingDef } from "./finding.js";
@@ -38,11 +39,17 @@ function requestedUrls(chain: Chain): string[] {
   return urls;
 }
 
+// tldts (the public suffix list, 180 KB) is required on the first redirect to another host, not
+// at start-up (docs/benchmarks.md, "Start-up"); require() because the judges are synchronous.
+const requireCjs = createRequire(import.meta.url);
+let tldts: typeof Tldts | undefined;
+
 /** The registrable domain of a host (tldts, public suffix list); an IP literal or a name
  * without one (localhost) is compared as it is. */
 function siteOf(hostname: string): string {
   const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  return getDomain(host, { allowPrivateDomains: false }) ?? host;
+  tldts ??= requireCjs("tldts") as typeof Tldts;
+  return tldts.getDomain(host, { allowPrivateDomains: false }) ?? host;
 }
 
 export function judgeRedirects(evidence: Evidence): Finding[] {
@@ -62,12 +69,15 @@ export function judgeRedirects(evidence: Evidence): Finding[] {
       break;
     }
   }
-  const from = siteOf(input.hostname);
-  const to = siteOf(chain.finalUrl.hostname);
-  if (chain.redirectCount > 0 && from !== to) {
-    out.push(
-      found(REDIRECT_OTHER_DOMAIN, `The site redirects to another domain: ${to} (from ${from}).`),
-    );
+  // The same host is the same site: the list is only needed when the host changed.
+  if (chain.redirectCount > 0 && input.hostname !== chain.finalUrl.hostname) {
+    const from = siteOf(input.hostname);
+    const to = siteOf(chain.finalUrl.hostname);
+    if (from !== to) {
+      out.push(
+        found(REDIRECT_OTHER_DOMAIN, `The site redirects to another domain: ${to} (from ${from}).`),
+      );
+    }
   }
   return out;
 }

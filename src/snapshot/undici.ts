@@ -1,0 +1,29 @@
+/**
+ * The parts of undici the engine uses, each loaded by its own path: undici's index.js loads the
+ * whole package (fetch, WebSocket, caches, mocks), which cost more start-up than the rest of
+ * `secsnap scan` (docs/benchmarks.md, "Start-up"). They are the same modules the index exports,
+ * so errors and classes are the ones undici's users see.
+ */
+import type { Dispatcher } from "undici";
+import api from "undici/lib/api/index.js";
+import { parseSetCookie } from "undici/lib/web/cookies/parse.js";
+
+export { default as Agent } from "undici/lib/dispatcher/agent.js";
+export { default as Pool } from "undici/lib/dispatcher/pool.js";
+export { default as buildConnector } from "undici/lib/core/connect.js";
+export { default as errors } from "undici/lib/core/errors.js";
+export { parseSetCookie };
+
+export type RequestOptions = Omit<Dispatcher.RequestOptions, "origin" | "path"> & {
+  dispatcher: Dispatcher;
+};
+
+/** undici's `request(url, options)` for an http(s) URL, as its index builds it. */
+export function request(url: URL, options: RequestOptions): Promise<Dispatcher.ResponseData> {
+  const { dispatcher, ...rest } = options;
+  return api.request.call(dispatcher, {
+    ...rest,
+    origin: url.origin,
+    path: `${url.pathname}${url.search}`,
+  });
+}
