@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { pino, stdTimeFunctions, type Logger as PinoLogger } from "pino";
 import { prettyFactory } from "pino-pretty";
 import type { LogLevel } from "../config.js";
@@ -32,12 +33,18 @@ const REDACT = [
 export function createLogger(level: LogLevel, output: Output): PinoLogger {
   const options = {
     level,
-    base: undefined,
+    // Which instance wrote the line, in a fleet: computed once, not per line.
+    base: { pid: process.pid, hostname: hostname() },
     timestamp: stdTimeFunctions.isoTime,
     redact: { paths: REDACT, censor: "[redacted]" },
   };
   if (output.isTTY) {
-    const format = prettyFactory({ colorize: true, translateTime: "SYS:HH:MM:ss.l" });
+    const format = prettyFactory({
+      colorize: true,
+      translateTime: "SYS:HH:MM:ss.l",
+      // One instance on one terminal: which one is plain.
+      ignore: "pid,hostname",
+    });
     return pino(options, { write: (line: string) => void output.write(format(line)) });
   }
   return pino(

@@ -3,6 +3,7 @@
  * written by the service's pino logger into a captured stream: request ids, route patterns,
  * LOG_LEVEL, and the pino safety net for keys and proof headers.
  */
+import { hostname } from "node:os";
 import { afterEach, expect, it } from "vitest";
 import { createLogger } from "../../src/cli/logger.js";
 import type { LogLevel } from "../../src/config.js";
@@ -45,7 +46,7 @@ async function serve(level: LogLevel): Promise<{ url: string; lines: string[] }>
 const parsed = (lines: string[]) =>
   lines.map((line) => JSON.parse(line) as Record<string, unknown>);
 
-it("one JSON line per request: id, method, route pattern, status, duration; the id echoed", async () => {
+it("one JSON line per request: the instance, id, method, route pattern, status, duration; the id echoed", async () => {
   const { url, lines } = await serve("info");
   const health = await fetch(`${url}/health`, { headers: { "x-request-id": "lb-7f3a.2_x" } });
   expect(health.headers.get("x-request-id")).toBe("lb-7f3a.2_x");
@@ -55,6 +56,8 @@ it("one JSON line per request: id, method, route pattern, status, duration; the 
     {
       level: "info",
       time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      pid: process.pid,
+      hostname: hostname(),
       msg: "request",
       req_id: "lb-7f3a.2_x",
       method: "GET",
@@ -92,7 +95,13 @@ it("LOG_LEVEL=warn silences request lines; warnings still go out", async () => {
   logger.info("not shown");
   logger.warn("x402 facilitator answers now");
   expect(parsed(lines)).toEqual([
-    { level: "warn", time: expect.any(String), msg: "x402 facilitator answers now" },
+    {
+      level: "warn",
+      time: expect.any(String),
+      pid: process.pid,
+      hostname: hostname(),
+      msg: "x402 facilitator answers now",
+    },
   ]);
 });
 
