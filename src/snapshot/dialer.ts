@@ -164,13 +164,13 @@ const KEEP_ALIVE_MAX_MS = 4_000;
 /** Connections per origin; more requests to one origin wait for a free connection. */
 const CONNECTIONS_PER_ORIGIN = 16;
 /**
- * A connection waits for a session of the full handshake under way to its address, port and
- * name only when its own TCP connect took ≤ 2 ms: on such a near network the wait (about one
- * round trip after that handshake) costs less than a full handshake's CPU. Farther away it
- * makes its own handshake at once, so no snapshot waits an extra round trip. Figures:
- * docs/benchmarks.md "TLS handshakes".
+ * A connection waits for the session of the full handshake under way to its address, port and
+ * name only when the network kept the event loop idle ≤ 2 ms during its TCP connect (a near
+ * network, or a CPU too busy to notice the round trip): there the wait costs less than the full
+ * handshake's CPU it saves. Otherwise it makes its own handshake at once, so a snapshot of a
+ * distant site waits no extra round trip. Figures: docs/benchmarks.md "TLS handshakes".
  */
-const SESSION_WAIT: SessionWaitOptions = { nearRttMs: 2, maxWaitMs: 20 };
+const SESSION_WAIT: SessionWaitOptions = { nearIdleMs: 2, maxWaitMs: 50 };
 
 /**
  * What every target TLS connection negotiates with. A renegotiation asked for by a server is
@@ -273,7 +273,9 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
       };
       if (tcp) {
         const key = sessionKey(address, port, servername);
-        const dialledAt = performance.now();
+        // The event loop's idle time while the TCP connect is under way: how long the network,
+        // not our own work or a busy CPU, kept us waiting (at most one round trip).
+        const idleAtDial = performance.eventLoopUtilization().idle;
         // Before TLS starts, TCP failures are reported from here; then the TLS socket reports
         // them, and this listener only keeps them from being unhandled.
         const onTcpError = (err: Error) => connected(err);
@@ -302,7 +304,8 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
         tcp.once("connect", () => {
           tcpConnected = true;
           const ready = sessions.take(key);
-          if (ready || !sessions.worthWaiting(key, address, performance.now() - dialledAt)) {
+          const idleMs = performance.eventLoopUtilization().idle - idleAtDial;
+          if (ready || !sessions.worthWaiting(key, idleMs)) {
             return startTls(ready);
           }
           void sessions.wait(key, signal).then(startTls);

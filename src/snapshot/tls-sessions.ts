@@ -14,11 +14,12 @@ import type { TLSSocket } from "node:tls";
  */
 
 export interface SessionWaitOptions {
-  /** A connection waits for another's session only when the shortest TCP connect to its
-   * address in this snapshot took at most this long (a near network: waiting costs less than
-   * a full handshake's CPU). Farther away it makes its own handshake at once. */
-  nearRttMs: number;
-  /** Longest a connection waits for another's session before making its own full handshake. */
+  /** A connection waits for another's session only when the event loop sat idle at most this
+   * long during its TCP connect: the network round trip was shorter than that, or our CPU was
+   * too busy to wait for it. Otherwise it makes its own full handshake at once. */
+  nearIdleMs: number;
+  /** Longest a connection waits for another's session before making its own full handshake;
+   * after one such wait the origin is taken to give no sessions, and nobody waits again. */
   maxWaitMs: number;
 }
 
@@ -34,20 +35,19 @@ interface Slot {
   waiters: Set<(session: Buffer | undefined) => void>;
   /** Full handshakes to this key under way. */
   leaders: number;
+  /** A wait ended without a session: this origin gives none in time, nobody waits again. */
+  barren: boolean;
 }
 
 /** The verified TLS sessions of one snapshot's connections, by sessionKey. */
 export class SessionStore {
   private readonly slots = new Map<string, Slot>();
-  /** Shortest TCP connect per address: its round trip, least delayed by our own work
-   * (connections dialled together are told of their connects one after another). */
-  private readonly rtt = new Map<string, number>();
-
   constructor(private readonly options: SessionWaitOptions) {}
 
   private slot(key: string): Slot {
     let s = this.slots.get(key);
-    if (!s) this.slots.set(key, (s = { sessions: [], waiters: new Set(), leaders: 0 }));
+    if (!s)
+      this.slots.set(key, (s = { sessions: [], waiters: new Set(), leaders: 0, barren: false }));
     return s;
   }
 
@@ -59,13 +59,12 @@ export class SessionStore {
   }
 
   /**
-   * Whether a connection to `key` whose TCP connect took `connectMs` should wait for the session
-   * of a full handshake under way rather than make its own: only on a near network.
+   * Whether a connection to `key` during whose TCP connect the event loop sat idle `idleMs`
+   * should wait for the session of a full handshake under way rather than make its own.
    */
-  worthWaiting(key: string, address: string, connectMs: number): boolean {
-    const rtt = Math.min(this.rtt.get(address) ?? Infinity, connectMs);
-    this.rtt.set(address, rtt);
-    return rtt <= this.options.nearRttMs && this.slot(key).leaders > 0;
+  worthWaiting(key: string, idleMs: number): boolean {
+    const slot = this.slot(key);
+    return idleMs <= this.options.nearIdleMs && slot.leaders > 0 && !slot.barren;
   }
 
   /**
@@ -82,7 +81,10 @@ export class SessionStore {
         resolve(session);
       };
       const onAbort = () => done(undefined);
-      const timer = setTimeout(() => done(undefined), this.options.maxWaitMs);
+      const timer = setTimeout(() => {
+        slot.barren = true;
+        done(undefined);
+      }, this.options.maxWaitMs);
       signal?.addEventListener("abort", onAbort, { once: true });
       slot.waiters.add(done);
     });
