@@ -165,12 +165,13 @@ const KEEP_ALIVE_MAX_MS = 4_000;
 const CONNECTIONS_PER_ORIGIN = 16;
 /**
  * A connection waits for the session of the full handshake under way to its address, port and
- * name only when the network kept the event loop idle ≤ 2 ms during its TCP connect (a near
- * network, or a CPU too busy to notice the round trip): there the wait costs less than the full
- * handshake's CPU it saves. Otherwise it makes its own handshake at once, so a snapshot of a
- * distant site waits no extra round trip. Figures: docs/benchmarks.md "TLS handshakes".
+ * name only when its own TCP connect took ≤ 2 ms: a near network and an event loop with time to
+ * spare, where the wait costs less than the full handshake's CPU it saves. Farther away it makes
+ * its own handshake at once, so a distant site's snapshot waits no extra round trip; on a busy
+ * loop too, where waiting queues the probes behind the main handshake (measured: neighbours'
+ * snapshots got slower). Figures: docs/benchmarks.md "TLS handshakes".
  */
-const SESSION_WAIT: SessionWaitOptions = { nearIdleMs: 2, maxWaitMs: 50 };
+const SESSION_WAIT: SessionWaitOptions = { nearConnectMs: 2, maxWaitMs: 50 };
 
 /**
  * What every target TLS connection negotiates with. A renegotiation asked for by a server is
@@ -273,9 +274,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
       };
       if (tcp) {
         const key = sessionKey(address, port, servername);
-        // The event loop's idle time while the TCP connect is under way: how long the network,
-        // not our own work or a busy CPU, kept us waiting (at most one round trip).
-        const idleAtDial = performance.eventLoopUtilization().idle;
+        const dialledAt = performance.now();
         // Before TLS starts, TCP failures are reported from here; then the TLS socket reports
         // them, and this listener only keeps them from being unhandled.
         const onTcpError = (err: Error) => connected(err);
@@ -304,8 +303,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
         tcp.once("connect", () => {
           tcpConnected = true;
           const ready = sessions.take(key);
-          const idleMs = performance.eventLoopUtilization().idle - idleAtDial;
-          if (ready || !sessions.worthWaiting(key, idleMs)) {
+          if (ready || !sessions.worthWaiting(key, performance.now() - dialledAt)) {
             return startTls(ready);
           }
           void sessions.wait(key, signal).then(startTls);

@@ -14,10 +14,9 @@ import type { TLSSocket } from "node:tls";
  */
 
 export interface SessionWaitOptions {
-  /** A connection waits for another's session only when the event loop sat idle at most this
-   * long during its TCP connect: the network round trip was shorter than that, or our CPU was
-   * too busy to wait for it. Otherwise it makes its own full handshake at once. */
-  nearIdleMs: number;
+  /** A connection waits for another's session only when its TCP connect took at most this long
+   * (a near network and a responsive event loop); otherwise it makes its own full handshake. */
+  nearConnectMs: number;
   /** Longest a connection waits for another's session before making its own full handshake;
    * after one such wait the origin is taken to give no sessions, and nobody waits again. */
   maxWaitMs: number;
@@ -59,12 +58,12 @@ export class SessionStore {
   }
 
   /**
-   * Whether a connection to `key` during whose TCP connect the event loop sat idle `idleMs`
-   * should wait for the session of a full handshake under way rather than make its own.
+   * Whether a connection to `key` whose TCP connect took `connectMs` should wait for the session
+   * of a full handshake under way rather than make its own.
    */
-  worthWaiting(key: string, idleMs: number): boolean {
+  worthWaiting(key: string, connectMs: number): boolean {
     const slot = this.slot(key);
-    return idleMs <= this.options.nearIdleMs && slot.leaders > 0 && !slot.barren;
+    return connectMs <= this.options.nearConnectMs && slot.leaders > 0 && !slot.barren;
   }
 
   /**

@@ -26,9 +26,9 @@ import { issueExpiredLeaf, issueLeaf, loadTestCa, selfSignedLeaf } from "../fixt
 import type { TestCa, TestLeaf } from "../fixtures/tls.js";
 
 /** A near network: connections wait for the session of the full handshake under way. */
-const WAIT: SessionWaitOptions = { nearIdleMs: Infinity, maxWaitMs: 60_000 };
+const WAIT: SessionWaitOptions = { nearConnectMs: Infinity, maxWaitMs: 60_000 };
 /** A far network: nobody waits, every connection started together makes a full handshake. */
-const NO_WAIT: SessionWaitOptions = { nearIdleMs: -1, maxWaitMs: 60_000 };
+const NO_WAIT: SessionWaitOptions = { nearConnectMs: -1, maxWaitMs: 60_000 };
 
 const policy = createAddressPolicy(PUBLIC_CIDRS);
 let dns: DnsFixture;
