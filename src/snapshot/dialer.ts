@@ -1,6 +1,8 @@
 import { constants as cryptoConstants } from "node:crypto";
 import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
+import { createSecureContext, connect as tlsConnect } from "node:tls";
+import type { SecureContext, TLSSocket } from "node:tls";
 import { Agent, Pool, buildConnector, errors } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
@@ -8,6 +10,8 @@ import { errorCodes, errorChain } from "./error-chain.js";
 import { dropUnsolicitedContinue } from "./interim.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
+import { SessionStore, sessionKey } from "./tls-sessions.js";
+import type { SessionWaitOptions } from "./tls-sessions.js";
 import { effectivePort } from "./url-rules.js";
 
 /**
@@ -161,6 +165,8 @@ export interface TargetDispatcherOptions {
   tls?: { ca?: string[] };
   /** Called with every address just before it is dialled (for tests and logs). */
   onDial?: (info: { host: string; address: string; port: number }) => void;
+  /** When a connection waits for another's TLS session (tls-sessions.ts); tests widen it. */
+  sessionWait?: SessionWaitOptions;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -168,6 +174,40 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const KEEP_ALIVE_MAX_MS = 4_000;
 /** Connections per origin; more requests to one origin wait for a free connection. */
 const CONNECTIONS_PER_ORIGIN = 16;
+/**
+ * A connection waits for the session of the full handshake under way to its address, port and
+ * name only when its own TCP connect took ≤ 2 ms: a near network and an event loop with time to
+ * spare, where the wait costs less than the full handshake's CPU it saves. Farther away it makes
+ * its own handshake at once, so a distant site's snapshot waits no extra round trip; on a busy
+ * loop too, where waiting queues the probes behind the main handshake (measured: neighbours'
+ * snapshots got slower). Figures: docs/benchmarks.md "TLS handshakes".
+ */
+const SESSION_WAIT: SessionWaitOptions = { nearConnectMs: 2, maxWaitMs: 50 };
+
+/**
+ * What every target TLS connection negotiates with. A renegotiation asked for by a server is
+ * refused: each one is a full handshake of our CPU, and a hostile server can ask in a loop.
+ */
+function targetTlsOptions(ca: string[] | undefined) {
+  return {
+    secureOptions: cryptoConstants.SSL_OP_NO_RENEGOTIATION,
+    ...(ca ? { ca } : {}),
+  };
+}
+
+/** The context of the default trust store (public CAs and NODE_EXTRA_CA_CERTS, read at start). */
+let defaultSecureContext: SecureContext | undefined;
+
+/**
+ * One SecureContext for every connection with the same trust anchors: tls.connect without one
+ * builds a new context (and copies the root store into it) per connection, a large share of a
+ * handshake's CPU. A context holds no sessions for resumption (Node keeps none in it), so sharing
+ * it across snapshots shares nothing else.
+ */
+function secureContextFor(ca: string[] | undefined): SecureContext {
+  if (ca) return createSecureContext(targetTlsOptions(ca));
+  return (defaultSecureContext ??= createSecureContext(targetTlsOptions(undefined)));
+}
 
 /**
  * Requests waiting for a free connection of one origin: the three methods undici's Pool uses on
@@ -217,19 +257,16 @@ export function lightenPoolQueue(pool: Pool): boolean {
 export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatcher {
   const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const { signal } = opts;
+  // Plain-HTTP connections; https ones are made by dialOne itself (startTls).
   const socketConnector = buildConnector({
     // Our own timer bounds each attempt (dialOne), so an abort or the deadline can end it.
     timeout: 0,
     allowH2: false,
-    // Every https_ok answer must come from a full handshake with certificate verification,
-    // not from a resumed session.
-    maxCachedSessions: 0,
-    // A server may not renegotiate: each renegotiation is a full handshake of our CPU, and a
-    // hostile server can ask for them in a loop. OpenSSL answers its request with an alert.
-    secureOptions: cryptoConstants.SSL_OP_NO_RENEGOTIATION,
     lookup: refuseLookup,
-    ...(opts.tls?.ca ? { ca: opts.tls.ca } : {}),
   });
+  const secureContext = secureContextFor(opts.tls?.ca);
+  // This dispatcher's (one snapshot's) verified sessions: never shared with another snapshot.
+  const sessions = new SessionStore(opts.sessionWait ?? SESSION_WAIT);
 
   /** Time this connection may still use: the connect bound, cut by the deadline. */
   const budget = (startedAt: number) =>
@@ -250,15 +287,14 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     new Promise((resolve, reject) => {
       let tcpConnected = false;
       let settled = false;
-      // For https the TCP socket is ours (undici's `httpSocket`), so a failed handshake can tell
-      // whether the server had sent anything: docs/contract.md §4.2 separates a reset before any
-      // TLS exchange (unreachable) from a TLS handshake that failed.
+      // For https the TCP socket is ours, so a failed handshake can tell whether the server had
+      // sent anything: docs/contract.md §4.2 separates a reset before any TLS exchange
+      // (unreachable) from a TLS handshake that failed.
       const tcp =
         params.protocol === "https:"
           ? netConnect({ host: address, port, lookup: refuseLookup })
           : undefined;
-      // The TLS socket reports the same errors; this listener only keeps them from being unhandled.
-      tcp?.on("error", ignoreError);
+      let socket: Socket | undefined;
       const finish = (err: Error | null, sock?: Socket) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
@@ -274,30 +310,67 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
         tcp?.destroy();
         finish(err);
       };
-      const socket = socketConnector(
-        // hostname is what gets dialled; host (name:port) stays for undici's bookkeeping.
-        {
-          ...params,
-          hostname: address,
-          ...(servername ? { servername } : {}),
-          ...(tcp ? { httpSocket: tcp } : {}),
-        },
-        (err, sock) => {
-          if (err) {
-            tagBytesRead(err, tcp?.bytesRead ?? 0);
-            return finish(tagPhase(err, tcpConnected ? "tls" : "tcp"));
+      let reported = false;
+      const connected = (err: Error | null, sock?: Socket) => {
+        if (reported) return;
+        reported = true;
+        if (err || !sock) {
+          const e = err ?? new Error("no socket");
+          tagBytesRead(e, tcp?.bytesRead ?? 0);
+          return finish(tagPhase(e, tcpConnected ? "tls" : "tcp"));
+        }
+        // Records a number on the error object; undici still handles the error itself. A TLS
+        // socket that failed (an alert after the handshake) is not destroyed by Node, and undici
+        // ends its request only on 'close': without this it would wait for the deadline.
+        sock.on("error", destroyOnError);
+        finish(null, dropUnsolicitedContinue(sock));
+      };
+      if (tcp) {
+        const key = sessionKey(address, port, servername);
+        const dialledAt = performance.now();
+        // Before TLS starts, TCP failures are reported from here; then the TLS socket reports
+        // them, and this listener only keeps them from being unhandled.
+        const onTcpError = (err: Error) => connected(err);
+        tcp.on("error", onTcpError);
+        tcp.on("error", ignoreError);
+        // undici's connector takes a TLS session only when it is built, so https connections
+        // are made here, with the options it would use (http/1.1 only).
+        const startTls = (session: Buffer | undefined) => {
+          if (settled) return;
+          tcp.off("error", onTcpError);
+          tcp.setNoDelay(true).setKeepAlive(true, 60_000);
+          const tlsSocket: TLSSocket = tlsConnect({
+            socket: tcp,
+            host: address,
+            ...(servername ? { servername } : {}),
+            ...(session ? { session } : {}),
+            secureContext,
+            ALPNProtocols: ["http/1.1"],
+          });
+          socket = tlsSocket;
+          sessions.watch(key, tlsSocket, session === undefined);
+          tlsSocket.once("secureConnect", () => connected(null, tlsSocket));
+          tlsSocket.once("error", (err: Error) => connected(err));
+        };
+        // 'connect' is the TCP connection, before any TLS handshake.
+        tcp.once("connect", () => {
+          tcpConnected = true;
+          const ready = sessions.take(key);
+          if (ready || !sessions.worthWaiting(key, performance.now() - dialledAt)) {
+            return startTls(ready);
           }
-          // Records a number on the error object; undici still handles the error itself. A TLS
-          // socket that failed (an alert after the handshake) is not destroyed by Node, and undici
-          // ends its request only on 'close': without this it would wait for the deadline.
-          sock.on("error", destroyOnError);
-          finish(null, dropUnsolicitedContinue(sock as unknown as Socket));
-        },
-      ) as unknown as Socket | undefined;
-      // 'connect' is the TCP connection, before any TLS handshake.
-      (tcp ?? socket)?.once?.("connect", () => {
-        tcpConnected = true;
-      });
+          void sessions.wait(key, signal).then(startTls);
+        });
+      } else {
+        socket = socketConnector(
+          // hostname is what gets dialled; host (name:port) stays for undici's bookkeeping.
+          { ...params, hostname: address },
+          (err, sock) => connected(err, (sock ?? undefined) as Socket | undefined),
+        ) as unknown as Socket;
+        socket.once("connect", () => {
+          tcpConnected = true;
+        });
+      }
       // finish() and giveUp() only run from later events, when the timer and listener exist.
       const timer = setTimeout(() => {
         const err = new errors.ConnectTimeoutError(

@@ -202,7 +202,7 @@ export interface FetchedChain extends Chain {
  * The main chain: GET, follow at most `maxRedirects` redirects by hand, each Location resolved
  * and re-validated like the input. A blocked hop (by URL rules or by the dialer) throws
  * SnapshotError("ssrf"); every other problem is recorded in the returned chain. `onUrl` is told
- * of every URL before it is requested, so the caller can start work on that origin early.
+ * of every URL as soon as it is requested, so the caller can start work on that origin early.
  * The final answer's body is read (bounded, decoded) when `wantBody(hop)` says so, else drained.
  */
 export async function fetchChain(
@@ -215,10 +215,13 @@ export async function fetchChain(
   const hops: Hop[] = [];
   let url = withoutFragment(input);
   for (let index = 0; ; index++) {
+    const answer = get(url, ctx);
+    // Told after the request is on its way, so the chain's connection to a new origin is dialled
+    // first: the full TLS handshake that the probes started now may resume (dialer.ts).
     onUrl(url, index);
     let res: Dispatcher.ResponseData;
     try {
-      res = await get(url, ctx);
+      res = await answer;
     } catch (err) {
       const failure = classifyError(err, ctx, url);
       if (failure.kind === "blocked")

@@ -23,6 +23,7 @@ import {
 import { SITEMAP_XML_PATH, checkSitemapXml } from "./checks/sitemap-xml.js";
 import type { FileVerdicts } from "./checks/well-known.js";
 import { createTargetDispatcher } from "./dialer.js";
+import type { SessionWaitOptions } from "./tls-sessions.js";
 import {
   fetchChain,
   httpSideOf,
@@ -56,6 +57,8 @@ export interface EngineOptions extends SnapshotConfig {
   httpsProbePort?: number;
   /** Port of the http-side probe `http://<input host>/`; 80 in production, overridable by tests. */
   httpProbePort?: number;
+  /** When a TLS connection waits for another's session (dialer.ts); overridable by tests. */
+  sessionWait?: SessionWaitOptions;
 }
 
 export interface SnapshotEngine {
@@ -192,6 +195,7 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
     connectTimeoutMs: options.timeoutMs,
     deadline: deadlineAt,
     signal,
+    ...(options.sessionWait ? { sessionWait: options.sessionWait } : {}),
   });
   const ctx: FetchContext = {
     dispatcher,
