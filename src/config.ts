@@ -1,7 +1,10 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { availableParallelism } from "node:os";
 import ipaddr from "ipaddr.js";
-import * as z from "zod";
+// zod's tree-shakable build: `scan` reads its settings here, and full zod costs it ≈ 25 ms at
+// start (docs/benchmarks.md, "Start-up").
+import * as z from "zod/mini";
+import en from "zod/v4/locales/en.js";
 import { ConfigError } from "./config-error.js";
 
 /**
@@ -21,7 +24,7 @@ type Env = Record<string, string | undefined>;
 function read<T>(
   env: Env,
   name: string,
-  schema: z.ZodType<T>,
+  schema: z.ZodMiniType<T>,
   fallback: string,
   { secret = false } = {},
 ): T {
@@ -35,15 +38,23 @@ function read<T>(
   return parsed.data;
 }
 
+/**
+ * zod's English messages, which PORT and HOST have always said: zod/mini loads no locale, so
+ * they are given here (zod's own, not a copy).
+ */
+const zodEnglish = { error: en().localeError };
+
 /** A variable without a default: blank is "must be set (what it is)". */
-const required = (what: string) => z.string().min(1, `must be set (${what})`);
+const required = (what: string) => z.string().check(z.minLength(1, `must be set (${what})`));
 
 const int = (min: number, max: number, what: string) =>
   z.coerce
     .number({ message: `must be ${what}` })
-    .int(`must be ${what}`)
-    .min(min, `must be ${what}`)
-    .max(max, `must be ${what}`);
+    .check(
+      z.int(`must be ${what}`),
+      z.minimum(min, `must be ${what}`),
+      z.maximum(max, `must be ${what}`),
+    );
 
 const port = int(1, 65535, "a TCP port (1-65535)");
 /** A port to listen on; 0 picks a free one. */
@@ -55,27 +66,41 @@ const httpUrl = z.url({ protocol: /^https?$/, message: "must be an http(s) URL" 
  * The service's public base URL (PUBLIC_URL): absolute http(s), no credentials, query or
  * fragment, since paths are appended to it; kept without a trailing slash.
  */
-const publicUrl = z
-  .string()
-  .refine((s) => s === "" || URL.canParse(s), "must be an absolute http(s) URL")
-  .transform((s) => (s === "" ? undefined : new URL(s)))
-  .refine(
-    (u) => u === undefined || u.protocol === "https:" || u.protocol === "http:",
-    "must be an absolute http(s) URL",
-  )
-  .refine((u) => u === undefined || (!u.search && !u.hash && !hasQueryFragmentOrCredentials(u)), {
-    message: "must have no query, fragment or credentials (paths are appended to it)",
-  })
-  .transform((u) => (u === undefined ? undefined : `${u.origin}${u.pathname.replace(/\/+$/, "")}`));
+const publicUrl = z.pipe(
+  z
+    .pipe(
+      z
+        .string()
+        .check(z.refine((s) => s === "" || URL.canParse(s), "must be an absolute http(s) URL")),
+      z.transform((s: string) => (s === "" ? undefined : new URL(s))),
+    )
+    .check(
+      z.refine(
+        (u) => u === undefined || u.protocol === "https:" || u.protocol === "http:",
+        "must be an absolute http(s) URL",
+      ),
+      z.refine(
+        (u) => u === undefined || (!u.search && !u.hash && !hasQueryFragmentOrCredentials(u)),
+        { message: "must have no query, fragment or credentials (paths are appended to it)" },
+      ),
+    ),
+  z.transform((u: URL | undefined) =>
+    u === undefined ? undefined : `${u.origin}${u.pathname.replace(/\/+$/, "")}`,
+  ),
+);
 
 /** REDIS_URL: `redis://` or `rediss://` (TLS), as ioredis reads it; blank is unset. */
-const redisUrl = z
-  .string()
-  .refine(
-    (s) => s === "" || (URL.canParse(s) && /^rediss?:$/.test(new URL(s).protocol)),
-    "must be a redis:// or rediss:// URL",
-  )
-  .transform((s) => (s === "" ? undefined : s));
+const redisUrl = z.pipe(
+  z
+    .string()
+    .check(
+      z.refine(
+        (s) => s === "" || (URL.canParse(s) && /^rediss?:$/.test(new URL(s).protocol)),
+        "must be a redis:// or rediss:// URL",
+      ),
+    ),
+  z.transform((s: string) => (s === "" ? undefined : s)),
+);
 
 /** A URL with a `?`, `#` or credentials, even empty ones (`new URL` drops an empty `?`). */
 function hasQueryFragmentOrCredentials(u: URL): boolean {
@@ -84,14 +109,16 @@ function hasQueryFragmentOrCredentials(u: URL): boolean {
 
 const list = (item: (s: string) => boolean, what: string) =>
   z
-    .string()
-    .transform((s) =>
-      s
-        .split(",")
-        .map((x) => x.trim())
-        .filter(Boolean),
+    .pipe(
+      z.string(),
+      z.transform((s: string) =>
+        s
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean),
+      ),
     )
-    .refine((xs) => xs.every(item), `must be a comma-separated list of ${what}`);
+    .check(z.refine((xs) => xs.every(item), `must be a comma-separated list of ${what}`));
 
 function isCidr(s: string): boolean {
   try {
@@ -225,15 +252,26 @@ export interface TelemetryConfig {
 }
 
 /** METRICS_PORT: `off` (no metrics listener) or a port to listen on. */
-const metricsPort = z.union([
-  z.literal("off").transform(() => undefined),
-  int(0, 65535, 'a TCP port (0-65535) or "off"'),
-]);
+const metricsPort = z.union(
+  [
+    z.pipe(
+      z.literal("off"),
+      z.transform(() => undefined),
+    ),
+    int(0, 65535, 'a TCP port (0-65535) or "off"'),
+  ],
+  zodEnglish,
+);
 
 export function loadTelemetryConfig(env: Env = process.env): TelemetryConfig {
   return {
     metricsPort: read(env, "METRICS_PORT", metricsPort, "9464"),
-    metricsHost: read(env, "METRICS_HOST", z.string().min(1), "127.0.0.1"),
+    metricsHost: read(
+      env,
+      "METRICS_HOST",
+      z.string().check(z.minLength(1, zodEnglish)),
+      "127.0.0.1",
+    ),
     logLevel: read(
       env,
       "LOG_LEVEL",
@@ -346,11 +384,16 @@ function readCdpApiKey(env: Env): CdpApiKey | undefined {
 }
 
 /** Blank (devnet mode) or an address that can be paid. */
-const payToAddress = z
-  .string()
-  .regex(/^(0x[0-9a-fA-F]{40})?$/, "must be a 0x-prefixed 20-byte EVM address")
-  .refine((a) => !/^0x0{40}$/.test(a), "must not be the zero address (nothing can be paid to it)")
-  .transform((a) => (a ? (a as `0x${string}`) : undefined));
+const payToAddress = z.pipe(
+  z.string().check(
+    z.regex(/^(0x[0-9a-fA-F]{40})?$/, "must be a 0x-prefixed 20-byte EVM address"),
+    z.refine(
+      (a) => !/^0x0{40}$/.test(a),
+      "must not be the zero address (nothing can be paid to it)",
+    ),
+  ),
+  z.transform((a: string) => (a ? (a as `0x${string}`) : undefined)),
+);
 
 /** Optional RPC URL per network: X402_RPC_URL_ + the network name in capitals, `-` as `_`. */
 function readRpcUrls(env: Env): Partial<Record<NetworkName, string>> {
@@ -413,10 +456,10 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
     priceUsdc: read(
       env,
       "X402_PRICE_USDC",
-      z
-        .string()
-        .regex(/^\d+(\.\d{1,6})?$/, "must be a decimal USDC amount with at most 6 decimals")
-        .refine((s) => Number(s) > 0, "must be greater than 0"),
+      z.string().check(
+        z.regex(/^\d+(\.\d{1,6})?$/, "must be a decimal USDC amount with at most 6 decimals"),
+        z.refine((s) => Number(s) > 0, "must be greater than 0"),
+      ),
       DEFAULT_PRICE_USDC,
     ),
     proofReleases: read(
@@ -444,7 +487,14 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const port = read(env, "PORT", z.coerce.number().int().min(0).max(65535), "8080");
+  const port = read(
+    env,
+    "PORT",
+    z.coerce
+      .number(zodEnglish)
+      .check(z.int(zodEnglish), z.minimum(0, zodEnglish), z.maximum(65535, zodEnglish)),
+    "8080",
+  );
   const telemetry = loadTelemetryConfig(env);
   // Metrics are for the operator only: never on the public listener.
   if (
@@ -456,7 +506,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return {
     port,
-    host: read(env, "HOST", z.string().min(1), "0.0.0.0"),
+    host: read(env, "HOST", z.string().check(z.minLength(1, zodEnglish)), "0.0.0.0"),
     publicUrl: read(env, "PUBLIC_URL", publicUrl, ""),
     // May carry a password: never echoed in an error.
     redisUrl: read(env, "REDIS_URL", redisUrl, "", { secret: true }),
@@ -482,36 +532,52 @@ export interface FacilitatorConfig {
   authToken: string | undefined;
 }
 
-const evmPrivateKey = required("gas-paying key")
-  .transform((key) => (key.startsWith("0x") ? key : `0x${key}`))
-  .pipe(z.string().regex(/^0x[0-9a-fA-F]{64}$/, "must be 32 bytes of hex (0x + 64 hex digits)"))
-  .transform((key) => key as `0x${string}`);
+const evmPrivateKey = z.pipe(
+  z.pipe(
+    z.pipe(
+      required("gas-paying key"),
+      z.transform((key: string) => (key.startsWith("0x") ? key : `0x${key}`)),
+    ),
+    z
+      .string()
+      .check(z.regex(/^0x[0-9a-fA-F]{64}$/, "must be 32 bytes of hex (0x + 64 hex digits)")),
+  ),
+  z.transform((key: string) => key as `0x${string}`),
+);
 
 /** Network names or eip155 ids, as CAIP-2 ids; one facilitator settles on one chain. */
-const facilitatorNetworks = z
-  .string()
-  .transform((s) =>
-    s
-      .split(",")
-      .map((n) => n.trim())
-      .filter(Boolean)
-      .map((n) => (n in NETWORK_IDS ? NETWORK_IDS[n as NetworkName] : n)),
-  )
-  .refine(
-    (ids) => ids.length > 0 && ids.every((id) => /^eip155:\d{1,15}$/.test(id)),
-    "must list base, base-sepolia or eip155:<chain id>",
-  )
-  .refine(
-    (ids) => new Set(ids).size === 1,
-    "must all be the chain of FACILITATOR_RPC_URL (run one facilitator per chain)",
-  )
-  .transform((ids) => [...new Set(ids)]);
+const facilitatorNetworks = z.pipe(
+  z
+    .pipe(
+      z.string(),
+      z.transform((s: string) =>
+        s
+          .split(",")
+          .map((n) => n.trim())
+          .filter(Boolean)
+          .map((n) => (n in NETWORK_IDS ? NETWORK_IDS[n as NetworkName] : n)),
+      ),
+    )
+    .check(
+      z.refine(
+        (ids) => ids.length > 0 && ids.every((id) => /^eip155:\d{1,15}$/.test(id)),
+        "must list base, base-sepolia or eip155:<chain id>",
+      ),
+      z.refine(
+        (ids) => new Set(ids).size === 1,
+        "must all be the chain of FACILITATOR_RPC_URL (run one facilitator per chain)",
+      ),
+    ),
+  z.transform((ids: string[]) => [...new Set(ids)]),
+);
 
 const authToken = z
   .string()
-  .refine(
-    (token) => token === "" || (token.length >= 16 && !/\s/.test(token)),
-    "must be at least 16 characters without spaces",
+  .check(
+    z.refine(
+      (token) => token === "" || (token.length >= 16 && !/\s/.test(token)),
+      "must be at least 16 characters without spaces",
+    ),
   );
 
 export function loadFacilitatorConfig(env: Env = process.env): FacilitatorConfig {
@@ -519,7 +585,7 @@ export function loadFacilitatorConfig(env: Env = process.env): FacilitatorConfig
     rpcUrl: read(
       env,
       "FACILITATOR_RPC_URL",
-      required("JSON-RPC URL of the chain").pipe(httpUrl),
+      z.pipe(required("JSON-RPC URL of the chain"), httpUrl),
       "",
     ),
     privateKey: read(env, "FACILITATOR_PRIVATE_KEY", evmPrivateKey, "", { secret: true }),

@@ -297,7 +297,7 @@ async function printable(
 ): Promise<string> {
   if (!json && stdout.isTTY) {
     const [{ SnapshotResultSchema }, { formatReport, useColor }] = await Promise.all([
-      import("../snapshot/index.js"),
+      import("../http/index.js"),
       import("./format.js"),
     ]);
     const report = SnapshotResultSchema.safeParse(body);

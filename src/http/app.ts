@@ -12,10 +12,7 @@ import {
   type Answer,
 } from "../payment/index.js";
 import {
-  DemoSnapshotResultSchema,
   SnapshotError,
-  SnapshotErrorBodySchema,
-  SnapshotResultSchema,
   demoSnapshot,
   type SnapshotEngine,
   type SnapshotErrorBody,
@@ -36,6 +33,11 @@ import {
 } from "./openapi.js";
 import { ClientRateLimit } from "./rate-limit.js";
 import { readinessAnswer, type ReadinessCheck } from "./readiness.js";
+import {
+  DemoSnapshotResultSchema,
+  SnapshotErrorBodySchema,
+  SnapshotResultSchema,
+} from "./report-schemas.js";
 import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS, renderPage } from "./page.js";
 import { REFERENCE_PATH, addReferenceRoutes } from "./reference.js";
 import {

@@ -8,6 +8,11 @@ export type { AppEnv } from "./app.js";
 export { createChallengeFastPath } from "./challenge-fast-path.js";
 export type { NodeFront } from "./challenge-fast-path.js";
 export { createOpenApiDocument } from "./openapi.js";
+export {
+  DemoSnapshotResultSchema,
+  SnapshotErrorBodySchema,
+  SnapshotResultSchema,
+} from "./report-schemas.js";
 export { ClientRateLimit } from "./rate-limit.js";
 export type { ReadinessCheck } from "./readiness.js";
 export { startServer } from "./server.js";

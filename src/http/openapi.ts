@@ -1,12 +1,12 @@
 import * as z from "zod";
 import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
 import { NO_STORE, SnapshotRequestSchema, usdcAmount } from "../payment/index.js";
+import { SERVICE_VERSION } from "../version.js";
 import {
   DemoSnapshotResultSchema,
   SnapshotErrorBodySchema,
   SnapshotResultSchema,
-} from "../snapshot/index.js";
-import { SERVICE_VERSION } from "../version.js";
+} from "./report-schemas.js";
 import { MAX_BODY_BYTES } from "./snapshot-input.js";
 
 /** Static answers (demo, OpenAPI) may be cached by browsers and proxies for an hour. */

@@ -10,10 +10,6 @@ export { demoSnapshot, sampleReport } from "./demo.js";
 export { CHECKS, CHECK_NAMES } from "./checks/registry.js";
 export { SEVERITIES } from "./findings/finding.js";
 export { ALL_FINDINGS } from "./findings/index.js";
-export {
-  DemoSnapshotResultSchema,
-  SnapshotError,
-  SnapshotErrorBodySchema,
-  SnapshotResultSchema,
-} from "./result.js";
-export type { SnapshotErrorBody, SnapshotResult } from "./result.js";
+export { GRADES } from "./findings/score.js";
+export { SNAPSHOT_ERROR_TYPES, SnapshotError } from "./result.js";
+export type { DemoSnapshotResult, SnapshotErrorBody, SnapshotResult } from "./result.js";

@@ -1,88 +1,58 @@
-import * as z from "zod";
-
 import { CHECKS } from "./checks/registry.js";
 import type { CheckField, CheckName } from "./checks/registry.js";
-import { SEVERITIES } from "./findings/finding.js";
 import type { Finding } from "./findings/finding.js";
-import { ALL_FINDINGS } from "./findings/index.js";
-import { GRADES, gradeOf, scoreOf } from "./findings/score.js";
+import { gradeOf, scoreOf } from "./findings/score.js";
 
 /**
- * The report shapes of docs/contract.md §2, as zod schemas. They are the single source of truth:
- * the engine builds values of these types, the HTTP layer validates responses with them and the
- * OpenAPI document is generated from them, so the description cannot drift from the code.
- * Key order is that of docs/contract.md §2.1; the check fields and `checks` follow the checks
- * registry (checks/registry.ts), which a test holds them to.
+ * The report shapes of docs/contract.md §2, as the engine builds them: plain types, so the engine
+ * loads no schema library (docs/benchmarks.md, "Start-up"). Their zod schemas, which check
+ * answers and make the OpenAPI document, are the HTTP layer's (src/http/report-schemas.ts), and
+ * `tsc` fails if the two differ. Key order is that of docs/contract.md §2.1; the check fields and
+ * `checks` follow the checks registry (checks/registry.ts), which a test holds them to.
  */
 
-const ChecksSchema = z
-  .object({
-    https: z.boolean(),
-    hsts: z.boolean(),
-    csp: z.boolean(),
-    x_frame_options: z.boolean(),
-    x_content_type_options: z.boolean(),
-    referrer_policy: z.boolean(),
-    permissions_policy: z.boolean(),
-    security_txt: z.boolean().nullable(),
-    robots_txt: z.boolean().nullable(),
-    sitemap_xml: z.boolean().nullable(),
-  })
-  .strict()
-  .describe("Map of check name to result; each value equals the field of the same base name.");
-
-const FindingSchema = z
-  .object({
-    id: z
-      .enum(ALL_FINDINGS.map((d) => d.id) as [string, ...string[]])
-      .describe("Stable id of the finding; docs/findings.md says what each one means."),
-    check: z.string().describe("The check or topic it is about."),
-    severity: z.enum(SEVERITIES),
-    message: z.string().describe("What was found; also one of the notes."),
-    recommendation: z.string().describe("How to fix it."),
-  })
-  .strict();
-
-export const SnapshotResultSchema = z
-  .object({
-    requested_url: z.string().describe("The URL as submitted."),
-    normalized_url: z.string().describe("The submitted URL in normalized (WHATWG) form."),
-    final_url: z.string().describe("The last URL requested while following redirects."),
-    fetched_at: z.iso.datetime().describe("When the fetch started (ISO 8601, ms, UTC)."),
-    reachable: z.boolean().describe("Whether the redirect chain ended in a final response."),
-    final_status_code: z
-      .number()
-      .int()
-      .nullable()
-      .describe("Status of the final response; null exactly when reachable is false."),
-    redirect_count: z.number().int().min(0).describe("Redirects actually followed."),
-    https_ok: z
-      .boolean()
-      .describe("An HTTPS request to the host completed with a valid certificate."),
-    hsts_present: z.boolean(),
-    csp_present: z.boolean(),
-    x_frame_options_present: z.boolean(),
-    x_content_type_options_present: z.boolean(),
-    referrer_policy_present: z.boolean(),
-    permissions_policy_present: z.boolean(),
-    security_txt_present: z.boolean().nullable().describe("null: could not be determined."),
-    robots_txt_present: z.boolean().nullable().describe("null: could not be determined."),
-    sitemap_xml_present: z.boolean().nullable().describe("null: could not be determined."),
-    notes: z
-      .array(z.string())
-      .describe("Human-readable findings; nothing is said of what is fine."),
-    checks: ChecksSchema,
-    findings: z
-      .array(FindingSchema)
-      .describe("Judgements of what was seen, most severe first (docs/findings.md)."),
-    score: z.number().int().min(0).max(100).describe("100 less a penalty per finding."),
-    grade: z.enum(GRADES as [string, ...string[]]).describe("The score on a fixed scale."),
-  })
-  .strict();
-export type SnapshotResult = z.infer<typeof SnapshotResultSchema>;
-
 /** Each check's value by check name: the `checks` object of a report. */
-export type CheckValues = SnapshotResult["checks"];
+export interface CheckValues {
+  https: boolean;
+  hsts: boolean;
+  csp: boolean;
+  x_frame_options: boolean;
+  x_content_type_options: boolean;
+  referrer_policy: boolean;
+  permissions_policy: boolean;
+  /** null: could not be determined. */
+  security_txt: boolean | null;
+  robots_txt: boolean | null;
+  sitemap_xml: boolean | null;
+}
+
+/** One report (docs/contract.md §2.1). */
+export interface SnapshotResult {
+  requested_url: string;
+  normalized_url: string;
+  final_url: string;
+  /** ISO 8601, ms, UTC. */
+  fetched_at: string;
+  reachable: boolean;
+  /** null exactly when reachable is false. */
+  final_status_code: number | null;
+  redirect_count: number;
+  https_ok: boolean;
+  hsts_present: boolean;
+  csp_present: boolean;
+  x_frame_options_present: boolean;
+  x_content_type_options_present: boolean;
+  referrer_policy_present: boolean;
+  permissions_policy_present: boolean;
+  security_txt_present: boolean | null;
+  robots_txt_present: boolean | null;
+  sitemap_xml_present: boolean | null;
+  notes: string[];
+  checks: CheckValues;
+  findings: Finding[];
+  score: number;
+  grade: string;
+}
 
 /** What a report says besides its checks and notes. */
 export type ReportFacts = Omit<
@@ -124,23 +94,21 @@ export function buildReport(
   };
 }
 
-export const DemoSnapshotResultSchema = SnapshotResultSchema.extend({
-  _demo: z.literal(true),
-  _note: z.string(),
-}).strict();
-export type DemoSnapshotResult = z.infer<typeof DemoSnapshotResultSchema>;
+/** The demo report (docs/contract.md §2.4). */
+export interface DemoSnapshotResult extends SnapshotResult {
+  _demo: true;
+  _note: string;
+}
 
-const SNAPSHOT_ERROR_TYPES = ["ssrf", "timeout", "unreachable", "invalid_url"] as const;
+export const SNAPSHOT_ERROR_TYPES = ["ssrf", "timeout", "unreachable", "invalid_url"] as const;
 export type SnapshotErrorType = (typeof SNAPSHOT_ERROR_TYPES)[number];
 
-export const SnapshotErrorBodySchema = z
-  .object({
-    requested_url: z.string(),
-    error: z.string(),
-    error_type: z.enum(SNAPSHOT_ERROR_TYPES),
-  })
-  .strict();
-export type SnapshotErrorBody = z.infer<typeof SnapshotErrorBodySchema>;
+/** The body of a 400 (docs/contract.md §3). */
+export interface SnapshotErrorBody {
+  requested_url: string;
+  error: string;
+  error_type: SnapshotErrorType;
+}
 
 /** Thrown by the engine for every 400 outcome (docs/contract.md §3 and §4.2). */
 export class SnapshotError extends Error {

@@ -2,9 +2,10 @@
  * A command loads only what it needs (docs/benchmarks.md, "Start-up"): `scan` the engine, not
  * payment, the devnet, the facilitator or the JWT library; `--version` none of the packages; and
  * what the engine needs only for some reports (the HTML parser, the public suffix list, undici's
- * fetch and WebSocket) not before its network work. Checked in real processes, whose every loaded
- * module is recorded: the sources through tsx, and the bundle bin/secsnap.js runs, whose loaded
- * chunks are mapped back to their sources with esbuild's metafile (dist/meta.json).
+ * fetch and WebSocket) not before its network work, and no full zod (the report's schemas are the
+ * HTTP layer's; config.ts reads the environment with zod/mini). Checked in real processes, whose
+ * every loaded module is recorded: the sources through tsx, and the bundle bin/secsnap.js runs,
+ * whose loaded chunks are mapped back to their sources with esbuild's metafile (dist/meta.json).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -84,6 +85,19 @@ const HEAVY = ["jose", "viem", "hono", "@hono/node-server", "solc", "ioredis", "
 const ON_DEMAND = ["htmlparser2", "tldts"];
 /** undici's index (fetch, WebSocket, caches, mocks): the engine takes its parts by path. */
 const UNDICI_WHOLE = ["node_modules/undici/index.js", "node_modules/undici/lib/web/fetch/index.js"];
+/** Full zod (its classic API), which the report's schemas use; config.ts reads with zod/mini. */
+const zodClassic = (files: string[]) =>
+  files.filter((f) => /^node_modules\/zod\/(index\.js|v4\/index\.js|v4\/classic\/)/.test(f));
+/**
+ * zod's files beyond zod/mini, the core it shares and the English messages config.ts gives: the
+ * sources load every locale through zod/mini's index, the bundle shakes them off.
+ */
+const beyondZodMini = (files: string[]) =>
+  files.filter(
+    (f) =>
+      f.startsWith("node_modules/zod/") &&
+      !/^node_modules\/zod\/(mini\/|v4\/(mini|core)\/|v4\/locales\/en\.js$)/.test(f),
+  );
 
 describe("what a command loads (sources)", () => {
   it("scan: the engine, nothing of payment, the devnet or the facilitator", async () => {
@@ -101,6 +115,8 @@ describe("what a command loads (sources)", () => {
     expect(packages).toContain("undici");
     for (const file of UNDICI_WHOLE) expect(files).not.toContain(file);
     for (const lazy of ON_DEMAND) expect(packages).not.toContain(lazy);
+    expect(files).toContain("node_modules/zod/v4/mini/schemas.js");
+    expect(zodClassic(files)).toEqual([]);
   });
 
   it("--version: the command line's own dispatch, no package", async () => {
@@ -129,6 +145,9 @@ describe("what a command loads (the bundle bin/secsnap.js runs)", () => {
     // The WebAssembly HTTP parser is left in node_modules until the first connection.
     expect(files.filter((f) => /llhttp.*-wasm\.js$/.test(f))).toEqual([]);
     for (const lazy of ON_DEMAND) expect(packages).not.toContain(lazy);
+    expect(files).toContain("node_modules/zod/v4/mini/schemas.js");
+    expect(zodClassic(files)).toEqual([]);
+    expect(beyondZodMini(files)).toEqual([]);
   });
 
   it("--version: the command line's own dispatch, no package", async () => {

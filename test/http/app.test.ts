@@ -2,13 +2,13 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_BODY_BYTES } from "../../src/http/index.js";
 import {
   DemoSnapshotResultSchema,
-  SnapshotError,
+  MAX_BODY_BYTES,
   SnapshotErrorBodySchema,
   SnapshotResultSchema,
-} from "../../src/snapshot/result.js";
+} from "../../src/http/index.js";
+import { SnapshotError } from "../../src/snapshot/result.js";
 import { ScriptedEngine, rawRequest, sampleResult, serveApp, type Served } from "./helpers.js";
 
 const engine = new ScriptedEngine(async (raw) => sampleResult(raw));

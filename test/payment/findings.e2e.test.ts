@@ -13,10 +13,14 @@ import { createPublicClient, http, type Address, type PublicClient } from "viem"
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
-import { createPaymentGate } from "../../src/payment/index.js";
 import {
   SnapshotResultSchema,
+  createApp,
+  startServer,
+  type RunningServer,
+} from "../../src/http/index.js";
+import { createPaymentGate } from "../../src/payment/index.js";
+import {
   createSnapshotEngine,
   createUrlPolicy,
   type SnapshotEngine,

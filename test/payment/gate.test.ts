@@ -22,7 +22,7 @@ import {
   type PaymentGateOptions,
   MemoryReplayStore,
 } from "../../src/payment/index.js";
-import { SnapshotResultSchema } from "../../src/snapshot/result.js";
+import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
 import { exactKinds } from "../fixtures/supported-facilitator.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";

@@ -3,7 +3,8 @@
  * for the OpenAPI document); these tests keep them in step.
  */
 import { describe, expect, it } from "vitest";
-import { CHECKS, CHECK_NAMES, SnapshotResultSchema } from "../../src/snapshot/index.js";
+import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { CHECKS, CHECK_NAMES } from "../../src/snapshot/index.js";
 
 const shape = SnapshotResultSchema.shape;
 

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotEngine, SnapshotResult } from "../../src/snapshot/index.js";
-import { SnapshotResultSchema } from "../../src/snapshot/index.js";
+import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
 import { SEVERITIES } from "../../src/snapshot/findings/finding.js";
 import { scoreOf } from "../../src/snapshot/findings/score.js";
 import { startDnsServer } from "../fixtures/dns-server.js";

@@ -6,7 +6,8 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotEngine, SnapshotResult } from "../../src/snapshot/index.js";
-import { CHECK_NAMES, SnapshotResultSchema } from "../../src/snapshot/index.js";
+import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { CHECK_NAMES } from "../../src/snapshot/index.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";
 import {

@@ -10,12 +10,8 @@ import { checkHttps } from "../../src/snapshot/checks/https.js";
 import { checkSecurityTxt } from "../../src/snapshot/checks/security-txt.js";
 import { isHtml } from "../../src/snapshot/checks/well-known.js";
 import { BODY_LIMIT, readBody } from "../../src/snapshot/fetch.js";
-import {
-  CHECK_NAMES,
-  DemoSnapshotResultSchema,
-  SnapshotResultSchema,
-  demoSnapshot,
-} from "../../src/snapshot/index.js";
+import { DemoSnapshotResultSchema, SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { CHECK_NAMES, demoSnapshot } from "../../src/snapshot/index.js";
 import { renderNotes } from "../../src/snapshot/notes.js";
 import type { FileProbe } from "../../src/snapshot/types.js";
 import { gzipBomb } from "../fixtures/targets.js";

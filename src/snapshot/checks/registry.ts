@@ -1,8 +1,9 @@
 /**
  * The ten checks, one entry each, in the order of the report (docs/contract.md §2.1, §2.3).
  * Every other list of checks (names, header table, note sentences, report fields, labels) is
- * derived from this one. A new check is an entry here, its two fields in result.ts's schemas
- * (test/snapshot/checks-registry.test.ts keeps them in step) and the function that decides it.
+ * derived from this one. A new check is an entry here, its two fields in result.ts's types and
+ * src/http/report-schemas.ts (test/snapshot/checks-registry.test.ts keeps them in step) and the
+ * function that decides it.
  */
 
 interface CheckBase<Name extends string> {

@@ -1,0 +1,108 @@
+import * as z from "zod";
+import {
+  ALL_FINDINGS,
+  GRADES,
+  SEVERITIES,
+  SNAPSHOT_ERROR_TYPES,
+  type DemoSnapshotResult,
+  type SnapshotErrorBody,
+  type SnapshotResult,
+} from "../snapshot/index.js";
+
+/**
+ * The report shapes of docs/contract.md §2 as zod schemas: answers are checked against them and
+ * the OpenAPI document is generated from them. They live here, not in the engine, so `scan`
+ * loads no zod (docs/benchmarks.md, "Start-up"); the engine's types (src/snapshot/result.ts) are
+ * held to them below, both ways, so the description cannot drift from the code. Key order is
+ * that of docs/contract.md §2.1; the check fields and `checks` follow the checks registry, which
+ * a test holds them to.
+ */
+
+const ChecksSchema = z
+  .object({
+    https: z.boolean(),
+    hsts: z.boolean(),
+    csp: z.boolean(),
+    x_frame_options: z.boolean(),
+    x_content_type_options: z.boolean(),
+    referrer_policy: z.boolean(),
+    permissions_policy: z.boolean(),
+    security_txt: z.boolean().nullable(),
+    robots_txt: z.boolean().nullable(),
+    sitemap_xml: z.boolean().nullable(),
+  })
+  .strict()
+  .describe("Map of check name to result; each value equals the field of the same base name.");
+
+const FindingSchema = z
+  .object({
+    id: z
+      .enum(ALL_FINDINGS.map((d) => d.id) as [string, ...string[]])
+      .describe("Stable id of the finding; docs/findings.md says what each one means."),
+    check: z.string().describe("The check or topic it is about."),
+    severity: z.enum(SEVERITIES),
+    message: z.string().describe("What was found; also one of the notes."),
+    recommendation: z.string().describe("How to fix it."),
+  })
+  .strict();
+
+export const SnapshotResultSchema = z
+  .object({
+    requested_url: z.string().describe("The URL as submitted."),
+    normalized_url: z.string().describe("The submitted URL in normalized (WHATWG) form."),
+    final_url: z.string().describe("The last URL requested while following redirects."),
+    fetched_at: z.iso.datetime().describe("When the fetch started (ISO 8601, ms, UTC)."),
+    reachable: z.boolean().describe("Whether the redirect chain ended in a final response."),
+    final_status_code: z
+      .number()
+      .int()
+      .nullable()
+      .describe("Status of the final response; null exactly when reachable is false."),
+    redirect_count: z.number().int().min(0).describe("Redirects actually followed."),
+    https_ok: z
+      .boolean()
+      .describe("An HTTPS request to the host completed with a valid certificate."),
+    hsts_present: z.boolean(),
+    csp_present: z.boolean(),
+    x_frame_options_present: z.boolean(),
+    x_content_type_options_present: z.boolean(),
+    referrer_policy_present: z.boolean(),
+    permissions_policy_present: z.boolean(),
+    security_txt_present: z.boolean().nullable().describe("null: could not be determined."),
+    robots_txt_present: z.boolean().nullable().describe("null: could not be determined."),
+    sitemap_xml_present: z.boolean().nullable().describe("null: could not be determined."),
+    notes: z
+      .array(z.string())
+      .describe("Human-readable findings; nothing is said of what is fine."),
+    checks: ChecksSchema,
+    findings: z
+      .array(FindingSchema)
+      .describe("Judgements of what was seen, most severe first (docs/findings.md)."),
+    score: z.number().int().min(0).max(100).describe("100 less a penalty per finding."),
+    grade: z.enum(GRADES as [string, ...string[]]).describe("The score on a fixed scale."),
+  })
+  .strict();
+
+export const DemoSnapshotResultSchema = SnapshotResultSchema.extend({
+  _demo: z.literal(true),
+  _note: z.string(),
+}).strict();
+
+export const SnapshotErrorBodySchema = z
+  .object({
+    requested_url: z.string(),
+    error: z.string(),
+    error_type: z.enum(SNAPSHOT_ERROR_TYPES),
+  })
+  .strict();
+
+/** True when A and B are the same type (not merely assignable one way). */
+type Same<A, B> =
+  (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+// Compile-time only: a schema and the engine's type that differ in any key or type fail `tsc`.
+const _schemasAreTheEngineTypes: [
+  Same<z.infer<typeof SnapshotResultSchema>, SnapshotResult>,
+  Same<z.infer<typeof DemoSnapshotResultSchema>, DemoSnapshotResult>,
+  Same<z.infer<typeof SnapshotErrorBodySchema>, SnapshotErrorBody>,
+] = [true, true, true];
