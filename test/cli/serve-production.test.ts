@@ -92,6 +92,9 @@ describe("serve with PUBLIC_URL, and hostile payment headers", () => {
       X402_FACILITATOR_URL: facilitator.url,
       X402_NETWORKS: "base-sepolia",
       PUBLIC_URL: "https://api.example.com/secsnap/",
+      // Room for the 1,000 refused proofs below: this is the gate's answer to each, not the
+      // refused-proof budget (test/http/rate-limit.test.ts).
+      RATE_LIMIT_PER_MINUTE: "1000",
     });
     base = baseUrl(await served.first) ?? "";
     expect(base, served.lines.join("\n")).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
