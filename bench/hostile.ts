@@ -192,6 +192,7 @@ function runChild(setup: ChildSetup, caPath: string): Promise<ChildResult> {
     env: { NODE_EXTRA_CA_CERTS: caPath, [CHILD_ENV]: JSON.stringify(setup) },
     nodeArgs: ["--expose-gc"],
     timeLimitMs: TIME_LIMIT_MS,
+    bundled: true,
   });
 }
 

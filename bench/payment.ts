@@ -3,7 +3,7 @@
  *
  * 1. Challenge cost: requests/s of the 402 challenge (POST /v1/snapshot without payment) beside
  *    GET /health on the SAME server, measured in alternating rounds with the same bounded load;
- *    the median of the per-round ratios must be ≥ 0.85. The server runs the compiled build in a
+ *    the median of the per-round ratios must be ≥ 0.85. The server runs the bundled build in a
  *    child process (bench/lib/payment-server.mjs), so the load generator does not share its
  *    event loop and no TypeScript loader is in the figure.
  * 2. Paid-snapshot overhead over the real devnet: a paid snapshot (verify → snapshot → settle,
@@ -35,7 +35,7 @@ import { startServer } from "../src/http/server.js";
 import { createPaymentGate, type PaidRequestTimings } from "../src/payment/gate.js";
 import { createSnapshotEngine, createUrlPolicy } from "../src/snapshot/index.js";
 import type { EngineOptions } from "../src/snapshot/index.js";
-import { build, staleReason } from "../scripts/build.js";
+import { bundledServer } from "./lib/bundled.js";
 import { summarise, type Summary } from "./lib/stats.js";
 
 const CHALLENGE_TARGET_RATIO = 0.85;
@@ -111,14 +111,11 @@ async function load(pool: Pool, request: Dispatcher.DispatchOptions): Promise<Lo
   };
 }
 
-/** The service under load, from the compiled build in a plain node process (production's way). */
+/** The service under load, bundled as the CLI is, in a plain node process (production's way). */
 async function startServiceChild(facilitatorUrl: string, payTo: string) {
-  const stale = staleReason();
-  if (stale !== undefined) {
-    console.log(`${stale}; compiling it first`);
-    build();
-  }
-  const server = fileURLToPath(new URL("./lib/payment-server.mjs", import.meta.url));
+  const server = await bundledServer(
+    fileURLToPath(new URL("./lib/payment-server.mjs", import.meta.url)),
+  );
   const child: ChildProcess = fork(server, [], {
     execArgv: [],
     env: { ...process.env, FACILITATOR_URL: facilitatorUrl, PAY_TO: payTo },

@@ -11,7 +11,7 @@
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
-import { build, staleReason } from "../scripts/build.js";
+import { bundledServer } from "./lib/bundled.js";
 import { summarise } from "./lib/stats.js";
 
 const CONNECTIONS = 16;
@@ -48,12 +48,9 @@ async function requests(pool: Pool, count: number): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const stale = staleReason();
-  if (stale !== undefined) {
-    console.log(`${stale}; compiling it first`);
-    build();
-  }
-  const server = fileURLToPath(new URL("./lib/telemetry-server.mjs", import.meta.url));
+  const server = await bundledServer(
+    fileURLToPath(new URL("./lib/telemetry-server.mjs", import.meta.url)),
+  );
   const child = fork(server, [], { execArgv: [], stdio: ["ignore", "inherit", "inherit", "ipc"] });
   try {
     const urls = await new Promise<Record<Kind, string>>((resolve) =>

@@ -158,6 +158,7 @@ function runChild(setup: ChildSetup): Promise<ChildResult> {
     script: fileURLToPath(import.meta.url),
     env: { [CHILD_ENV]: JSON.stringify(setup) },
     timeLimitMs: TIME_LIMIT_MS,
+    bundled: true,
   });
 }
 

@@ -9,6 +9,7 @@
 import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, join, relative, sep } from "node:path";
+import { pathToFileURL } from "node:url";
 
 /** esbuild's metafile: which sources each output file holds (test/cli/startup.test.ts reads it). */
 const META = "meta.json";
@@ -36,28 +37,28 @@ const llhttpOnFirstConnection = {
   },
 };
 
-async function bundle(root, outdir) {
+/** esbuild, from the project's own dependencies. */
+export function loadEsbuild(root) {
   const require = createRequire(join(root, "package.json"));
-  let esbuild;
   try {
-    esbuild = require("esbuild");
+    return require("esbuild");
   } catch {
     throw new Error("the esbuild package is not installed (run npm install)");
   }
-  const result = await esbuild.build({
+}
+
+/**
+ * How the service's code is bundled, whatever the entry: the CLI here, a benchmark's server
+ * (bench/lib/bundled.ts), so both run the code as production does.
+ */
+export function bundleOptions(root) {
+  return {
     absWorkingDir: root,
-    entryPoints: { "cli/main": "src/cli/main.ts" },
-    outdir,
-    // Each command is a dynamic import (src/cli/run.ts): its own chunks, loaded on use.
     bundle: true,
-    splitting: true,
     format: "esm",
     platform: "node",
     target: "node20.18",
     tsconfig: join(root, "tsconfig.build.json"),
-    // Every output sits two levels below the root, as the compiled files did, so paths made
-    // from import.meta.url (src/devnet/compile.ts: the contracts, .cache/) still hold.
-    chunkNames: "chunks/[name]-[hash]",
     external: EXTERNAL,
     plugins: [llhttpOnFirstConnection],
     // The bundled CommonJS packages require Node's modules and the external ones: an ES module
@@ -69,9 +70,22 @@ async function bundle(root, outdir) {
     // traces still say where (and NODE_OPTIONS=--enable-source-maps maps them to src/).
     minifyWhitespace: true,
     minifySyntax: true,
+    logLevel: "error",
+  };
+}
+
+async function bundle(root, outdir) {
+  const result = await loadEsbuild(root).build({
+    ...bundleOptions(root),
+    entryPoints: { "cli/main": "src/cli/main.ts" },
+    outdir,
+    // Each command is a dynamic import (src/cli/run.ts): its own chunks, loaded on use.
+    splitting: true,
+    // Every output sits two levels below the root, as the compiled files did, so paths made
+    // from import.meta.url (src/devnet/compile.ts: the contracts, .cache/) still hold.
+    chunkNames: "chunks/[name]-[hash]",
     sourcemap: "linked",
     metafile: true,
-    logLevel: "error",
   });
   // Output paths as they will be once the directory is dist/ (esbuild's are relative to root).
   const prefix = `${relative(root, outdir).split(sep).join("/")}/`;
@@ -86,13 +100,15 @@ async function bundle(root, outdir) {
   writeFileSync(join(outdir, META), JSON.stringify({ ...result.metafile, outputs }));
 }
 
-const [root, outdir] = process.argv.slice(2);
-if (!root || !outdir) {
-  process.stderr.write("usage: node scripts/bundle.js <root> <outdir>\n");
-  process.exit(2);
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const [root, outdir] = process.argv.slice(2);
+  if (!root || !outdir) {
+    process.stderr.write("usage: node scripts/bundle.js <root> <outdir>\n");
+    process.exit(2);
+  }
+  bundle(root, outdir).catch((err) => {
+    // esbuild has printed its messages (logLevel "error"); anything else is said here.
+    if (!err.errors) process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  });
 }
-bundle(root, outdir).catch((err) => {
-  // esbuild has printed its messages (logLevel "error"); anything else is said here.
-  if (!err.errors) process.stderr.write(`${err.message}\n`);
-  process.exit(1);
-});

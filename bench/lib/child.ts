@@ -13,11 +13,20 @@ export interface MeasuringChild {
   /** Node flags before the parent's own (e.g. --expose-gc). */
   nodeArgs?: string[];
   timeLimitMs: number;
+  /**
+   * Run the script bundled as the CLI is, by plain node: the engine's code as production runs
+   * it, with no TypeScript loader (its thread, its names on every closure) in the figures.
+   */
+  bundled?: boolean;
 }
 
-export function runMeasuringChild<Result>(options: MeasuringChild): Promise<Result> {
-  const { script, env, nodeArgs = [], timeLimitMs } = options;
-  const child = spawn(process.execPath, [...nodeArgs, ...process.execArgv, script], {
+export async function runMeasuringChild<Result>(options: MeasuringChild): Promise<Result> {
+  const { script, env, nodeArgs = [], timeLimitMs, bundled = false } = options;
+  const args = bundled
+    ? // Imported on use: the bundled child holds this module too, and never bundles anything.
+      [...nodeArgs, await (await import("./bundled.js")).bundledServer(script)]
+    : [...nodeArgs, ...process.execArgv, script];
+  const child = spawn(process.execPath, args, {
     env: { ...process.env, ...env },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });

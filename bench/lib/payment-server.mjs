@@ -1,6 +1,6 @@
 /**
- * The service under load for the payment benchmark, run by plain `node` from the compiled build
- * (dist/), as `secsnap serve` runs in production: no TypeScript loader in the measured process.
+ * The service under load for the payment benchmark, bundled as the CLI is (bench/lib/bundled.ts)
+ * and run by plain `node`, as `secsnap serve` runs in production: no TypeScript loader in it.
  * Wired as src/cli/serve.ts wires it (the unpaid-challenge fast path in front of the app, the
  * per-client rate limit on both; its budget is set above what one run sends a minute), plus
  * metrics and one JSON log line per request, written to /dev/null with one write each), plus
@@ -12,7 +12,7 @@ import { Buffer } from "node:buffer";
 import { openSync, writeSync } from "node:fs";
 import { createServer } from "node:http";
 import { RateLimiterMemory } from "rate-limiter-flexible";
-import { createLogger } from "../../dist/cli/logger.js";
+import { createLogger } from "../../src/cli/logger.js";
 import {
   ClientRateLimit,
   ROUTES,
@@ -21,9 +21,9 @@ import {
   createChallengeFastPath,
   createRequestObserver,
   startServer,
-} from "../../dist/http/index.js";
-import { createPaymentGate } from "../../dist/payment/index.js";
-import { createSnapshotEngine, createUrlPolicy } from "../../dist/snapshot/index.js";
+} from "../../src/http/index.js";
+import { createPaymentGate } from "../../src/payment/index.js";
+import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 
 const body = JSON.stringify({ url: "https://example.com/" });
 

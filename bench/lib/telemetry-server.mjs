@@ -1,19 +1,19 @@
 /**
- * The service's app three times in one plain node process, from the compiled build: without
+ * The service's app three times in one plain node process, bundled as the CLI is: without
  * telemetry, with the request observer counting metrics only, and with metrics and one JSON log
  * line per request (pino, written to /dev/null with one write each, as `serve` writes stdout).
  * Sends `{ plain, metrics, logged }` URLs over IPC; answers "cpu" with its CPU time (µs).
  */
 import { openSync, writeSync } from "node:fs";
-import { createLogger } from "../../dist/cli/logger.js";
+import { createLogger } from "../../src/cli/logger.js";
 import {
   ROUTES,
   ServiceMetrics,
   createApp,
   createRequestObserver,
   startServer,
-} from "../../dist/http/index.js";
-import { createSnapshotEngine, createUrlPolicy } from "../../dist/snapshot/index.js";
+} from "../../src/http/index.js";
+import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 
 const options = {
   timeoutMs: 10_000,
