@@ -6,6 +6,10 @@
  * peak RSS stays < 250 MiB. Every hostile snapshot must also end by its deadline.
  *
  *   tsx bench/hostile.ts [chain] [blackhole] [reneg]     (default: all three kinds)
+ *   tsx bench/hostile.ts healthy                          (control: ten healthy neighbours)
+ *
+ * The control puts ten snapshots of another healthy HTTPS site beside the measured ones: what any
+ * neighbour costs on one event loop, to read the hostile figure against (not judged).
  *
  * Three processes besides the black hole's own: this one serves the healthy target, DNS and the
  * test CA; a second serves the hostile HTTP and TLS targets, so their work never delays the
@@ -34,8 +38,10 @@ const HEALTHY_ADDRESS = "127.0.0.77";
 const CHAIN_ADDRESS = "127.0.0.78";
 const BLACK_HOLE_ADDRESSES = ["127.0.0.79", "127.0.0.80", "127.0.0.81"];
 const RENEGOTIATING_ADDRESS = "127.0.0.82";
+const NEIGHBOUR_ADDRESS = "127.0.0.83";
 const BLACK_HOLE_HOST = "blackhole.bench.test";
 const RENEGOTIATING_HOST = "reneg.bench.test";
+const NEIGHBOUR_HOST = "neighbour.bench.test";
 /** Every bench address, and never 127.0.0.1. */
 const ALLOW_CIDRS = ["127.0.0.64/26"];
 
@@ -51,7 +57,9 @@ const WARMUP = 1;
 const ROUNDS = 9;
 const TIME_LIMIT_MS = 240_000;
 const HOSTILE_KINDS = ["chain", "blackhole", "reneg"] as const;
-type HostileKind = (typeof HOSTILE_KINDS)[number];
+/** Every kind that can be asked for: the hostile ones, and the healthy control. */
+const KINDS = [...HOSTILE_KINDS, "healthy"] as const;
+type Kind = (typeof KINDS)[number];
 const CHILD_ENV = "SECSNAP_BENCH_HOSTILE_CHILD";
 const TARGETS_ENV = "SECSNAP_BENCH_HOSTILE_TARGETS";
 
@@ -59,6 +67,7 @@ const TARGETS_ENV = "SECSNAP_BENCH_HOSTILE_TARGETS";
 interface HostileTargetPorts {
   chain: number;
   reneg: number;
+  neighbour: number;
 }
 
 interface ChildSetup {
@@ -162,11 +171,21 @@ async function measure(setup: ChildSetup): Promise<ChildResult> {
 async function serveHostileTargets(leaf: TestLeaf): Promise<void> {
   const chain = await startEncodingChainTarget({ coding: "br", host: CHAIN_ADDRESS });
   const renegotiating = await startRenegotiatingServer({ host: RENEGOTIATING_ADDRESS, cert: leaf });
-  const ports: HostileTargetPorts = { chain: chain.port, reneg: renegotiating.port };
+  const neighbour = await startBenchTarget({
+    address: NEIGHBOUR_ADDRESS,
+    delayMs: DELAY_MS,
+    cert: leaf,
+    pageHost: NEIGHBOUR_HOST,
+  });
+  const ports: HostileTargetPorts = {
+    chain: chain.port,
+    reneg: renegotiating.port,
+    neighbour: neighbour.httpsPort,
+  };
   process.send?.(ports);
   // Serves until the parent goes (its IPC channel closes).
   await new Promise<void>((resolve) => process.once("disconnect", resolve));
-  await Promise.all([chain.close(), renegotiating.close()]);
+  await Promise.all([chain.close(), renegotiating.close(), neighbour.close()]);
 }
 
 function startHostileTargets(leaf: TestLeaf): Promise<{ ports: HostileTargetPorts; stop(): void }> {
@@ -209,37 +228,50 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const kinds = chosenNames(HOSTILE_KINDS, "kind");
-  if (!kinds) return 2;
+  const asked = chosenNames(KINDS, "kind");
+  if (!asked) return 2;
+  const kinds: readonly Kind[] = process.argv.slice(2).some((a) => a !== "--")
+    ? asked
+    : HOSTILE_KINDS;
+  const control = kinds.includes("healthy");
 
   const dir = mkdtempSync(join(tmpdir(), "secsnap-bench-hostile-"));
   const ca = await createCa("secsnap bench CA");
   const caPath = join(dir, "ca.pem");
   writeFileSync(caPath, ca.certPem);
-  const leaf = await issueLeaf(ca, { dnsNames: [PAGE_HOST, RENEGOTIATING_HOST] });
+  const leaf = await issueLeaf(ca, { dnsNames: [PAGE_HOST, RENEGOTIATING_HOST, NEIGHBOUR_HOST] });
   const healthy = await startBenchTarget({
     address: HEALTHY_ADDRESS,
     delayMs: DELAY_MS,
     cert: leaf,
   });
   const hostileTargets = await startHostileTargets(leaf);
-  const { chain: chainPort, reneg: renegPort } = hostileTargets.ports;
+  const { chain: chainPort, reneg: renegPort, neighbour: neighbourPort } = hostileTargets.ports;
   const blackHole = await startDroppedSynHost(BLACK_HOLE_ADDRESSES);
   const dns = await startDnsServer({
     [PAGE_HOST]: { A: [HEALTHY_ADDRESS] },
     [BLACK_HOLE_HOST]: { A: [...BLACK_HOLE_ADDRESSES] },
     [RENEGOTIATING_HOST]: { A: [RENEGOTIATING_ADDRESS] },
+    [NEIGHBOUR_HOST]: { A: [NEIGHBOUR_ADDRESS] },
   });
-  const hostileUrls: Record<HostileKind, string> = {
+  const hostileUrls: Record<Kind, string> = {
     chain: `http://${CHAIN_ADDRESS}:${chainPort}/`,
     blackhole: `http://${BLACK_HOLE_HOST}:${blackHole.port}/`,
     reneg: `https://${RENEGOTIATING_HOST}:${renegPort}/`,
+    healthy: `https://${NEIGHBOUR_HOST}:${neighbourPort}/`,
   };
   const setup: ChildSetup = {
     dnsServer: dns.address,
     healthyUrl: `https://${PAGE_HOST}:${healthy.httpsPort}/`,
     hostileUrls: kinds.map((kind) => hostileUrls[kind]),
-    ports: [healthy.httpPort, healthy.httpsPort, chainPort, blackHole.port, renegPort],
+    ports: [
+      healthy.httpPort,
+      healthy.httpsPort,
+      chainPort,
+      blackHole.port,
+      renegPort,
+      neighbourPort,
+    ],
     httpsProbePort: healthy.httpsPort,
   };
 
@@ -282,6 +314,10 @@ async function main(): Promise<number> {
   );
   for (const [outcome, count] of Object.entries(result.hostileOutcomes)) {
     console.log(`  ${count} × ${outcome}`);
+  }
+  if (control) {
+    console.log("\nhealthy neighbours asked for: a control figure, not judged");
+    return 0;
   }
   const ok = ratioOk && rssOk && deadlineOk;
   console.log(ok ? "\nhostile benchmark: PASS" : "\nhostile benchmark: FAIL");

@@ -61,6 +61,8 @@ export interface BenchTargetOptions {
   address: string;
   delayMs: number;
   cert: { certPem: string; keyPem: string };
+  /** The host whose `/` is the page (default PAGE_HOST). */
+  pageHost?: string;
 }
 
 function hostOf(req: IncomingMessage): string {
@@ -70,6 +72,7 @@ function hostOf(req: IncomingMessage): string {
 export async function startBenchTarget(opts: BenchTargetOptions): Promise<BenchTarget> {
   const served = new Map<string, number>();
   const counts = { requests: 0, connections: 0 };
+  const pageHost = opts.pageHost ?? PAGE_HOST;
   let httpsPort = 0;
 
   const answer = (scheme: "http" | "https", req: IncomingMessage, res: ServerResponse) => {
@@ -86,7 +89,7 @@ export async function startBenchTarget(opts: BenchTargetOptions): Promise<BenchT
       res.writeHead(301, { location: `https://${host}:${httpsPort}/en/` });
       return res.end();
     }
-    const isPage = (host === PAGE_HOST && path === "/") || (host === CHAIN_HOST && path === "/en/");
+    const isPage = (host === pageHost && path === "/") || (host === CHAIN_HOST && path === "/en/");
     if (isPage) {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8", ...SECURITY_HEADERS });
       return res.end(PAGE);

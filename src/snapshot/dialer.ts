@@ -1,8 +1,8 @@
 import { constants as cryptoConstants } from "node:crypto";
 import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
-import { createSecureContext, connect as tlsConnect } from "node:tls";
-import type { SecureContext, TLSSocket } from "node:tls";
+import { TLSSocket, createSecureContext, connect as tlsConnect } from "node:tls";
+import type { PeerCertificate, SecureContext } from "node:tls";
 import { Agent, Pool, buildConnector, errors } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
@@ -135,6 +135,18 @@ function destroyOnError(this: Socket, err: Error): void {
 }
 
 function ignoreError(): void {}
+
+const chainCertificate = TLSSocket.prototype.getPeerCertificate;
+
+/**
+ * Node's check of the server's name after a handshake asks for the whole chain as objects
+ * (`getPeerCertificate(true)`) only to read the leaf's names; OpenSSL has verified the chain
+ * already. Building the chain costs about a fifth of a client handshake's CPU
+ * (docs/benchmarks.md "Hostile neighbours"), so a target socket answers with the leaf alone.
+ */
+function leafCertificate(this: TLSSocket): PeerCertificate {
+  return chainCertificate.call(this, false);
+}
 
 /** The socket layer must never resolve: every host handed to it is an IP already. */
 const refuseLookup: LookupFunction = (hostname, _options, callback) => {
@@ -347,6 +359,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
             secureContext,
             ALPNProtocols: ["http/1.1"],
           });
+          tlsSocket.getPeerCertificate = leafCertificate as TLSSocket["getPeerCertificate"];
           socket = tlsSocket;
           sessions.watch(key, tlsSocket, session === undefined);
           tlsSocket.once("secureConnect", () => connected(null, tlsSocket));
