@@ -13,15 +13,11 @@
  * Without redis-server or haproxy it says which Debian package to install and stops (exit 0;
  * under CI=true, exit 1).
  */
-import { x402Client, x402HTTPClient } from "@x402/core/client";
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
-import type { PaymentRequired } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { decodePaymentResponseHeader } from "@x402/core/http";
 import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
 import { createPublicClient, http, type PublicClient } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { startDevnet, type Devnet } from "../src/devnet/index.js";
 import { build, staleReason } from "../scripts/build.js";
 import { startLoadBalancer, type LoadBalancer } from "../test/fixtures/load-balancer.js";
@@ -34,7 +30,7 @@ import {
 import { startRedis } from "../test/fixtures/redis.js";
 import { systemBinary } from "../test/fixtures/system-binary.js";
 import { usdcBalance } from "../test/fixtures/usdc.js";
-import { request, startSite } from "./lib/fleet.js";
+import { request, signProofs, startSite } from "./lib/fleet.js";
 
 const PAID = 1_000;
 const CONCURRENCY = 50;
@@ -72,27 +68,8 @@ async function oneSide(
     await Promise.all(instances.map((i) => lb.waitFor(i.name, "UP")));
     const body = JSON.stringify({ url: siteUrl });
     const post = { path: "/v1/snapshot", method: "POST" as const, body };
-    const unpaid = await request(pool, {
-      ...post,
-      headers: { "content-type": "application/json" },
-    });
-    if (unpaid.status !== 402) throw new Error(`the challenge answered ${unpaid.status}`);
-    const required: PaymentRequired = decodePaymentRequiredHeader(
-      unpaid.headers["payment-required"] ?? "",
-    );
-
-    // Signed before the clock starts, spread over the devnet's funded payers.
-    const clients = devnet.payerPrivateKeys.map((key) => {
-      const client = new x402Client();
-      registerExactEvmScheme(client, { signer: privateKeyToAccount(key) });
-      return client;
-    });
-    const proofs: Record<string, string>[] = [];
-    for (let i = 0; i < paid; i++) {
-      const client = clients[i % clients.length] as x402Client;
-      const payload = await client.createPaymentPayload(required);
-      proofs.push(new x402HTTPClient(client).encodePaymentSignatureHeader(payload));
-    }
+    // Signed before the clock starts.
+    const proofs = await signProofs(pool, post, devnet.payerPrivateKeys, paid);
 
     const before = await usdcBalance(chain, devnet.usdcAddress, devnet.payTo);
     const errors = new Map<string, number>();

@@ -1,14 +1,21 @@
 /**
- * The crowd-of-slow-targets benchmark: 2,000 snapshots started at once, every one of a target
+ * The crowd-of-slow-targets benchmark: 2,000 snapshots asked for at once, every one of a target
  * that trickles its answer — half send their headers and then one body byte every 500 ms, half
- * send the status line and headers themselves one byte every 500 ms. Judged: the measuring
- * process's peak RSS stays < 300 MiB, and every snapshot ends (a report or a SnapshotError) by
- * its deadline plus a margin.
+ * send the status line and headers themselves one byte every 500 ms.
+ *
+ * Judged, on the service: 2,000 concurrent paid `POST /v1/snapshot` to one `secsnap serve`
+ * (the compiled build, production mode on the devnet, its default SNAPSHOT_MAX_CONCURRENCY).
+ * The service's peak RSS stays < 300 MiB; every request ends — a report, a SnapshotError or the
+ * back-pressure 503 — by the deadline plus a margin; and money moves only for reports (payTo
+ * grows by exactly one price per 200).
+ *
+ * Printed, on the engine alone: the same 2,000 started in one tick in a measuring child with no
+ * admission in front (what one instance would hold if nothing turned the crowd away).
  *
  *   tsx bench/trickle.ts [snapshots]          (default 2000)
  *
- * Two processes: this one serves the trickling targets (raw TCP, so the bytes are exactly what
- * is said); a measuring child runs the engine alone, so its RSS is the engine's.
+ * This process serves the trickling targets (raw TCP, so the bytes are exactly what is said)
+ * and the devnet; the service and the measuring child are processes of their own.
  */
 import { once } from "node:events";
 import { createServer, type Server, type Socket } from "node:net";
@@ -17,6 +24,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { createSnapshotEngine } from "../src/snapshot/index.js";
 import { runMeasuringChild } from "./lib/child.js";
+import type { ServiceResult } from "./lib/crowd.js";
 import { peakRssKib } from "./lib/stats.js";
 
 const SNAPSHOTS = 2_000;
@@ -198,31 +206,65 @@ async function main(): Promise<number> {
   console.log(
     `machine: ${cpus().length} CPUs (${cpus()[0]?.model.trim() ?? "?"}), node ${process.version}`,
   );
-  let result: ChildResult;
+  let service: ServiceResult;
+  let engine: ChildResult;
   try {
-    result = await runChild(setup);
+    // Imported here, not above: the measuring child is this file bundled, and must not load
+    // the devnet, viem or the build script (their memory is not the engine's).
+    const { measureService } = await import("./lib/crowd.js");
+    service = await measureService({
+      urls: setup.urls,
+      ports: setup.ports,
+      count: snapshots,
+      timeoutMs: TIMEOUT_MS,
+      allowCidrs: ALLOW_CIDRS,
+    });
+    engine = await runChild(setup);
   } finally {
-    console.log(
-      `connections the targets accepted: ${bodyTrickle.connections() + headTrickle.connections()}`,
-    );
     await Promise.all([bodyTrickle.close(), headTrickle.close()]);
   }
 
-  const rssOk = result.peakRssMiB < RSS_TARGET_MIB;
-  const allEnded = result.ended === snapshots;
-  const deadlineOk = result.slowestMs <= TIMEOUT_MS + DEADLINE_MARGIN_MS;
   const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
+  const deadlineLine = (r: { ended: number; medianMs: number; slowestMs: number }, what: string) =>
+    `${what} ended: ${r.ended} of ${snapshots}; median ${r.medianMs.toFixed(0)} ms, slowest ${r.slowestMs.toFixed(0)} ms (deadline ${TIMEOUT_MS} + ${DEADLINE_MARGIN_MS} ms)`;
+  const inTime = (r: { ended: number; slowestMs: number }) =>
+    r.ended === snapshots && r.slowestMs <= TIMEOUT_MS + DEADLINE_MARGIN_MS;
+
+  const serviceRssOk = service.peakRssMiB < RSS_TARGET_MIB;
+  const clientErrors = Object.keys(service.outcomes).some((o) => o.startsWith("client error"));
+  const paidForReportsOnly = service.transfers === BigInt(service.reports);
   console.log("");
   console.log(
-    `peak RSS of the measuring process: ${result.peakRssMiB.toFixed(0)} MiB (${result.startRssMiB.toFixed(0)} MiB before the snapshots; target < ${RSS_TARGET_MIB}) ${verdict(rssOk)}`,
+    `the service (judged), SNAPSHOT_MAX_CONCURRENCY ${service.maxInFlight}, ${snapshots} concurrent paid requests:`,
   );
   console.log(
-    `snapshots ended: ${result.ended} of ${snapshots}; median ${result.medianMs.toFixed(0)} ms, slowest ${result.slowestMs.toFixed(0)} ms (deadline ${TIMEOUT_MS} + ${DEADLINE_MARGIN_MS} ms) ${verdict(allEnded && deadlineOk)}`,
+    `  peak RSS of the service: ${service.peakRssMiB.toFixed(0)} MiB (${service.startRssMiB.toFixed(0)} MiB before the crowd; target < ${RSS_TARGET_MIB}) ${verdict(serviceRssOk)}`,
   );
-  for (const [outcome, count] of Object.entries(result.outcomes)) {
-    console.log(`  ${count} × ${outcome}`);
+  console.log(
+    `  ${deadlineLine(service, "requests")} ${verdict(inTime(service) && !clientErrors)}`,
+  );
+  for (const [outcome, count] of Object.entries(service.outcomes)) {
+    const slowest = service.slowestByOutcome[outcome] ?? 0;
+    console.log(`    ${count} × ${outcome} (slowest ${slowest.toFixed(0)} ms)`);
   }
-  const ok = rssOk && allEnded && deadlineOk;
+  console.log(
+    `  transfers: ${service.transfers} for ${service.reports} reports (nothing else charged) ${verdict(paidForReportsOnly)}`,
+  );
+
+  console.log("");
+  console.log(
+    `the engine alone (printed, not judged), ${snapshots} snapshots started in one tick:`,
+  );
+  console.log(
+    `  peak RSS of the measuring process: ${engine.peakRssMiB.toFixed(0)} MiB (${engine.startRssMiB.toFixed(0)} MiB before the snapshots)`,
+  );
+  console.log(`  ${deadlineLine(engine, "snapshots")} ${verdict(inTime(engine))}`);
+  for (const [outcome, count] of Object.entries(engine.outcomes)) {
+    console.log(`    ${count} × ${outcome}`);
+  }
+
+  const ok =
+    serviceRssOk && inTime(service) && !clientErrors && paidForReportsOnly && inTime(engine);
   console.log(ok ? "\ntrickle benchmark: PASS" : "\ntrickle benchmark: FAIL");
   return ok ? 0 : 1;
 }

@@ -1,12 +1,17 @@
 /**
  * What the fleet benchmarks share: a load generator that sends bounded concurrent requests with
- * undici's raw dispatch (small client cost), and a plain site. Their redis-server is
- * test/fixtures/redis.ts.
+ * undici's raw dispatch (small client cost), proofs signed ahead of the clock, and a plain site.
+ * Their redis-server is test/fixtures/redis.ts.
  */
+import { x402Client, x402HTTPClient } from "@x402/core/client";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { once } from "node:events";
 import { createServer, type Server } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { Dispatcher, Pool } from "undici";
+import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
 
 export interface Answer {
   status: number;
@@ -38,6 +43,33 @@ export function request(pool: Pool, options: Dispatcher.DispatchOptions): Promis
       onError: reject,
     });
   });
+}
+
+/**
+ * `count` payment headers for the challenge the service answers `post` with unpaid, spread over
+ * the devnet's funded payers, each a distinct authorization.
+ */
+export async function signProofs(
+  pool: Pool,
+  post: { path: string; method: "POST"; body: string },
+  payerKeys: readonly Hex[],
+  count: number,
+): Promise<Record<string, string>[]> {
+  const unpaid = await request(pool, { ...post, headers: { "content-type": "application/json" } });
+  if (unpaid.status !== 402) throw new Error(`the challenge answered ${unpaid.status}`);
+  const required = decodePaymentRequiredHeader(unpaid.headers["payment-required"] ?? "");
+  const clients = payerKeys.map((key) => {
+    const client = new x402Client();
+    registerExactEvmScheme(client, { signer: privateKeyToAccount(key) });
+    return client;
+  });
+  const proofs: Record<string, string>[] = [];
+  for (let i = 0; i < count; i++) {
+    const client = clients[i % clients.length] as x402Client;
+    const payload = await client.createPaymentPayload(required);
+    proofs.push(new x402HTTPClient(client).encodePaymentSignatureHeader(payload));
+  }
+  return proofs;
 }
 
 /** One request, its body discarded unread; resolves with the status (least client work). */
