@@ -6,7 +6,8 @@ import type { PeerCertificate, SecureContext } from "node:tls";
 import { Agent, Pool, buildConnector, errors } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
-import { errorCodes, errorChain } from "./error-chain.js";
+import { BlockedAddressError, BlockedPortError, tagBytesRead, tagPhase } from "./dial-errors.js";
+import { errorCodes } from "./error-chain.js";
 import { dropUnsolicitedContinue } from "./interim.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
@@ -44,76 +45,10 @@ import { effectivePort } from "./url-rules.js";
  *  - an error named "TimeoutError": the deadline ran out while resolving or connecting
  *  - TLS: "ERR_TLS_CERT_ALTNAME_INVALID", "DEPTH_ZERO_SELF_SIGNED_CERT", "CERT_HAS_EXPIRED",
  *    "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "ERR_SSL_*", "EPROTO", ...
- * `findConnectPhase(err)` tells whether a connection error happened before the TCP connection
+ * `findConnectPhase(err)` (dial-errors.ts) tells whether a connection error happened before the TCP connection
  * existed ("tcp"), or after it, during the TLS handshake ("tls"): docs/contract.md §4.2
  * separates "refused or reset before any TLS" (unreachable) from "TLS handshake failed".
  */
-
-export class BlockedAddressError extends Error {
-  readonly code = "SECSNAP_BLOCKED";
-  constructor(
-    readonly host: string,
-    readonly address: string,
-  ) {
-    super(
-      address === host
-        ? `${address} is a private, reserved or otherwise non-public address.`
-        : `${host} resolves to ${address}, a private, reserved or otherwise non-public address.`,
-    );
-    this.name = "BlockedAddressError";
-  }
-}
-
-export class BlockedPortError extends Error {
-  readonly code = "SECSNAP_BLOCKED_PORT";
-  constructor(
-    readonly host: string,
-    readonly port: number,
-  ) {
-    super(`Port ${port} is not allowed for target connections.`);
-    this.name = "BlockedPortError";
-  }
-}
-
-export type ConnectPhase = "tcp" | "tls";
-const PHASE = Symbol.for("secsnap.connectPhase");
-
-/** "tcp" when a connection failed before the TCP connection was established, "tls" when it
- * failed afterwards during the handshake; undefined for errors that are not connect failures. */
-export function findConnectPhase(err: unknown): ConnectPhase | undefined {
-  for (const e of errorChain(err)) {
-    const phase = (e as { [PHASE]?: ConnectPhase })[PHASE];
-    if (phase) return phase;
-  }
-  return undefined;
-}
-
-function tagPhase(err: Error, phase: ConnectPhase): Error {
-  Object.defineProperty(err, PHASE, { value: phase, configurable: true });
-  return err;
-}
-
-const BYTES_READ = Symbol.for("secsnap.bytesRead");
-
-function tagBytesRead(err: Error, bytes: number): void {
-  Object.defineProperty(err, BYTES_READ, { value: bytes, configurable: true });
-}
-
-/**
- * Bytes the peer had sent on the connection when it failed (reset, closed): tells "reset before
- * any TLS or HTTP exchange" from a handshake or an answer cut off midway. From our own tag on
- * socket errors (a read ECONNRESET carries nothing else; for a failed TLS connect it counts the
- * raw TCP bytes) or from undici's SocketError socket info. Undefined when unknown.
- */
-export function findBytesRead(err: unknown): number | undefined {
-  for (const e of errorChain(err)) {
-    const tagged = (e as { [BYTES_READ]?: number })[BYTES_READ];
-    if (typeof tagged === "number") return tagged;
-    const info = (e as { socket?: { bytesRead?: unknown } }).socket;
-    if (typeof info?.bytesRead === "number") return info.bytesRead;
-  }
-  return undefined;
-}
 
 /** Errors after which another checked address of the same host is worth trying. */
 const TRY_NEXT_ADDRESS = new Set([
