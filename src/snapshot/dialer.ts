@@ -3,12 +3,13 @@ import { isIP, isIPv4, connect as netConnect } from "node:net";
 import type { LookupFunction, Socket } from "node:net";
 import { TLSSocket, createSecureContext, connect as tlsConnect } from "node:tls";
 import type { PeerCertificate, SecureContext } from "node:tls";
-import { Agent, Pool, buildConnector, errors } from "./undici.js";
+import { Agent, buildConnector, errors } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
 import { BlockedAddressError, BlockedPortError, tagBytesRead, tagPhase } from "./dial-errors.js";
 import { errorCodes } from "./error-chain.js";
 import { dropUnsolicitedContinue } from "./interim.js";
+import { poolWithLightQueue } from "./pool-queue.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
 import { SessionStore, sessionKey } from "./tls-sessions.js";
@@ -154,51 +155,6 @@ let defaultSecureContext: SecureContext | undefined;
 function secureContextFor(ca: string[] | undefined): SecureContext {
   if (ca) return createSecureContext(targetTlsOptions(ca));
   return (defaultSecureContext ??= createSecureContext(targetTlsOptions(undefined)));
-}
-
-/**
- * Requests waiting for a free connection of one origin: the three methods undici's Pool uses on
- * its queue. Hand-written because Pool's own queue allocates 2,048 slots (16 KiB) up front,
- * paid by every origin of every snapshot though a snapshot rarely queues a request
- * (docs/benchmarks.md "Fleet").
- */
-class WaitingRequests<T> {
-  private items: (T | undefined)[] = [];
-  private head = 0;
-  isEmpty(): boolean {
-    return this.head === this.items.length;
-  }
-  push(item: T): void {
-    this.items.push(item);
-  }
-  shift(): T | null {
-    if (this.isEmpty()) return null;
-    const item = this.items[this.head] as T;
-    this.items[this.head++] = undefined;
-    if (this.isEmpty()) {
-      this.items = [];
-      this.head = 0;
-    }
-    return item;
-  }
-}
-
-/**
- * Gives `pool` a WaitingRequests queue in place of undici's preallocated one, while it is still
- * empty. Returns false (and leaves the pool as it is) if this undici keeps its queue elsewhere.
- */
-export function lightenPoolQueue(pool: Pool): boolean {
-  const key = Object.getOwnPropertySymbols(pool).find((s) => s.description === "queue");
-  const record = pool as unknown as Record<symbol, unknown>;
-  const queue = key && (record[key] as Partial<WaitingRequests<unknown>> | undefined);
-  const fits =
-    typeof queue?.isEmpty === "function" &&
-    typeof queue.push === "function" &&
-    typeof queue.shift === "function" &&
-    queue.isEmpty();
-  if (!key || !fits) return false;
-  record[key] = new WaitingRequests();
-  return true;
 }
 
 export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatcher {
@@ -396,11 +352,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     allowH2: false,
     connections: CONNECTIONS_PER_ORIGIN,
     keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
-    factory: (origin, options) => {
-      const pool = new Pool(origin, options);
-      lightenPoolQueue(pool);
-      return pool;
-    },
+    factory: poolWithLightQueue,
     connect: (params, callback) => {
       connect(params).then(
         (socket) => callback(null, socket),

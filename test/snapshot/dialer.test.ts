@@ -21,7 +21,8 @@ import {
   BlockedPortError,
   findConnectPhase,
 } from "../../src/snapshot/dial-errors.js";
-import { createTargetDispatcher, lightenPoolQueue } from "../../src/snapshot/dialer.js";
+import { createTargetDispatcher } from "../../src/snapshot/dialer.js";
+import { lightenPoolQueue } from "../../src/snapshot/pool-queue.js";
 import type { TargetDispatcherOptions } from "../../src/snapshot/dialer.js";
 import { errorChain, errorCodes } from "../../src/snapshot/error-chain.js";
 import { HostNotFoundError, createResolver } from "../../src/snapshot/resolver.js";
