@@ -1,18 +1,18 @@
-import { constants as cryptoConstants } from "node:crypto";
-import { isIP, isIPv4, connect as netConnect } from "node:net";
-import type { LookupFunction, Socket } from "node:net";
-import { TLSSocket, createSecureContext, connect as tlsConnect } from "node:tls";
-import type { PeerCertificate, SecureContext } from "node:tls";
-import { Agent, buildConnector, errors } from "./undici.js";
+import { isIP, isIPv4 } from "node:net";
+import type { Socket } from "node:net";
+import { Agent } from "./undici.js";
+import type { buildConnector } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
-import { BlockedAddressError, BlockedPortError, tagBytesRead, tagPhase } from "./dial-errors.js";
+import { BlockedAddressError, BlockedPortError } from "./dial-errors.js";
+import { dialOne, plainHttpConnector } from "./dial-one.js";
+import type { DialTools } from "./dial-one.js";
 import { errorCodes } from "./error-chain.js";
-import { dropUnsolicitedContinue } from "./interim.js";
 import { poolWithLightQueue } from "./pool-queue.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
-import { SessionStore, sessionKey } from "./tls-sessions.js";
+import { secureContextFor } from "./target-tls.js";
+import { SessionStore } from "./tls-sessions.js";
 import type { SessionWaitOptions } from "./tls-sessions.js";
 import { effectivePort } from "./url-rules.js";
 
@@ -20,11 +20,11 @@ import { effectivePort } from "./url-rules.js";
  * The pinned dialler of docs/contract.md §5.2: the only way a target is ever connected to.
  *
  * For every new connection undici asks our `connect` function; it resolves the host itself,
- * refuses the whole connection if ANY answer is blocked, and hands undici's own connector
- * (buildConnector: socket, TLS, connect timeout) one of the addresses it checked, as an IP. The
- * socket layer therefore never resolves anything (a `lookup` that always fails guards this), so
- * a DNS answer that changes between check and connect (rebinding) cannot be dialled. TLS still
- * verifies the certificate against the host name through `servername`.
+ * refuses the whole connection if ANY answer is blocked, and dials one of the addresses it
+ * checked, as an IP (dial-one.ts: TCP, then TLS for https). The socket layer therefore never
+ * resolves anything (a `lookup` that always fails guards this), so a DNS answer that changes
+ * between check and connect (rebinding) cannot be dialled. TLS still verifies the certificate
+ * against the host name through `servername`.
  *
  * Time: one connection (resolution and every dial attempt) gets at most `connectTimeoutMs` and
  * never more than what is left until `deadline`; aborting `signal` destroys what is in progress.
@@ -46,9 +46,9 @@ import { effectivePort } from "./url-rules.js";
  *  - an error named "TimeoutError": the deadline ran out while resolving or connecting
  *  - TLS: "ERR_TLS_CERT_ALTNAME_INVALID", "DEPTH_ZERO_SELF_SIGNED_CERT", "CERT_HAS_EXPIRED",
  *    "UNABLE_TO_VERIFY_LEAF_SIGNATURE", "SELF_SIGNED_CERT_IN_CHAIN", "ERR_SSL_*", "EPROTO", ...
- * `findConnectPhase(err)` (dial-errors.ts) tells whether a connection error happened before the TCP connection
- * existed ("tcp"), or after it, during the TLS handshake ("tls"): docs/contract.md §4.2
- * separates "refused or reset before any TLS" (unreachable) from "TLS handshake failed".
+ * `findConnectPhase(err)` (dial-errors.ts) tells whether a connection error happened before the
+ * TCP connection existed ("tcp"), or after it, during the TLS handshake ("tls"): docs/contract.md
+ * §4.2 separates "refused or reset before any TLS" (unreachable) from "TLS handshake failed".
  */
 
 /** Errors after which another checked address of the same host is worth trying. */
@@ -60,37 +60,6 @@ const TRY_NEXT_ADDRESS = new Set([
   "UND_ERR_CONNECT_TIMEOUT",
 ]);
 const MAX_DIAL_ATTEMPTS = 3;
-
-/**
- * A target socket's error listener, not a closure: a closure would keep its dial attempt's
- * scope (timer, callbacks, options) alive as long as the connection lives.
- */
-function destroyOnError(this: Socket, err: Error): void {
-  tagBytesRead(err, this.bytesRead);
-  this.destroy();
-}
-
-function ignoreError(): void {}
-
-const chainCertificate = TLSSocket.prototype.getPeerCertificate;
-
-/**
- * Node's check of the server's name after a handshake asks for the whole chain as objects
- * (`getPeerCertificate(true)`) only to read the leaf's names; OpenSSL has verified the chain
- * already. Building the chain costs about a fifth of a client handshake's CPU
- * (docs/benchmarks.md "Hostile neighbours"), so a target socket answers with the leaf alone.
- */
-function leafCertificate(this: TLSSocket): PeerCertificate {
-  return chainCertificate.call(this, false);
-}
-
-/** The socket layer must never resolve: every host handed to it is an IP already. */
-const refuseLookup: LookupFunction = (hostname, _options, callback) => {
-  const err = Object.assign(new Error(`refusing to resolve ${hostname} inside the socket`), {
-    code: "SECSNAP_UNPINNED",
-  });
-  callback(err as NodeJS.ErrnoException, "", 0);
-};
 
 /** The deadline ran out while connecting: a timeout, whatever step was under way. */
 function deadlineError(host: string): Error {
@@ -132,44 +101,15 @@ const CONNECTIONS_PER_ORIGIN = 16;
  */
 const SESSION_WAIT: SessionWaitOptions = { nearConnectMs: 2, maxWaitMs: 50 };
 
-/**
- * What every target TLS connection negotiates with. A renegotiation asked for by a server is
- * refused: each one is a full handshake of our CPU, and a hostile server can ask in a loop.
- */
-function targetTlsOptions(ca: string[] | undefined) {
-  return {
-    secureOptions: cryptoConstants.SSL_OP_NO_RENEGOTIATION,
-    ...(ca ? { ca } : {}),
-  };
-}
-
-/** The context of the default trust store (public CAs and NODE_EXTRA_CA_CERTS, read at start). */
-let defaultSecureContext: SecureContext | undefined;
-
-/**
- * One SecureContext for every connection with the same trust anchors: tls.connect without one
- * builds a new context (and copies the root store into it) per connection, a large share of a
- * handshake's CPU. A context holds no sessions for resumption (Node keeps none in it), so sharing
- * it across snapshots shares nothing else.
- */
-function secureContextFor(ca: string[] | undefined): SecureContext {
-  if (ca) return createSecureContext(targetTlsOptions(ca));
-  return (defaultSecureContext ??= createSecureContext(targetTlsOptions(undefined)));
-}
-
 export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatcher {
   const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const { signal } = opts;
-  // Plain-HTTP connections; https ones are made by dialOne itself (startTls).
-  const socketConnector = buildConnector({
-    // Our own timer bounds each attempt (dialOne), so an abort or the deadline can end it.
-    timeout: 0,
-    allowH2: false,
-    lookup: refuseLookup,
-  });
-  const secureContext = secureContextFor(opts.tls?.ca);
-  // This dispatcher's (one snapshot's) verified sessions: never shared with another snapshot.
-  const sessions = new SessionStore(opts.sessionWait ?? SESSION_WAIT);
+  const tools: DialTools = {
+    connector: plainHttpConnector(),
+    secureContext: secureContextFor(opts.tls?.ca),
+    sessions: new SessionStore(opts.sessionWait ?? SESSION_WAIT),
+    signal,
+  };
 
   /** Time this connection may still use: the connect bound, cut by the deadline. */
   const budget = (startedAt: number) =>
@@ -179,113 +119,6 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     );
   const deadlineFirst = (startedAt: number) =>
     opts.deadline !== undefined && opts.deadline <= startedAt + connectTimeoutMs;
-
-  const dialOne = (
-    params: buildConnector.Options,
-    address: string,
-    port: number,
-    servername: string | undefined,
-    timeoutMs: number,
-  ): Promise<Socket> =>
-    new Promise((resolve, reject) => {
-      let tcpConnected = false;
-      let settled = false;
-      // For https the TCP socket is ours, so a failed handshake can tell whether the server had
-      // sent anything: docs/contract.md §4.2 separates a reset before any TLS exchange
-      // (unreachable) from a TLS handshake that failed.
-      const tcp =
-        params.protocol === "https:"
-          ? netConnect({ host: address, port, lookup: refuseLookup })
-          : undefined;
-      let socket: Socket | undefined;
-      const finish = (err: Error | null, sock?: Socket) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        if (settled) return void sock?.destroy();
-        settled = true;
-        if (err) reject(err);
-        else resolve(sock as Socket);
-      };
-      // Gives up on this attempt at once: the half-open socket is destroyed, not left to linger.
-      const giveUp = (err: Error) => {
-        if (settled) return;
-        socket?.destroy();
-        tcp?.destroy();
-        finish(err);
-      };
-      let reported = false;
-      const connected = (err: Error | null, sock?: Socket) => {
-        if (reported) return;
-        reported = true;
-        if (err || !sock) {
-          const e = err ?? new Error("no socket");
-          tagBytesRead(e, tcp?.bytesRead ?? 0);
-          return finish(tagPhase(e, tcpConnected ? "tls" : "tcp"));
-        }
-        // Records a number on the error object; undici still handles the error itself. A TLS
-        // socket that failed (an alert after the handshake) is not destroyed by Node, and undici
-        // ends its request only on 'close': without this it would wait for the deadline.
-        sock.on("error", destroyOnError);
-        finish(null, dropUnsolicitedContinue(sock));
-      };
-      if (tcp) {
-        const key = sessionKey(address, port, servername);
-        const dialledAt = performance.now();
-        // Before TLS starts, TCP failures are reported from here; then the TLS socket reports
-        // them, and this listener only keeps them from being unhandled.
-        const onTcpError = (err: Error) => connected(err);
-        tcp.on("error", onTcpError);
-        tcp.on("error", ignoreError);
-        // undici's connector takes a TLS session only when it is built, so https connections
-        // are made here, with the options it would use (http/1.1 only).
-        const startTls = (session: Buffer | undefined) => {
-          if (settled) return;
-          tcp.off("error", onTcpError);
-          tcp.setNoDelay(true).setKeepAlive(true, 60_000);
-          const tlsSocket: TLSSocket = tlsConnect({
-            socket: tcp,
-            host: address,
-            ...(servername ? { servername } : {}),
-            ...(session ? { session } : {}),
-            secureContext,
-            ALPNProtocols: ["http/1.1"],
-          });
-          tlsSocket.getPeerCertificate = leafCertificate as TLSSocket["getPeerCertificate"];
-          socket = tlsSocket;
-          sessions.watch(key, tlsSocket, session === undefined);
-          tlsSocket.once("secureConnect", () => connected(null, tlsSocket));
-          tlsSocket.once("error", (err: Error) => connected(err));
-        };
-        // 'connect' is the TCP connection, before any TLS handshake.
-        tcp.once("connect", () => {
-          tcpConnected = true;
-          const ready = sessions.take(key);
-          if (ready || !sessions.worthWaiting(key, performance.now() - dialledAt)) {
-            return startTls(ready);
-          }
-          void sessions.wait(key, signal).then(startTls);
-        });
-      } else {
-        socket = socketConnector(
-          // hostname is what gets dialled; host (name:port) stays for undici's bookkeeping.
-          { ...params, hostname: address },
-          (err, sock) => connected(err, (sock ?? undefined) as Socket | undefined),
-        ) as unknown as Socket;
-        socket.once("connect", () => {
-          tcpConnected = true;
-        });
-      }
-      // finish() and giveUp() only run from later events, when the timer and listener exist.
-      const timer = setTimeout(() => {
-        const err = new errors.ConnectTimeoutError(
-          `Connect timeout (${address}:${port}, ${Math.round(timeoutMs)} ms)`,
-        );
-        tagBytesRead(err, tcp?.bytesRead ?? 0);
-        giveUp(tagPhase(err, tcpConnected ? "tls" : "tcp"));
-      }, timeoutMs);
-      const onAbort = () => giveUp(signal?.reason as Error);
-      signal?.addEventListener("abort", onAbort, { once: true });
-    });
 
   const connect = async (params: buildConnector.Options): Promise<Socket> => {
     signal?.throwIfAborted();
@@ -339,7 +172,14 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
         opts.onDial?.({ host, address, port });
         // The time left is shared between the addresses still to try, so black-holed ones
         // cannot use it all before the last.
-        return await dialOne(params, address, port, servername, left / (attempts.length - i));
+        return await dialOne(
+          tools,
+          params,
+          address,
+          port,
+          servername,
+          left / (attempts.length - i),
+        );
       } catch (err) {
         lastError = err;
         if (!TRY_NEXT_ADDRESS.has(errorCodes(err)[0] ?? "")) break;
