@@ -61,11 +61,6 @@ const TRY_NEXT_ADDRESS = new Set([
 ]);
 const MAX_DIAL_ATTEMPTS = 3;
 
-/** The deadline ran out while connecting: a timeout, whatever step was under way. */
-function deadlineError(host: string): Error {
-  return new DOMException(`No connection to ${host} before the deadline.`, "TimeoutError");
-}
-
 export interface TargetDispatcherOptions {
   resolve: ResolveHost;
   isBlockedAddress(ip: string): boolean;
@@ -96,58 +91,118 @@ const CONNECTIONS_PER_ORIGIN = 16;
  * name only when its own TCP connect took ≤ 2 ms: a near network and an event loop with time to
  * spare, where the wait costs less than the full handshake's CPU it saves. Farther away it makes
  * its own handshake at once, so a distant site's snapshot waits no extra round trip; on a busy
- * loop too, where waiting queues the probes behind the main handshake (measured: neighbours'
- * snapshots got slower). Figures: docs/benchmarks.md "TLS handshakes".
+ * loop too, where waiting queues the probes behind the main handshake and slows the neighbours'
+ * snapshots (docs/benchmarks.md "TLS handshakes").
  */
 const SESSION_WAIT: SessionWaitOptions = { nearConnectMs: 2, maxWaitMs: 50 };
 
 export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatcher {
-  const connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const { signal } = opts;
-  const tools: DialTools = {
-    connector: plainHttpConnector(),
-    secureContext: secureContextFor(opts.tls?.ca),
-    sessions: new SessionStore(opts.sessionWait ?? SESSION_WAIT),
-    signal,
-  };
+  const target = new PinnedConnector(opts);
+  return new Agent({
+    allowH2: false,
+    connections: CONNECTIONS_PER_ORIGIN,
+    keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
+    factory: poolWithLightQueue,
+    connect: (params, callback) => {
+      target.connect(params).then(
+        (socket) => callback(null, socket),
+        (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), null),
+      );
+    },
+  });
+}
 
-  /** Time this connection may still use: the connect bound, cut by the deadline. */
-  const budget = (startedAt: number) =>
-    Math.min(
-      startedAt + connectTimeoutMs - Date.now(),
-      opts.deadline === undefined ? Infinity : opts.deadline - Date.now(),
-    );
-  const deadlineFirst = (startedAt: number) =>
-    opts.deadline !== undefined && opts.deadline <= startedAt + connectTimeoutMs;
+/** One dispatcher's connects: each to the origin undici asks for, by the rules above. */
+class PinnedConnector {
+  private readonly connectTimeoutMs: number;
+  private readonly tools: DialTools;
 
-  const connect = async (params: buildConnector.Options): Promise<Socket> => {
+  constructor(private readonly opts: TargetDispatcherOptions) {
+    this.connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    this.tools = {
+      connector: plainHttpConnector(),
+      secureContext: secureContextFor(opts.tls?.ca),
+      sessions: new SessionStore(opts.sessionWait ?? SESSION_WAIT),
+      signal: opts.signal,
+    };
+  }
+
+  /** A socket to one origin: port allowed, host resolved in time, every answer checked, then
+   * the checked addresses dialled in turn until one connects. */
+  async connect(params: buildConnector.Options): Promise<Socket> {
+    const { signal } = this.opts;
     signal?.throwIfAborted();
     const startedAt = Date.now();
     const host = withoutBrackets(params.hostname);
     const port = effectivePort(params);
-    if (!opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
-    if (budget(startedAt) <= 0) throw deadlineError(host);
+    if (!this.opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
+    if (this.timeLeft(startedAt) <= 0) throw deadlineError(host);
 
-    // Literals take the same path: the resolver returns them unchanged. One controller and one
-    // timer, released as soon as the name is resolved: AbortSignal.timeout + AbortSignal.any
-    // would leave a signal, a timer and weak references on the snapshot's signal per connection
-    // until collected (docs/benchmarks.md "Fleet").
+    const addresses = await this.resolveInTime(host, startedAt);
+    this.refuseBlocked(host, addresses);
+
+    const servername = tlsServerName(host);
+    const attempts = dialOrder(addresses);
+    // The next address is tried only after a failure that another address may not share, and
+    // only while time is left.
+    let lastError: unknown;
+    for (const [i, address] of attempts.entries()) {
+      signal?.throwIfAborted();
+      const left = this.timeLeft(startedAt);
+      if (left <= 0) break;
+      try {
+        this.opts.onDial?.({ host, address, port });
+        // The time left is shared between the addresses still to try, so black-holed ones
+        // cannot use it all before the last.
+        const timeoutMs = left / (attempts.length - i);
+        return await dialOne(this.tools, params, address, port, servername, timeoutMs);
+      } catch (err) {
+        lastError = err;
+        if (!TRY_NEXT_ADDRESS.has(errorCodes(err)[0] ?? "")) break;
+      }
+    }
+    throw lastError ?? deadlineError(host);
+  }
+
+  /** Time a connection started at `startedAt` may still use: the connect bound, cut by the
+   * deadline. */
+  private timeLeft(startedAt: number): number {
+    return Math.min(
+      startedAt + this.connectTimeoutMs - Date.now(),
+      this.opts.deadline === undefined ? Infinity : this.opts.deadline - Date.now(),
+    );
+  }
+
+  /** Whether the deadline, not the connect bound, ends the time of a connection started then. */
+  private deadlineFirst(startedAt: number): boolean {
+    return (
+      this.opts.deadline !== undefined && this.opts.deadline <= startedAt + this.connectTimeoutMs
+    );
+  }
+
+  /**
+   * The host's addresses, resolved within the time left. Literals take the same path: the
+   * resolver returns them unchanged. One controller and one timer, released as soon as the name
+   * is resolved: AbortSignal.timeout + AbortSignal.any would leave a signal, a timer and weak
+   * references on the snapshot's signal per connection until collected (docs/benchmarks.md
+   * "Fleet").
+   */
+  private async resolveInTime(host: string, startedAt: number): Promise<string[]> {
+    const { signal } = this.opts;
     const bound = new AbortController();
-    const timeUp = bound.signal;
     const timer = setTimeout(() => {
       bound.abort(new DOMException("The connect bound ran out.", "TimeoutError"));
-    }, budget(startedAt));
+    }, this.timeLeft(startedAt));
     const onAbort = () => bound.abort(signal?.reason);
     signal?.addEventListener("abort", onAbort, { once: true });
-    let addresses: string[];
     try {
-      addresses = await opts.resolve(host, bound.signal);
+      return await this.opts.resolve(host, bound.signal);
     } catch (err) {
       signal?.throwIfAborted();
-      if (timeUp.aborted && !(err instanceof HostNotFoundError)) {
+      if (bound.signal.aborted && !(err instanceof HostNotFoundError)) {
         // Cut by the deadline: a timeout. Cut by the connect bound alone: the name does not
         // resolve in time (docs/contract.md §4.2).
-        if (deadlineFirst(startedAt)) throw deadlineError(host);
+        if (this.deadlineFirst(startedAt)) throw deadlineError(host);
         throw new HostNotFoundError(host, "ETIMEOUT");
       }
       throw err;
@@ -155,49 +210,28 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
     }
+  }
+
+  /** Refuses the whole connection unless every answer is an IP that is not blocked. */
+  private refuseBlocked(host: string, addresses: string[]): void {
     if (addresses.length === 0) throw new BlockedAddressError(host, "(no address)");
-    const blocked = addresses.find((a) => isIP(a) === 0 || opts.isBlockedAddress(a));
+    const blocked = addresses.find((a) => isIP(a) === 0 || this.opts.isBlockedAddress(a));
     if (blocked !== undefined) throw new BlockedAddressError(host, blocked);
+  }
+}
 
-    // No SNI for IP literals; a DNS name is verified without its trailing dot.
-    const servername = isIP(host) === 0 ? host.replace(/\.$/, "") : undefined;
-    const ordered = [...addresses.filter((a) => isIPv4(a)), ...addresses.filter((a) => !isIPv4(a))];
-    const attempts = ordered.slice(0, MAX_DIAL_ATTEMPTS);
-    let lastError: unknown;
-    for (const [i, address] of attempts.entries()) {
-      signal?.throwIfAborted();
-      const left = budget(startedAt);
-      if (left <= 0) break;
-      try {
-        opts.onDial?.({ host, address, port });
-        // The time left is shared between the addresses still to try, so black-holed ones
-        // cannot use it all before the last.
-        return await dialOne(
-          tools,
-          params,
-          address,
-          port,
-          servername,
-          left / (attempts.length - i),
-        );
-      } catch (err) {
-        lastError = err;
-        if (!TRY_NEXT_ADDRESS.has(errorCodes(err)[0] ?? "")) break;
-      }
-    }
-    throw lastError ?? deadlineError(host);
-  };
+/** The name TLS verifies: a DNS name without its trailing dot; none (no SNI) for an IP literal. */
+function tlsServerName(host: string): string | undefined {
+  return isIP(host) === 0 ? host.replace(/\.$/, "") : undefined;
+}
 
-  return new Agent({
-    allowH2: false,
-    connections: CONNECTIONS_PER_ORIGIN,
-    keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
-    factory: poolWithLightQueue,
-    connect: (params, callback) => {
-      connect(params).then(
-        (socket) => callback(null, socket),
-        (err: unknown) => callback(err instanceof Error ? err : new Error(String(err)), null),
-      );
-    },
-  });
+/** The checked addresses to dial, in turn: IPv4 first, then IPv6, at most MAX_DIAL_ATTEMPTS. */
+function dialOrder(addresses: string[]): string[] {
+  const ordered = [...addresses.filter((a) => isIPv4(a)), ...addresses.filter((a) => !isIPv4(a))];
+  return ordered.slice(0, MAX_DIAL_ATTEMPTS);
+}
+
+/** The deadline ran out while connecting: a timeout, whatever step was under way. */
+function deadlineError(host: string): Error {
+  return new DOMException(`No connection to ${host} before the deadline.`, "TimeoutError");
 }
