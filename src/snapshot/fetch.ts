@@ -23,7 +23,7 @@ import type {
   TlsReason,
   Undecodable,
 } from "./types.js";
-import { findBytesRead, findConnectPhase } from "./dialer.js";
+import { findBytesRead, findConnectPhase } from "./dial-errors.js";
 import { errorChain, errorCodes } from "./error-chain.js";
 import { httpProbeUrl, httpsProbeUrl, resolveRedirect, withoutFragment } from "./url-rules.js";
 import type { UrlPolicy } from "./url-rules.js";

@@ -19,10 +19,10 @@ import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
 import {
   BlockedAddressError,
   BlockedPortError,
-  createTargetDispatcher,
   findConnectPhase,
-  lightenPoolQueue,
-} from "../../src/snapshot/dialer.js";
+} from "../../src/snapshot/dial-errors.js";
+import { createTargetDispatcher } from "../../src/snapshot/dialer.js";
+import { lightenPoolQueue } from "../../src/snapshot/pool-queue.js";
 import type { TargetDispatcherOptions } from "../../src/snapshot/dialer.js";
 import { errorChain, errorCodes } from "../../src/snapshot/error-chain.js";
 import { HostNotFoundError, createResolver } from "../../src/snapshot/resolver.js";
