@@ -119,7 +119,7 @@ function refusedAnswer(err: unknown): boolean {
   });
 }
 
-/** The dialer bounds each connect with AbortSignal.timeout, whose reason is a TimeoutError. */
+/** The dialer bounds each connect with a timer whose abort reason is a TimeoutError. */
 function isTimeoutError(err: unknown): boolean {
   return errorChain(err).some((e) => (e as { name?: unknown }).name === "TimeoutError");
 }
