@@ -4,26 +4,24 @@ import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
 import { decodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
 import { x402ResourceServer } from "@x402/core/server";
 import type { x402HTTPResourceServer } from "@x402/core/server";
-import type { Network } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
 import { paymentIdentifierResourceServerExtension } from "@x402/extensions/payment-identifier";
-import { NETWORK_IDS } from "../config.js";
-import type { PaymentConfig } from "../config.js";
 import { errorAnswer, toResponse, type Answer } from "./answer.js";
-import { createCdpAuthHeaders } from "./cdp-auth.js";
 import { PreparedChallenges, challengeAnswer, unreadableProofAnswer } from "./challenge.js";
 import { describeError } from "./describe-error.js";
 import { snapshotOutputSchemaV1 } from "./discovery.js";
 import { FacilitatorReadiness } from "./facilitator-readiness.js";
 import { requiredKinds } from "./facilitator-support.js";
+import type { ResilientFacilitatorClient } from "./facilitator-client.js";
 import {
-  DEFAULT_FACILITATOR_TIMEOUT_MS,
-  ResilientFacilitatorClient,
-} from "./facilitator-client.js";
-import type { FacilitatorClientOptions } from "./facilitator-client.js";
+  DEFAULT_PAID_RECORD_TTL_MS,
+  DEFAULT_PROOF_RELEASES,
+  DEFAULT_REFUSED_PER_PAYER_PER_MINUTE,
+  facilitatorClientFor,
+  type PaymentGateOptions,
+} from "./gate-options.js";
 import { memoryPayerBudget } from "./payer-budget.js";
-import type { PayerBudget } from "./payer-budget.js";
 import {
   SettlementRecovery,
   authorizationKey,
@@ -34,7 +32,7 @@ import {
   type PaidRecord,
 } from "./paid-records.js";
 import { readRequestProof } from "./proof.js";
-import { PAID_ROUTE, paidRouteConfig, type RouteOffer } from "./route.js";
+import { PAID_ROUTE, paidRouteConfig } from "./route.js";
 import {
   MemoryReplayStore,
   REPLAY_CHECK_FAILED,
@@ -43,17 +41,9 @@ import {
   isReplayRejection,
 } from "./replay-guard.js";
 import type { ReplayStore } from "./replay-guard.js";
-import {
-  NO_PAYMENT_EVENTS,
-  proofVersion,
-  type PaymentEvents,
-  type ProtocolVersion,
-} from "./telemetry.js";
+import { NO_PAYMENT_EVENTS, proofVersion, type ProtocolVersion } from "./telemetry.js";
 import { DualGenerationHttpServer, V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
 
-const DEFAULT_SETTLE_TIMEOUT_MS = 130_000;
-const DEFAULT_PROOF_RELEASES = 3;
-const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
 /** Answer of a payer over its budget. The snapshot handler never answers it. */
 const OVER_BUDGET_STATUS = 429;
 /** Answer while payment cannot be processed (docs/contract.md §7.5). */
@@ -76,8 +66,6 @@ function versionOf(c: Context): ProtocolVersion {
 }
 
 const STORE_DOWN = "payment state store unavailable";
-/** Records of paid requests (kept answers, unsettled payments) live at least this long. */
-const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
 /**
  * A paid request holds its payment id or proof (verify, snapshot, settle) as a lease of this
  * length, renewed every PAID_LOCK_RENEW_MS while it runs: an instance that dies mid-request
@@ -89,61 +77,6 @@ const PAID_LOCK_RENEW_MS = 5_000;
 const LOCK_POLL_MS = 100;
 /** Pending settlements remembered at once between the SDK's settle hook and the gate. */
 const MAX_SETTLING = 10_000;
-
-export interface PaidRequestTimings {
-  /** Facilitator /verify plus the replay claim (processHTTPRequest of the SDK). */
-  verifyMs: number;
-  /** The snapshot handler (everything downstream of this middleware). */
-  handlerMs: number;
-  /** Facilitator /settle; 0 when the answer was not 200 and nothing was settled. */
-  settleMs: number;
-  totalMs: number;
-  /** Final status sent to the client. */
-  status: number;
-}
-
-export interface PaymentGateOptions extends RouteOffer {
-  facilitatorUrl: string;
-  /** Sent on every facilitator call (hosted facilitators that need auth). */
-  facilitatorHeaders?: Record<string, string>;
-  /** Per-request auth headers (e.g. CDP JWTs); see FacilitatorClientOptions.createAuthHeaders. */
-  facilitatorAuth?: FacilitatorClientOptions["createAuthHeaders"];
-  /** Bound on /supported and /verify; default 10 s. */
-  facilitatorTimeoutMs?: number;
-  /**
-   * Bound on /settle; default 130 s. Longer than the others on purpose: a settle that times out
-   * here may still land on chain, charging a client who gets no report, and a facilitator waits
-   * up to 120 s for the receipt on Base.
-   */
-  facilitatorSettleTimeoutMs?: number;
-  /** After a failed /supported fetch, unpaid requests answer 503 without retrying for this long. */
-  supportedRetryMs?: number;
-  /** `Retry-After` (seconds) on 503 answers. */
-  retryAfterSeconds?: number;
-  /** Proof claims and paid records (kept answers, unsettled payments); default in memory. */
-  replayStore?: ReplayStore;
-  /** How long a paid record lives (kept answer of a payment id, unsettled report); default 1 h. */
-  paidRecordTtlMs?: number;
-  /**
-   * JSON-RPC URL per network id (CAIP-2), to read on chain whether an unsettled payment was
-   * made (EIP-3009 authorizationState); without one a retry settles again.
-   */
-  rpcUrls?: Readonly<Record<string, string>>;
-  /**
-   * How many times one proof may be released after a snapshot it did not pay for (refused, or
-   * the client hung up) before it is refused with a 402; default 3 (SNAPSHOT_PROOF_RELEASES).
-   */
-  proofReleases?: number;
-  /** Unpaid snapshots per payer and minute before a 429; default 60. With `payerBudget`, only said. */
-  refusedPerPayerPerMinute?: number;
-  /** Where the per-payer count lives; default in memory (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE). */
-  payerBudget?: PayerBudget;
-  /** Called once per paid request that reached the handler (benchmarks, metrics). */
-  onPaidRequest?: (timings: PaidRequestTimings) => void;
-  /** Payment outcomes, facilitator latency and payer limits, for metrics; default none. */
-  events?: PaymentEvents;
-  log?: (line: string) => void;
-}
 
 export interface PaymentGate {
   /** Hono middleware for POST /v1/snapshot, mounted after input validation. */
@@ -171,64 +104,6 @@ export interface PaymentGate {
   facilitatorReady(): Promise<boolean>;
 }
 
-/** The gate's options from the validated environment; devnet supplies payTo and facilitator. */
-export function paymentGateOptionsFromConfig(
-  config: PaymentConfig,
-  devnet?: { payTo: `0x${string}`; facilitatorUrl: string; network: Network },
-): Pick<
-  PaymentGateOptions,
-  | "payTo"
-  | "networks"
-  | "priceUsdc"
-  | "facilitatorUrl"
-  | "facilitatorHeaders"
-  | "facilitatorAuth"
-  | "devnet"
-> {
-  if (devnet) {
-    return {
-      payTo: devnet.payTo,
-      networks: [devnet.network],
-      devnet: true,
-      priceUsdc: config.priceUsdc,
-      facilitatorUrl: devnet.facilitatorUrl,
-    };
-  }
-  if (!config.payTo || !config.facilitatorUrl) {
-    throw new Error("payment configuration needs X402_PAY_TO and X402_FACILITATOR_URL");
-  }
-  return {
-    payTo: config.payTo,
-    networks: config.networks.map((name) => NETWORK_IDS[name]),
-    priceUsdc: config.priceUsdc,
-    facilitatorUrl: config.facilitatorUrl,
-    ...(config.facilitatorHeaders && { facilitatorHeaders: config.facilitatorHeaders }),
-    ...(config.cdpApiKey && {
-      facilitatorAuth: createCdpAuthHeaders({
-        ...config.cdpApiKey,
-        facilitatorUrl: config.facilitatorUrl,
-      }),
-    }),
-  };
-}
-
-/**
- * How long paid records live and where the chain is read (docs/payment.md, "Paying once"); in
- * devnet mode its anvil is the chain.
- */
-export function paidRecordOptionsFromConfig(
-  config: PaymentConfig,
-  devnet?: { network: Network; rpcUrl: string },
-): Pick<PaymentGateOptions, "paidRecordTtlMs" | "rpcUrls"> {
-  const rpcUrls: Record<string, string> = devnet ? { [devnet.network]: devnet.rpcUrl } : {};
-  if (!devnet) {
-    for (const [name, url] of Object.entries(config.rpcUrls)) {
-      rpcUrls[NETWORK_IDS[name as keyof typeof NETWORK_IDS]] = url;
-    }
-  }
-  return { paidRecordTtlMs: config.paidRecordTtlSeconds * 1000, rpcUrls };
-}
-
 /**
  * x402 payment for POST /v1/snapshot: @x402/hono's own middleware (over the SDK's
  * x402HTTPResourceServer) does the protocol and the order — verify → handler → settle only a
@@ -253,14 +128,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const perMinute = options.refusedPerPayerPerMinute ?? DEFAULT_REFUSED_PER_PAYER_PER_MINUTE;
   const budget = options.payerBudget ?? memoryPayerBudget(perMinute);
   const events = options.events ?? NO_PAYMENT_EVENTS;
-  const facilitator = new ResilientFacilitatorClient({
-    onCall: (operation, result, seconds) => events.facilitatorCall(operation, result, seconds),
-    url: options.facilitatorUrl,
-    timeoutMs: options.facilitatorTimeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
-    settleTimeoutMs: options.facilitatorSettleTimeoutMs ?? DEFAULT_SETTLE_TIMEOUT_MS,
-    ...(options.facilitatorHeaders && { headers: options.facilitatorHeaders }),
-    ...(options.facilitatorAuth && { createAuthHeaders: options.facilitatorAuth }),
-  });
+  const facilitator = facilitatorClientFor(options, events);
   const store = options.replayStore ?? new MemoryReplayStore();
   const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
   // What the SDK is settling, by authorization: kept when the outcome is unknown.
