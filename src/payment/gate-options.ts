@@ -7,7 +7,7 @@ import {
   ResilientFacilitatorClient,
 } from "./facilitator-client.js";
 import type { FacilitatorClientOptions } from "./facilitator-client.js";
-import type { PayerBudget } from "./payer-budget.js";
+import { memoryPayerBudget, type PayerBudget } from "./payer-budget.js";
 import type { ReplayStore } from "./replay-guard.js";
 import type { RouteOffer } from "./route.js";
 import type { PaymentEvents } from "./telemetry.js";
@@ -16,7 +16,7 @@ import type { PaymentEvents } from "./telemetry.js";
 
 const DEFAULT_SETTLE_TIMEOUT_MS = 130_000;
 export const DEFAULT_PROOF_RELEASES = 3;
-export const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
+const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
 /** Records of paid requests (kept answers, unsettled payments) live at least this long. */
 export const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
 
@@ -146,4 +146,18 @@ export function facilitatorClientFor(
     ...(options.facilitatorHeaders && { headers: options.facilitatorHeaders }),
     ...(options.facilitatorAuth && { createAuthHeaders: options.facilitatorAuth }),
   });
+}
+
+/**
+ * The payer budget the options describe, and the limit a 429 names: a given budget's own limit
+ * is named only when `refusedPerPayerPerMinute` says it too.
+ */
+export function payerBudgetFor(options: PaymentGateOptions): {
+  budget: PayerBudget;
+  perMinute: number | undefined;
+} {
+  const perMinute = options.refusedPerPayerPerMinute ?? DEFAULT_REFUSED_PER_PAYER_PER_MINUTE;
+  const budget = options.payerBudget ?? memoryPayerBudget(perMinute);
+  const known = !options.payerBudget || options.refusedPerPayerPerMinute !== undefined;
+  return { budget, perMinute: known ? perMinute : undefined };
 }

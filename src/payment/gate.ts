@@ -11,17 +11,17 @@ import { errorAnswer, toResponse, type Answer } from "./answer.js";
 import { PreparedChallenges, challengeAnswer, unreadableProofAnswer } from "./challenge.js";
 import { describeError } from "./describe-error.js";
 import { snapshotOutputSchemaV1 } from "./discovery.js";
+import { GateAnswers, NOT_RUN_STATUSES, PAYMENT_FAILED } from "./gate-answers.js";
 import { FacilitatorReadiness } from "./facilitator-readiness.js";
 import { requiredKinds } from "./facilitator-support.js";
 import type { ResilientFacilitatorClient } from "./facilitator-client.js";
 import {
   DEFAULT_PAID_RECORD_TTL_MS,
   DEFAULT_PROOF_RELEASES,
-  DEFAULT_REFUSED_PER_PAYER_PER_MINUTE,
   facilitatorClientFor,
+  payerBudgetFor,
   type PaymentGateOptions,
 } from "./gate-options.js";
-import { memoryPayerBudget } from "./payer-budget.js";
 import {
   SettlementRecovery,
   authorizationKey,
@@ -44,10 +44,6 @@ import type { ReplayStore } from "./replay-guard.js";
 import { NO_PAYMENT_EVENTS, proofVersion, type ProtocolVersion } from "./telemetry.js";
 import { DualGenerationHttpServer, V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
 
-/** Answer of a payer over its budget. The snapshot handler never answers it. */
-const OVER_BUDGET_STATUS = 429;
-/** Answer while payment cannot be processed (docs/contract.md §7.5). */
-const UNAVAILABLE_STATUS = 503;
 /** Internal answer when the client left before settlement; nobody receives it. */
 const CLIENT_GONE_STATUS = 499;
 /** The SDK's answer to a facilitator failure; the snapshot handler never answers it. */
@@ -55,17 +51,11 @@ const SDK_FACILITATOR_ERROR_STATUS = 502;
 /** Answer for a payment id (or proof) used with another proof or body, or still in progress. */
 const CONFLICT_STATUS = 409;
 const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
-/** Statuses the gate answers in place of the snapshot, which then never ran. */
-const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([OVER_BUDGET_STATUS, UNAVAILABLE_STATUS]);
-
-const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
-/** Why a paid request is a 503 while the shared store (memory, or Redis) fails. */
 /** The x402 generation of a paid request, by its proof header (v2 when unsure). */
 function versionOf(c: Context): ProtocolVersion {
   return proofVersion((name) => c.req.header(name)) ?? "2";
 }
 
-const STORE_DOWN = "payment state store unavailable";
 /**
  * A paid request holds its payment id or proof (verify, snapshot, settle) as a lease of this
  * length, renewed every PAID_LOCK_RENEW_MS while it runs: an instance that dies mid-request
@@ -123,11 +113,10 @@ export interface PaymentGate {
  */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const log = options.log ?? ((line: string) => console.error(line));
-  const retryAfter = String(options.retryAfterSeconds ?? 5);
   const maxReleases = options.proofReleases ?? DEFAULT_PROOF_RELEASES;
-  const perMinute = options.refusedPerPayerPerMinute ?? DEFAULT_REFUSED_PER_PAYER_PER_MINUTE;
-  const budget = options.payerBudget ?? memoryPayerBudget(perMinute);
+  const { budget, perMinute } = payerBudgetFor(options);
   const events = options.events ?? NO_PAYMENT_EVENTS;
+  const answers = new GateAnswers(String(options.retryAfterSeconds ?? 5), perMinute, events);
   const facilitator = facilitatorClientFor(options, events);
   const store = options.replayStore ?? new MemoryReplayStore();
   const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
@@ -172,27 +161,6 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const challenges = new PreparedChallenges();
   const v1OutputSchema = snapshotOutputSchemaV1();
 
-  const unavailable = (why: string): Answer =>
-    errorAnswer(UNAVAILABLE_STATUS, `Payment infrastructure unavailable (${why}); retry later.`, {
-      "retry-after": retryAfter,
-    });
-  const storeDown = (): Answer => {
-    events.storeError();
-    return unavailable(STORE_DOWN);
-  };
-
-  function overBudget(retryAfterMs: number): Answer {
-    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-    const known = !options.payerBudget || options.refusedPerPayerPerMinute !== undefined;
-    const limit = known ? ` (at most ${perMinute} a minute)` : "";
-    return errorAnswer(
-      OVER_BUDGET_STATUS,
-      `Too many unpaid snapshots for this payer${limit}: refused targets and closed ` +
-        `connections count; retry in ${seconds} s. Nothing was charged.`,
-      { "retry-after": String(seconds) },
-    );
-  }
-
   /**
    * The SDK's verify → handler → settle around `next`, with the payer's unpaid budget taken
    * before the snapshot runs and given back once it is paid for; then the SDK's answer in ours.
@@ -221,7 +189,9 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
         });
         if (!reservation?.ok) {
           if (reservation) events.rateLimited("payer");
-          c.res = toResponse(reservation ? overBudget(reservation.retryAfterMs) : storeDown());
+          c.res = toResponse(
+            reservation ? answers.overBudget(reservation.retryAfterMs) : answers.storeDown(),
+          );
           return;
         }
         reserved = true;
@@ -263,12 +233,12 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       log(`x402 facilitator error: ${await answer.text().catch(() => "")}`);
       // The report was made and settlement went out with no known outcome: the caller keeps it.
       if (attempt?.report) attempt.unsettled = true;
-      c.res = toResponse(unavailable("facilitator unreachable or failing"));
+      c.res = toResponse(answers.unavailable("facilitator unreachable or failing"));
       return c.res;
     }
     // The claim after verify could not be checked: the store is down, not the proof.
     if (answer.status === 402 && verified === undefined && storeFailed(answer)) {
-      c.res = toResponse(storeDown());
+      c.res = toResponse(answers.storeDown());
       return c.res;
     }
     // The challenge (no proof, or one the facilitator refused): its body says why.
@@ -294,7 +264,8 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   }
 
   const middleware: MiddlewareHandler = async (c, next) => {
-    if (!(await readiness.check())) return toResponse(unavailable("facilitator unreachable"));
+    if (!(await readiness.check()))
+      return toResponse(answers.unavailable("facilitator unreachable"));
     const header = (name: string) => c.req.header(name);
     const prepared = challenges.get(c.req.url, header);
     if (prepared) return toResponse(prepared);
@@ -335,7 +306,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       { "retry-after": String(IN_PROGRESS_RETRY_AFTER_SECONDS) },
     );
   const unsettledAnswer = (): Answer =>
-    unavailable(
+    answers.unavailable(
       "the settlement's outcome is unknown; retry with the same payment proof to get the " +
         "report once the payment is known, never charged twice",
     );
@@ -403,7 +374,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
       await held?.release();
-      return toResponse(storeDown());
+      return toResponse(answers.storeDown());
     }
     try {
       const conflicting = (r: PaidRecord | undefined) =>
@@ -435,7 +406,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       return await firstAttempt(c, next, payer, keys, identity);
     } catch (error) {
       log(`paid record store failed: ${describeError(error)}`);
-      return toResponse(storeDown());
+      return toResponse(answers.storeDown());
     } finally {
       await held?.release();
     }
