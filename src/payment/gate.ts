@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
-import { decodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { x402ResourceServer } from "@x402/core/server";
 import type { x402HTTPResourceServer } from "@x402/core/server";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
@@ -22,15 +22,9 @@ import {
   payerBudgetFor,
   type PaymentGateOptions,
 } from "./gate-options.js";
-import {
-  SettlementRecovery,
-  authorizationKey,
-  decodeRecord,
-  encodeRecord,
-  paidIdentity,
-  type PaidIdentity,
-  type PaidRecord,
-} from "./paid-records.js";
+import { SettlementRecovery, paidIdentity } from "./paid-records.js";
+import { PaidStore } from "./paid-store.js";
+import { PayingOnce } from "./paying-once.js";
 import { readRequestProof } from "./proof.js";
 import { PAID_ROUTE, paidRouteConfig } from "./route.js";
 import {
@@ -41,33 +35,14 @@ import {
   isReplayRejection,
 } from "./replay-guard.js";
 import type { ReplayStore } from "./replay-guard.js";
-import { NO_PAYMENT_EVENTS, proofVersion, type ProtocolVersion } from "./telemetry.js";
+import { NO_PAYMENT_EVENTS, proofVersion, versionOf } from "./telemetry.js";
+import { SettlementsUnderWay, type PaidAttempt } from "./settlements-under-way.js";
 import { DualGenerationHttpServer, V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
 
 /** Internal answer when the client left before settlement; nobody receives it. */
 const CLIENT_GONE_STATUS = 499;
 /** The SDK's answer to a facilitator failure; the snapshot handler never answers it. */
 const SDK_FACILITATOR_ERROR_STATUS = 502;
-/** Answer for a payment id (or proof) used with another proof or body, or still in progress. */
-const CONFLICT_STATUS = 409;
-const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
-/** The x402 generation of a paid request, by its proof header (v2 when unsure). */
-function versionOf(c: Context): ProtocolVersion {
-  return proofVersion((name) => c.req.header(name)) ?? "2";
-}
-
-/**
- * A paid request holds its payment id or proof (verify, snapshot, settle) as a lease of this
- * length, renewed every PAID_LOCK_RENEW_MS while it runs: an instance that dies mid-request
- * blocks its retries (409 + Retry-After) no longer than this (docs/operations.md).
- */
-const PAID_LOCK_LEASE_MS = 15_000;
-const PAID_LOCK_RENEW_MS = 5_000;
-/** How often a copy waiting for a settling request's lock tries it. */
-const LOCK_POLL_MS = 100;
-/** Pending settlements remembered at once between the SDK's settle hook and the gate. */
-const MAX_SETTLING = 10_000;
-
 export interface PaymentGate {
   /** Hono middleware for POST /v1/snapshot, mounted after input validation. */
   middleware: MiddlewareHandler;
@@ -119,36 +94,14 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const answers = new GateAnswers(String(options.retryAfterSeconds ?? 5), perMinute, events);
   const facilitator = facilitatorClientFor(options, events);
   const store = options.replayStore ?? new MemoryReplayStore();
-  const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
-  // What the SDK is settling, by authorization: kept when the outcome is unknown.
-  const settling = new Map<string, Settling>();
-  // First attempts under way, by authorization: their report is kept before settlement.
-  const attempts = new Map<
-    string,
-    { settlingKey: string; identity: PaidIdentity; attempt: PaidAttempt }
-  >();
-  /**
-   * Right before settlement, the report is kept as unsettled in the shared store: if this
-   * process dies before answering, the retry (on any instance) learns the payment and gets it.
-   */
-  const beforeSettle = async (authKey: string, pending: Settling): Promise<void> => {
-    const entry = attempts.get(authKey);
-    if (!entry?.attempt.report) return;
-    await keep(entry.settlingKey, {
-      state: "unsettled",
-      fingerprint: entry.identity.fingerprint,
-      answer: await answerOf(entry.attempt.report.clone()),
-      ...pending,
-    });
-    entry.attempt.kept = true;
-  };
+  const records = new PaidStore(store, options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS, log);
+  const underWay = new SettlementsUnderWay(records);
   const httpServer = createHttpResourceServer(
     options,
     facilitator,
-    { store, maxReleases, settling, beforeSettle },
+    { store, maxReleases, underWay },
     log,
   );
-  const recovery = new SettlementRecovery(facilitator, options.rpcUrls ?? {}, log);
   // No paywall, and no /supported sync by the SDK: FacilitatorReadiness does it, once.
   const sdkMiddleware = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
   const readiness = new FacilitatorReadiness(
@@ -263,6 +216,17 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     return returned;
   }
 
+  const payingOnce = new PayingOnce({
+    records,
+    underWay,
+    recovery: new SettlementRecovery(facilitator, options.rpcUrls ?? {}, log),
+    budget,
+    answers,
+    events,
+    log,
+    verifyRunSettle,
+  });
+
   const middleware: MiddlewareHandler = async (c, next) => {
     if (!(await readiness.check()))
       return toResponse(answers.unavailable("facilitator unreachable"));
@@ -290,235 +254,13 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
     const answered =
       proof && identity
-        ? await payOnce(c, next, proof.payer, identity.identity)
+        ? await payingOnce.pay(c, next, proof.payer, identity.identity)
         : await verifyRunSettle(c, next, proof?.payer);
     if (header(V1_PROOF_HEADER) && !header("payment-signature")) {
       renameReceiptForV1(answered ?? c.res);
     }
     return answered;
   };
-
-  const conflict = (message: string, headers: Record<string, string> = {}): Answer =>
-    errorAnswer(CONFLICT_STATUS, message, headers);
-  const inProgress = (): Answer =>
-    conflict(
-      "A request with this payment is in progress; retry after it finishes to get its answer.",
-      { "retry-after": String(IN_PROGRESS_RETRY_AFTER_SECONDS) },
-    );
-  const unsettledAnswer = (): Answer =>
-    answers.unavailable(
-      "the settlement's outcome is unknown; retry with the same payment proof to get the " +
-        "report once the payment is known, never charged twice",
-    );
-
-  /** Takes the lock of a payment id (or proof), renewed while held; undefined if held elsewhere. */
-  async function lock(lockKey: string): Promise<Lease | undefined> {
-    if (!(await store.claim(lockKey, PAID_LOCK_LEASE_MS))) return undefined;
-    const timer = setInterval(() => {
-      store.extend(lockKey, PAID_LOCK_LEASE_MS).catch((error: unknown) => {
-        log(`paid record store could not renew a lease: ${describeError(error)}`);
-      });
-    }, PAID_LOCK_RENEW_MS).unref();
-    return {
-      release: async () => {
-        clearInterval(timer);
-        await store.release(lockKey).catch((error: unknown) => {
-          log(`paid record store failed: ${describeError(error)}`);
-        });
-      },
-    };
-  }
-
-  /** Waits for a lock held elsewhere: until it is released, or its lease ends unrenewed. */
-  async function waitForLock(lockKey: string): Promise<Lease | undefined> {
-    const deadline = performance.now() + PAID_LOCK_LEASE_MS + PAID_LOCK_RENEW_MS;
-    while (performance.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
-      const held = await lock(lockKey);
-      if (held) return held;
-    }
-    return undefined;
-  }
-
-  /**
-   * Paying once (docs/payment.md): one request at a time per payment id (or proof); a kept
-   * answer is served again for its payment id, an unsettled report once its payment is known;
-   * the same key with another proof or body is a 409. A report kept right before settlement
-   * (`settling`) is completed by whoever holds the lock next, so a request whose instance died
-   * after settling still gets its report (docs/operations.md).
-   */
-  async function payOnce(
-    c: Context,
-    next: Next,
-    payer: string,
-    identity: PaidIdentity,
-  ): Promise<Response | void> {
-    const keys = paidKeys(identity);
-    let held: Lease | undefined;
-    let record: PaidRecord | undefined;
-    let settlingRecord: PaidRecord | undefined;
-    try {
-      held = await lock(keys.lock);
-      record = decodeRecord(await store.getRecord(keys.record));
-      if (!record && (held || !identity.idempotent)) {
-        settlingRecord = decodeRecord(await store.getRecord(keys.settling));
-      }
-      if (!held && !record && settlingRecord && !identity.idempotent) {
-        // Settling elsewhere, or its instance died doing it: wait for the lock, then finish.
-        held = await waitForLock(keys.lock);
-        if (held) {
-          record = decodeRecord(await store.getRecord(keys.record));
-          settlingRecord = decodeRecord(await store.getRecord(keys.settling));
-        }
-      }
-    } catch (error) {
-      log(`paid record store failed: ${describeError(error)}`);
-      await held?.release();
-      return toResponse(answers.storeDown());
-    }
-    try {
-      const conflicting = (r: PaidRecord | undefined) =>
-        r !== undefined && r.fingerprint !== identity.fingerprint;
-      if (conflicting(record) || (held && conflicting(settlingRecord))) {
-        return toResponse(
-          conflict(
-            identity.idempotent
-              ? "This payment id was already used with another payment proof or request body."
-              : "This payment proof was already used with another request body.",
-          ),
-        );
-      }
-      if (record?.state === "served") {
-        events.payment(versionOf(c), "idempotent_hit");
-        return toResponse(record.answer);
-      }
-      if (!held) {
-        // Without an id, today's rule answers a concurrent copy: the proof is served once.
-        return record || identity.idempotent || settlingRecord
-          ? toResponse(inProgress())
-          : await verifyRunSettle(c, next, payer);
-      }
-      const kept = record ?? settlingRecord;
-      if (kept?.state === "unsettled") {
-        const version = versionOf(c);
-        return toResponse(await settleKept(keys, kept, identity, payer, version));
-      }
-      return await firstAttempt(c, next, payer, keys, identity);
-    } catch (error) {
-      log(`paid record store failed: ${describeError(error)}`);
-      return toResponse(answers.storeDown());
-    } finally {
-      await held?.release();
-    }
-  }
-
-  async function firstAttempt(
-    c: Context,
-    next: Next,
-    payer: string,
-    keys: PaidKeys,
-    identity: PaidIdentity,
-  ): Promise<Response | void> {
-    const attempt: PaidAttempt = {};
-    attempts.set(identity.authorizationKey, { settlingKey: keys.settling, identity, attempt });
-    let returned: Response | void;
-    try {
-      returned = await verifyRunSettle(c, next, payer, attempt);
-    } finally {
-      attempts.delete(identity.authorizationKey);
-    }
-    const pending = takeSettling(identity);
-    if (attempt.unsettled && attempt.report && pending) {
-      const record: PaidRecord = {
-        state: "unsettled",
-        fingerprint: identity.fingerprint,
-        answer: await answerOf(attempt.report),
-        ...pending,
-      };
-      await keep(keys.record, record);
-      if (attempt.kept) await forget(keys.settling);
-      events.payment(versionOf(c), "unknown_settlement");
-      c.res = toResponse(unsettledAnswer());
-      return c.res;
-    }
-    const answer = returned ?? c.res;
-    if (identity.idempotent && answer.status === 200) {
-      const served = await answerOf(answer);
-      await keep(keys.record, {
-        state: "served",
-        fingerprint: identity.fingerprint,
-        answer: served,
-      });
-      if (attempt.kept) await forget(keys.settling);
-      // The SDK's answer was read here: the route answers this copy.
-      c.res = toResponse(served);
-      return c.res;
-    }
-    // Answered (settled and served, or refused): the report kept before settlement goes.
-    if (attempt.kept) await forget(keys.settling);
-    return returned;
-  }
-
-  async function forget(recordKey: string): Promise<void> {
-    await store.deleteRecord(recordKey).catch((error: unknown) => {
-      log(`paid record store could not drop a record: ${describeError(error)}`);
-    });
-  }
-
-  /** Stores a record; a paid answer goes out whatever the store says, so a failure is logged. */
-  async function keep(recordKey: string, record: PaidRecord): Promise<void> {
-    await store.putRecord(recordKey, encodeRecord(record), recordTtlMs).catch((error: unknown) => {
-      log(`paid record store could not keep a ${record.state} record: ${describeError(error)}`);
-    });
-  }
-
-  /** The SDK's payload and requirements of this request's settlement, forgotten once taken. */
-  function takeSettling(
-    identity: PaidIdentity,
-  ): { payload: unknown; requirements: unknown } | undefined {
-    const pending = settling.get(identity.authorizationKey);
-    settling.delete(identity.authorizationKey);
-    return pending;
-  }
-
-  /** The kept report once its payment is known made; 402 if refused; 503 while unknown. */
-  async function settleKept(
-    keys: PaidKeys,
-    record: Extract<PaidRecord, { state: "unsettled" }>,
-    identity: PaidIdentity,
-    payer: string,
-    version: ProtocolVersion,
-  ): Promise<Answer> {
-    const outcome = await recovery.recover(record.payload, record.requirements);
-    if (outcome.kind === "unknown") {
-      log(`x402 settlement still unknown: ${outcome.why}`);
-      return unsettledAnswer();
-    }
-    if (outcome.kind === "refused") {
-      events.payment(version, "refused");
-      await Promise.all([forget(keys.record), forget(keys.settling)]);
-      return errorAnswer(402, `Payment settlement failed: ${outcome.reason}`);
-    }
-    events.payment(version, "recovered");
-    // Paid for after all: the snapshot no longer counts against the payer's unpaid budget.
-    await budget.refund(payer).catch((error: unknown) => {
-      log(`payer budget store failed: ${describeError(error)}`);
-    });
-    const answer: Answer = {
-      ...record.answer,
-      headers: {
-        ...record.answer.headers,
-        "payment-response": encodePaymentResponseHeader(outcome.settlement),
-      },
-    };
-    if (identity.idempotent) {
-      await keep(keys.record, { state: "served", fingerprint: record.fingerprint, answer });
-    } else {
-      await forget(keys.record);
-    }
-    await forget(keys.settling);
-    return answer;
-  }
 
   return {
     middleware,
@@ -539,54 +281,11 @@ function storeFailed(answer: Response): boolean {
   }
 }
 
-/** A held lock of a paid request (payOnce), renewed until released. */
-interface Lease {
-  release(): Promise<void>;
-}
-
-/** The store keys of one payment id (or proof): its lock, its record, its report in settlement. */
-interface PaidKeys {
-  lock: string;
-  record: string;
-  settling: string;
-}
-
-function paidKeys(identity: PaidIdentity): PaidKeys {
-  return {
-    lock: `paid-lock|${identity.key}`,
-    record: `paid|${identity.key}`,
-    settling: `settling|${identity.key}`,
-  };
-}
-
-/** One paid request's report and whether its settlement went out with no known outcome. */
-interface PaidAttempt {
-  report?: Response;
-  unsettled?: boolean;
-  /** Its report was kept as unsettled before settlement (dropped once answered). */
-  kept?: boolean;
-}
-
-/** What the SDK settles: kept with a report so a retry can complete the settlement. */
-interface Settling {
-  payload: unknown;
-  requirements: unknown;
-}
-
 /** The request body as the input check read it (the route's `snapshotInput`), for fingerprints. */
 function requestBody(c: Context): string {
   const input = (c.get as (key: string) => unknown)("snapshotInput");
   const raw = (input as { raw?: unknown } | undefined)?.raw;
   return typeof raw === "string" ? raw : "";
-}
-
-/** A Response as plain data, headers a kept answer repeats (no transfer framing). */
-async function answerOf(response: Response): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    if (name !== "content-length" && name !== "transfer-encoding") headers[name] = value;
-  });
-  return { status: response.status, headers, body: await response.text() };
 }
 
 /** The SDK's resource server for the paid route, on our facilitator client, replays guarded. */
@@ -596,8 +295,7 @@ function createHttpResourceServer(
   replays: {
     store: ReplayStore;
     maxReleases: number;
-    settling: Map<string, Settling>;
-    beforeSettle: (authKey: string, pending: Settling) => Promise<void>;
+    underWay: SettlementsUnderWay;
   },
   log: (line: string) => void,
 ): x402HTTPResourceServer {
@@ -607,15 +305,9 @@ function createHttpResourceServer(
   resourceServer.registerExtension(paymentIdentifierResourceServerExtension);
   guardReplays(resourceServer, replays.store, replays.maxReleases, NOT_RUN_STATUSES, log);
   // Remembered so a settlement with no known outcome can be completed on the client's retry.
-  resourceServer.onBeforeSettle(async ({ paymentPayload, requirements }) => {
-    const key = authorizationKey(paymentPayload);
-    if (key !== undefined) {
-      if (replays.settling.size >= MAX_SETTLING) replays.settling.clear();
-      const pending = { payload: paymentPayload, requirements };
-      replays.settling.set(key, pending);
-      await replays.beforeSettle(key, pending);
-    }
-  });
+  resourceServer.onBeforeSettle(({ paymentPayload, requirements }) =>
+    replays.underWay.beforeSettle(paymentPayload, requirements),
+  );
   // The SDK's HTTP server, with x402 v1 proofs read too (v1.ts).
   return new DualGenerationHttpServer(
     resourceServer,
