@@ -7,19 +7,12 @@ import type { PaidIdentity, PaidRecord, SettlementRecovery } from "./paid-record
 import { paidKeys, type Lease, type PaidKeys, type PaidStore } from "./paid-store.js";
 import type { PayerBudget } from "./payer-budget.js";
 import type { PaidAttempt, SettlementsUnderWay } from "./settlements-under-way.js";
+import type { VerifyRunSettle } from "./verify-run-settle.js";
 import { versionOf, type PaymentEvents, type ProtocolVersion } from "./telemetry.js";
 
 /** Answer for a payment id (or proof) used with another proof or body, or still in progress. */
 const CONFLICT_STATUS = 409;
 const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
-
-/** The verify → handler → settle step of one paid request, its report told to `attempt`. */
-export type VerifyRunSettle = (
-  c: Context,
-  next: Next,
-  payer: string | undefined,
-  attempt?: PaidAttempt,
-) => Promise<Response | void>;
 
 interface PayingOnceParts {
   records: PaidStore;
