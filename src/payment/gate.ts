@@ -1,16 +1,10 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { HonoAdapter } from "@x402/hono";
-import { x402ResourceServer } from "@x402/core/server";
-import type { x402HTTPResourceServer } from "@x402/core/server";
-import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
-import { paymentIdentifierResourceServerExtension } from "@x402/extensions/payment-identifier";
 import { toResponse, type Answer } from "./answer.js";
 import { PreparedChallenges, unreadableProofAnswer } from "./challenge.js";
 import { FacilitatorReadiness } from "./facilitator-readiness.js";
 import { requiredKinds } from "./facilitator-support.js";
-import type { ResilientFacilitatorClient } from "./facilitator-client.js";
-import { GateAnswers, NOT_RUN_STATUSES, PAYMENT_FAILED } from "./gate-answers.js";
+import { GateAnswers, PAYMENT_FAILED } from "./gate-answers.js";
 import {
   DEFAULT_PAID_RECORD_TTL_MS,
   DEFAULT_PROOF_RELEASES,
@@ -22,12 +16,11 @@ import { SettlementRecovery, paidIdentity } from "./paid-records.js";
 import { PaidStore } from "./paid-store.js";
 import { PayingOnce } from "./paying-once.js";
 import { readRequestProof } from "./proof.js";
-import { PAID_ROUTE, paidRouteConfig } from "./route.js";
-import { MemoryReplayStore, guardReplays } from "./replay-guard.js";
-import type { ReplayStore } from "./replay-guard.js";
+import { MemoryReplayStore } from "./replay-guard.js";
+import { createHttpResourceServer } from "./resource-server.js";
 import { SettlementsUnderWay } from "./settlements-under-way.js";
 import { NO_PAYMENT_EVENTS, proofVersion } from "./telemetry.js";
-import { DualGenerationHttpServer, V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
+import { V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
 import { createVerifyRunSettle } from "./verify-run-settle.js";
 
 export interface PaymentGate {
@@ -167,32 +160,4 @@ function requestBody(c: Context): string {
   const input = (c.get as (key: string) => unknown)("snapshotInput");
   const raw = (input as { raw?: unknown } | undefined)?.raw;
   return typeof raw === "string" ? raw : "";
-}
-
-/** The SDK's resource server for the paid route, on our facilitator client, replays guarded. */
-function createHttpResourceServer(
-  options: PaymentGateOptions,
-  facilitator: ResilientFacilitatorClient,
-  replays: {
-    store: ReplayStore;
-    maxReleases: number;
-    underWay: SettlementsUnderWay;
-  },
-  log: (line: string) => void,
-): x402HTTPResourceServer {
-  const resourceServer = new x402ResourceServer(facilitator);
-  for (const network of options.networks) resourceServer.register(network, new ExactEvmScheme());
-  resourceServer.registerExtension(bazaarResourceServerExtension);
-  resourceServer.registerExtension(paymentIdentifierResourceServerExtension);
-  guardReplays(resourceServer, replays.store, replays.maxReleases, NOT_RUN_STATUSES, log);
-  // Remembered so a settlement with no known outcome can be completed on the client's retry.
-  resourceServer.onBeforeSettle(({ paymentPayload, requirements }) =>
-    replays.underWay.beforeSettle(paymentPayload, requirements),
-  );
-  // The SDK's HTTP server, with x402 v1 proofs read too (v1.ts).
-  return new DualGenerationHttpServer(
-    resourceServer,
-    { [PAID_ROUTE]: paidRouteConfig(options) },
-    options,
-  );
 }
