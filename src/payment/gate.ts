@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from "hono";
+import type { x402HTTPResourceServer } from "@x402/core/server";
 import { HonoAdapter } from "@x402/hono";
 import { toResponse, type Answer } from "./answer.js";
 import { PreparedChallenges, unreadableProofAnswer } from "./challenge.js";
@@ -19,9 +20,9 @@ import { readRequestProof } from "./proof.js";
 import { MemoryReplayStore } from "./replay-guard.js";
 import { createHttpResourceServer } from "./resource-server.js";
 import { SettlementsUnderWay } from "./settlements-under-way.js";
-import { NO_PAYMENT_EVENTS, proofVersion } from "./telemetry.js";
+import { NO_PAYMENT_EVENTS, proofVersion, type PaymentEvents } from "./telemetry.js";
 import { V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
-import { createVerifyRunSettle } from "./verify-run-settle.js";
+import { createVerifyRunSettle, type VerifyRunSettle } from "./verify-run-settle.js";
 
 export interface PaymentGate {
   /** Hono middleware for POST /v1/snapshot, mounted after input validation. */
@@ -61,7 +62,7 @@ export interface PaymentGate {
  *    facilitator costs no /supported round trip per request (the SDK would retry on each);
  *  - the unpaid challenge is built once per resource URL (challenge.ts), not per request;
  *  - a rejected payment's 402 says why in its JSON body (the SDK leaves it `{}`).
- *  - paying once (paid-records.ts): a payment id's answer is kept and served again, and a report
+ *  - paying once (paying-once.ts): a payment id's answer is kept and served again, and a report
  *    whose settlement had no known outcome is kept until the retry learns it was paid.
  * x402 v1 is served beside v2 by a thin translation (v1.ts). A new protocol generation adds
  * its proof header and reader in proof.ts.
@@ -100,7 +101,6 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     onPaidRequest: options.onPaidRequest,
     log,
   });
-
   const payingOnce = new PayingOnce({
     records,
     underWay,
@@ -111,10 +111,47 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     log,
     verifyRunSettle,
   });
+  return {
+    middleware: paidRouteMiddleware({
+      readiness,
+      challenges,
+      httpServer,
+      answers,
+      events,
+      log,
+      payingOnce,
+      verifyRunSettle,
+    }),
+    unpaidChallenge: (resourceUrl, header) => challenges.get(resourceUrl, header),
+    warmUp: () => readiness.warmUp(),
+    facilitatorReady: () => readiness.check(),
+  };
+}
 
-  const middleware: MiddlewareHandler = async (c, next) => {
-    if (!(await readiness.check()))
+/** What the route's middleware works with, built once per gate. */
+interface GateParts {
+  readiness: FacilitatorReadiness;
+  challenges: PreparedChallenges;
+  httpServer: x402HTTPResourceServer;
+  answers: GateAnswers;
+  events: PaymentEvents;
+  log: (line: string) => void;
+  payingOnce: PayingOnce;
+  verifyRunSettle: VerifyRunSettle;
+}
+
+/**
+ * The paid route's order of work: facilitator ready → prepared challenge → priced route →
+ * readable proof → paid once (a proof with an EIP-3009 authorization), else verify, snapshot,
+ * settle.
+ */
+function paidRouteMiddleware(parts: GateParts): MiddlewareHandler {
+  const { readiness, challenges, httpServer, answers, events, log, payingOnce, verifyRunSettle } =
+    parts;
+  return async (c, next) => {
+    if (!(await readiness.check())) {
       return toResponse(answers.unavailable("facilitator unreachable"));
+    }
     const header = (name: string) => c.req.header(name);
     const prepared = challenges.get(c.req.url, header);
     if (prepared) return toResponse(prepared);
@@ -145,13 +182,6 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       renameReceiptForV1(answered ?? c.res);
     }
     return answered;
-  };
-
-  return {
-    middleware,
-    unpaidChallenge: (resourceUrl, header) => challenges.get(resourceUrl, header),
-    warmUp: () => readiness.warmUp(),
-    facilitatorReady: () => readiness.check(),
   };
 }
 
