@@ -15,12 +15,11 @@ export const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
 /** Why a paid request is a 503 while the shared store (memory, or Redis) fails. */
 const STORE_DOWN = "payment state store unavailable";
 
-/** The gate's answers in place of the snapshot: payment unavailable, or a payer over budget. */
+/**
+ * The gate's answers in place of the snapshot: payment unavailable (503 with `retryAfter`
+ * seconds), or a payer over budget (429 naming `perMinute` when it is known).
+ */
 export class GateAnswers {
-  /**
-   * @param retryAfter `Retry-After` of a 503, in seconds.
-   * @param perMinute The payer budget a 429 names; undefined when it is not known.
-   */
   constructor(
     private readonly retryAfter: string,
     private readonly perMinute: number | undefined,

@@ -7,8 +7,8 @@ import type { PaidIdentity, PaidRecord, SettlementRecovery } from "./paid-record
 import { paidKeys, type Lease, type PaidKeys, type PaidStore } from "./paid-store.js";
 import type { PayerBudget } from "./payer-budget.js";
 import type { PaidAttempt, SettlementsUnderWay } from "./settlements-under-way.js";
-import type { VerifyRunSettle } from "./verify-run-settle.js";
 import { versionOf, type PaymentEvents, type ProtocolVersion } from "./telemetry.js";
+import type { VerifyRunSettle } from "./verify-run-settle.js";
 
 /** Answer for a payment id (or proof) used with another proof or body, or still in progress. */
 const CONFLICT_STATUS = 409;

@@ -34,7 +34,7 @@ export class SettlementsUnderWay {
 
   constructor(private readonly records: PaidStore) {}
 
-  /** The SDK's hook before it settles: what it settles is remembered, a first attempt's report kept. */
+  /** Before the SDK settles: what it settles is remembered, a first attempt's report kept. */
   async beforeSettle(payload: unknown, requirements: unknown): Promise<void> {
     const key = authorizationKey(payload);
     if (key !== undefined) {
