@@ -45,3 +45,12 @@ export function errorAnswer(
 export function toResponse(answer: Answer): Response {
   return new Response(answer.body, { status: answer.status, headers: { ...answer.headers } });
 }
+
+/** A Response as plain data, headers a kept answer repeats (no transfer framing). */
+export async function answerOf(response: Response): Promise<Answer> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== "content-length" && name !== "transfer-encoding") headers[name] = value;
+  });
+  return { status: response.status, headers, body: await response.text() };
+}

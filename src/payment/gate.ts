@@ -1,153 +1,28 @@
-import { performance } from "node:perf_hooks";
-import type { Context, MiddlewareHandler, Next } from "hono";
-import { HonoAdapter, paymentMiddlewareFromHTTPServer } from "@x402/hono";
-import { decodePaymentRequiredHeader, encodePaymentResponseHeader } from "@x402/core/http";
-import { x402ResourceServer } from "@x402/core/server";
+import type { Context, MiddlewareHandler } from "hono";
 import type { x402HTTPResourceServer } from "@x402/core/server";
-import type { Network } from "@x402/core/types";
-import { ExactEvmScheme } from "@x402/evm/exact/server";
-import { bazaarResourceServerExtension } from "@x402/extensions/bazaar";
-import { paymentIdentifierResourceServerExtension } from "@x402/extensions/payment-identifier";
-import { NETWORK_IDS } from "../config.js";
-import type { PaymentConfig } from "../config.js";
-import { errorAnswer, toResponse, type Answer } from "./answer.js";
-import { createCdpAuthHeaders } from "./cdp-auth.js";
-import { PreparedChallenges, challengeAnswer, unreadableProofAnswer } from "./challenge.js";
-import { describeError } from "./describe-error.js";
-import { snapshotOutputSchemaV1 } from "./discovery.js";
+import { HonoAdapter } from "@x402/hono";
+import { toResponse, type Answer } from "./answer.js";
+import { PreparedChallenges, unreadableProofAnswer } from "./challenge.js";
+import { FacilitatorReadiness } from "./facilitator-readiness.js";
+import { requiredKinds } from "./facilitator-support.js";
+import { GateAnswers, PAYMENT_FAILED } from "./gate-answers.js";
 import {
-  FacilitatorMismatchError,
-  checkSupport,
-  requiredKinds,
-  type PaymentKind,
-} from "./facilitator-support.js";
-import {
-  DEFAULT_FACILITATOR_TIMEOUT_MS,
-  ResilientFacilitatorClient,
-} from "./facilitator-client.js";
-import type { FacilitatorClientOptions } from "./facilitator-client.js";
-import { memoryPayerBudget } from "./payer-budget.js";
-import type { PayerBudget } from "./payer-budget.js";
-import {
-  SettlementRecovery,
-  authorizationKey,
-  decodeRecord,
-  encodeRecord,
-  paidIdentity,
-  type PaidIdentity,
-  type PaidRecord,
-} from "./paid-records.js";
+  DEFAULT_PAID_RECORD_TTL_MS,
+  DEFAULT_PROOF_RELEASES,
+  facilitatorClientFor,
+  payerBudgetFor,
+  type PaymentGateOptions,
+} from "./gate-options.js";
+import { SettlementRecovery, paidIdentity } from "./paid-records.js";
+import { PaidStore } from "./paid-store.js";
+import { PayingOnce } from "./paying-once.js";
 import { readRequestProof } from "./proof.js";
-import { PAID_ROUTE, paidRouteConfig, type RouteOffer } from "./route.js";
-import {
-  MemoryReplayStore,
-  REPLAY_CHECK_FAILED,
-  explainRejection,
-  guardReplays,
-  isReplayRejection,
-} from "./replay-guard.js";
-import type { ReplayStore } from "./replay-guard.js";
-import {
-  NO_PAYMENT_EVENTS,
-  proofVersion,
-  type PaymentEvents,
-  type ProtocolVersion,
-} from "./telemetry.js";
-import { DualGenerationHttpServer, V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
-
-const DEFAULT_SETTLE_TIMEOUT_MS = 130_000;
-const DEFAULT_PROOF_RELEASES = 3;
-const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
-/** Answer of a payer over its budget. The snapshot handler never answers it. */
-const OVER_BUDGET_STATUS = 429;
-/** Answer while payment cannot be processed (docs/contract.md §7.5). */
-const UNAVAILABLE_STATUS = 503;
-/** Internal answer when the client left before settlement; nobody receives it. */
-const CLIENT_GONE_STATUS = 499;
-/** The SDK's answer to a facilitator failure; the snapshot handler never answers it. */
-const SDK_FACILITATOR_ERROR_STATUS = 502;
-/** Answer for a payment id (or proof) used with another proof or body, or still in progress. */
-const CONFLICT_STATUS = 409;
-const IN_PROGRESS_RETRY_AFTER_SECONDS = 1;
-/** Statuses the gate answers in place of the snapshot, which then never ran. */
-const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([OVER_BUDGET_STATUS, UNAVAILABLE_STATUS]);
-
-const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
-/** Why a paid request is a 503 while the shared store (memory, or Redis) fails. */
-/** The x402 generation of a paid request, by its proof header (v2 when unsure). */
-function versionOf(c: Context): ProtocolVersion {
-  return proofVersion((name) => c.req.header(name)) ?? "2";
-}
-
-const STORE_DOWN = "payment state store unavailable";
-/** Records of paid requests (kept answers, unsettled payments) live at least this long. */
-const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
-/**
- * A paid request holds its payment id or proof (verify, snapshot, settle) as a lease of this
- * length, renewed every PAID_LOCK_RENEW_MS while it runs: an instance that dies mid-request
- * blocks its retries (409 + Retry-After) no longer than this (docs/operations.md).
- */
-const PAID_LOCK_LEASE_MS = 15_000;
-const PAID_LOCK_RENEW_MS = 5_000;
-/** How often a copy waiting for a settling request's lock tries it. */
-const LOCK_POLL_MS = 100;
-/** Pending settlements remembered at once between the SDK's settle hook and the gate. */
-const MAX_SETTLING = 10_000;
-
-export interface PaidRequestTimings {
-  /** Facilitator /verify plus the replay claim (processHTTPRequest of the SDK). */
-  verifyMs: number;
-  /** The snapshot handler (everything downstream of this middleware). */
-  handlerMs: number;
-  /** Facilitator /settle; 0 when the answer was not 200 and nothing was settled. */
-  settleMs: number;
-  totalMs: number;
-  /** Final status sent to the client. */
-  status: number;
-}
-
-export interface PaymentGateOptions extends RouteOffer {
-  facilitatorUrl: string;
-  /** Sent on every facilitator call (hosted facilitators that need auth). */
-  facilitatorHeaders?: Record<string, string>;
-  /** Per-request auth headers (e.g. CDP JWTs); see FacilitatorClientOptions.createAuthHeaders. */
-  facilitatorAuth?: FacilitatorClientOptions["createAuthHeaders"];
-  /** Bound on /supported and /verify; default 10 s. */
-  facilitatorTimeoutMs?: number;
-  /**
-   * Bound on /settle; default 130 s. Longer than the others on purpose: a settle that times out
-   * here may still land on chain, charging a client who gets no report, and a facilitator waits
-   * up to 120 s for the receipt on Base.
-   */
-  facilitatorSettleTimeoutMs?: number;
-  /** After a failed /supported fetch, unpaid requests answer 503 without retrying for this long. */
-  supportedRetryMs?: number;
-  /** `Retry-After` (seconds) on 503 answers. */
-  retryAfterSeconds?: number;
-  /** Proof claims and paid records (kept answers, unsettled payments); default in memory. */
-  replayStore?: ReplayStore;
-  /** How long a paid record lives (kept answer of a payment id, unsettled report); default 1 h. */
-  paidRecordTtlMs?: number;
-  /**
-   * JSON-RPC URL per network id (CAIP-2), to read on chain whether an unsettled payment was
-   * made (EIP-3009 authorizationState); without one a retry settles again.
-   */
-  rpcUrls?: Readonly<Record<string, string>>;
-  /**
-   * How many times one proof may be released after a snapshot it did not pay for (refused, or
-   * the client hung up) before it is refused with a 402; default 3 (SNAPSHOT_PROOF_RELEASES).
-   */
-  proofReleases?: number;
-  /** Unpaid snapshots per payer and minute before a 429; default 60. With `payerBudget`, only said. */
-  refusedPerPayerPerMinute?: number;
-  /** Where the per-payer count lives; default in memory (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE). */
-  payerBudget?: PayerBudget;
-  /** Called once per paid request that reached the handler (benchmarks, metrics). */
-  onPaidRequest?: (timings: PaidRequestTimings) => void;
-  /** Payment outcomes, facilitator latency and payer limits, for metrics; default none. */
-  events?: PaymentEvents;
-  log?: (line: string) => void;
-}
+import { MemoryReplayStore } from "./replay-guard.js";
+import { createHttpResourceServer } from "./resource-server.js";
+import { SettlementsUnderWay } from "./settlements-under-way.js";
+import { NO_PAYMENT_EVENTS, proofVersion, type PaymentEvents } from "./telemetry.js";
+import { V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
+import { createVerifyRunSettle, type VerifyRunSettle } from "./verify-run-settle.js";
 
 export interface PaymentGate {
   /** Hono middleware for POST /v1/snapshot, mounted after input validation. */
@@ -175,135 +50,6 @@ export interface PaymentGate {
   facilitatorReady(): Promise<boolean>;
 }
 
-/** The gate's options from the validated environment; devnet supplies payTo and facilitator. */
-export function paymentGateOptionsFromConfig(
-  config: PaymentConfig,
-  devnet?: { payTo: `0x${string}`; facilitatorUrl: string; network: Network },
-): Pick<
-  PaymentGateOptions,
-  | "payTo"
-  | "networks"
-  | "priceUsdc"
-  | "facilitatorUrl"
-  | "facilitatorHeaders"
-  | "facilitatorAuth"
-  | "devnet"
-> {
-  if (devnet) {
-    return {
-      payTo: devnet.payTo,
-      networks: [devnet.network],
-      devnet: true,
-      priceUsdc: config.priceUsdc,
-      facilitatorUrl: devnet.facilitatorUrl,
-    };
-  }
-  if (!config.payTo || !config.facilitatorUrl) {
-    throw new Error("payment configuration needs X402_PAY_TO and X402_FACILITATOR_URL");
-  }
-  return {
-    payTo: config.payTo,
-    networks: config.networks.map((name) => NETWORK_IDS[name]),
-    priceUsdc: config.priceUsdc,
-    facilitatorUrl: config.facilitatorUrl,
-    ...(config.facilitatorHeaders && { facilitatorHeaders: config.facilitatorHeaders }),
-    ...(config.cdpApiKey && {
-      facilitatorAuth: createCdpAuthHeaders({
-        ...config.cdpApiKey,
-        facilitatorUrl: config.facilitatorUrl,
-      }),
-    }),
-  };
-}
-
-/**
- * How long paid records live and where the chain is read (docs/payment.md, "Paying once"); in
- * devnet mode its anvil is the chain.
- */
-export function paidRecordOptionsFromConfig(
-  config: PaymentConfig,
-  devnet?: { network: Network; rpcUrl: string },
-): Pick<PaymentGateOptions, "paidRecordTtlMs" | "rpcUrls"> {
-  const rpcUrls: Record<string, string> = devnet ? { [devnet.network]: devnet.rpcUrl } : {};
-  if (!devnet) {
-    for (const [name, url] of Object.entries(config.rpcUrls)) {
-      rpcUrls[NETWORK_IDS[name as keyof typeof NETWORK_IDS]] = url;
-    }
-  }
-  return { paidRecordTtlMs: config.paidRecordTtlSeconds * 1000, rpcUrls };
-}
-
-/**
- * The facilitator's /supported, fetched once and checked against what the route offers, then
- * handed to the SDK. A failure is remembered for `retryMs` so a dead facilitator costs no round
- * trip per request, and retried after. Each failure is logged once, not once per retry.
- */
-class FacilitatorReadiness {
-  private ready = false;
-  private pending: Promise<boolean> | undefined;
-  private lastFailureAt = -Infinity;
-  private lastLogged: string | undefined;
-
-  constructor(
-    private readonly httpServer: x402HTTPResourceServer,
-    private readonly facilitator: ResilientFacilitatorClient,
-    private readonly required: readonly PaymentKind[],
-    private readonly retryMs: number,
-    private readonly log: (line: string) => void,
-  ) {}
-
-  /**
-   * Fetches /supported now (once at a time). False while the facilitator is unreachable (logged
-   * once); a FacilitatorMismatchError, unlogged, when it can never serve this configuration.
-   */
-  warmUp(): Promise<boolean> {
-    if (this.ready) return Promise.resolve(true);
-    this.pending ??= this.initialize().then(
-      () => {
-        this.ready = true;
-        this.pending = undefined;
-        if (this.lastLogged !== undefined) {
-          this.log(`x402 facilitator answers now (${this.facilitator.url})`);
-        }
-        return true;
-      },
-      (error: unknown) => {
-        this.lastFailureAt = performance.now();
-        this.pending = undefined;
-        if (error instanceof FacilitatorMismatchError) throw error;
-        this.logOnce(
-          `x402 facilitator not usable yet (${this.facilitator.url}): ${describeError(error)}; ` +
-            "paid requests get 503 until it answers",
-        );
-        return false;
-      },
-    );
-    return this.pending;
-  }
-
-  /** Ready now, or after one attempt unless one failed within `retryMs`. */
-  async check(): Promise<boolean> {
-    if (this.ready) return true;
-    if (performance.now() - this.lastFailureAt < this.retryMs) return false;
-    return this.warmUp().catch((error: unknown) => {
-      this.logOnce(describeError(error));
-      return false;
-    });
-  }
-
-  private async initialize(): Promise<void> {
-    // Read and checked here, so the SDK's initialize (which reuses it) neither logs nor fails.
-    checkSupport(this.facilitator.url, await this.facilitator.getSupported(), this.required);
-    await this.httpServer.initialize();
-  }
-
-  private logOnce(line: string): void {
-    if (line === this.lastLogged) return;
-    this.lastLogged = line;
-    this.log(line);
-  }
-}
-
 /**
  * x402 payment for POST /v1/snapshot: @x402/hono's own middleware (over the SDK's
  * x402HTTPResourceServer) does the protocol and the order — verify → handler → settle only a
@@ -316,59 +62,27 @@ class FacilitatorReadiness {
  *    facilitator costs no /supported round trip per request (the SDK would retry on each);
  *  - the unpaid challenge is built once per resource URL (challenge.ts), not per request;
  *  - a rejected payment's 402 says why in its JSON body (the SDK leaves it `{}`).
- *  - paying once (paid-records.ts): a payment id's answer is kept and served again, and a report
+ *  - paying once (paying-once.ts): a payment id's answer is kept and served again, and a report
  *    whose settlement had no known outcome is kept until the retry learns it was paid.
  * x402 v1 is served beside v2 by a thin translation (v1.ts). A new protocol generation adds
  * its proof header and reader in proof.ts.
  */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const log = options.log ?? ((line: string) => console.error(line));
-  const retryAfter = String(options.retryAfterSeconds ?? 5);
   const maxReleases = options.proofReleases ?? DEFAULT_PROOF_RELEASES;
-  const perMinute = options.refusedPerPayerPerMinute ?? DEFAULT_REFUSED_PER_PAYER_PER_MINUTE;
-  const budget = options.payerBudget ?? memoryPayerBudget(perMinute);
+  const { budget, perMinute } = payerBudgetFor(options);
   const events = options.events ?? NO_PAYMENT_EVENTS;
-  const facilitator = new ResilientFacilitatorClient({
-    onCall: (operation, result, seconds) => events.facilitatorCall(operation, result, seconds),
-    url: options.facilitatorUrl,
-    timeoutMs: options.facilitatorTimeoutMs ?? DEFAULT_FACILITATOR_TIMEOUT_MS,
-    settleTimeoutMs: options.facilitatorSettleTimeoutMs ?? DEFAULT_SETTLE_TIMEOUT_MS,
-    ...(options.facilitatorHeaders && { headers: options.facilitatorHeaders }),
-    ...(options.facilitatorAuth && { createAuthHeaders: options.facilitatorAuth }),
-  });
+  const answers = new GateAnswers(String(options.retryAfterSeconds ?? 5), perMinute, events);
+  const facilitator = facilitatorClientFor(options, events);
   const store = options.replayStore ?? new MemoryReplayStore();
-  const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
-  // What the SDK is settling, by authorization: kept when the outcome is unknown.
-  const settling = new Map<string, Settling>();
-  // First attempts under way, by authorization: their report is kept before settlement.
-  const attempts = new Map<
-    string,
-    { settlingKey: string; identity: PaidIdentity; attempt: PaidAttempt }
-  >();
-  /**
-   * Right before settlement, the report is kept as unsettled in the shared store: if this
-   * process dies before answering, the retry (on any instance) learns the payment and gets it.
-   */
-  const beforeSettle = async (authKey: string, pending: Settling): Promise<void> => {
-    const entry = attempts.get(authKey);
-    if (!entry?.attempt.report) return;
-    await keep(entry.settlingKey, {
-      state: "unsettled",
-      fingerprint: entry.identity.fingerprint,
-      answer: await answerOf(entry.attempt.report.clone()),
-      ...pending,
-    });
-    entry.attempt.kept = true;
-  };
+  const records = new PaidStore(store, options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS, log);
+  const underWay = new SettlementsUnderWay(records);
   const httpServer = createHttpResourceServer(
     options,
     facilitator,
-    { store, maxReleases, settling, beforeSettle },
+    { store, maxReleases, underWay },
     log,
   );
-  const recovery = new SettlementRecovery(facilitator, options.rpcUrls ?? {}, log);
-  // No paywall, and no /supported sync by the SDK: FacilitatorReadiness does it, once.
-  const sdkMiddleware = paymentMiddlewareFromHTTPServer(httpServer, undefined, undefined, false);
   const readiness = new FacilitatorReadiness(
     httpServer,
     facilitator,
@@ -377,131 +91,67 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     log,
   );
   const challenges = new PreparedChallenges();
-  const v1OutputSchema = snapshotOutputSchemaV1();
-
-  const unavailable = (why: string): Answer =>
-    errorAnswer(UNAVAILABLE_STATUS, `Payment infrastructure unavailable (${why}); retry later.`, {
-      "retry-after": retryAfter,
-    });
-  const storeDown = (): Answer => {
-    events.storeError();
-    return unavailable(STORE_DOWN);
+  const verifyRunSettle = createVerifyRunSettle({
+    httpServer,
+    budget,
+    answers,
+    challenges,
+    events,
+    maxReleases,
+    onPaidRequest: options.onPaidRequest,
+    log,
+  });
+  const payingOnce = new PayingOnce({
+    records,
+    underWay,
+    recovery: new SettlementRecovery(facilitator, options.rpcUrls ?? {}, log),
+    budget,
+    answers,
+    events,
+    log,
+    verifyRunSettle,
+  });
+  return {
+    middleware: paidRouteMiddleware({
+      readiness,
+      challenges,
+      httpServer,
+      answers,
+      events,
+      log,
+      payingOnce,
+      verifyRunSettle,
+    }),
+    unpaidChallenge: (resourceUrl, header) => challenges.get(resourceUrl, header),
+    warmUp: () => readiness.warmUp(),
+    facilitatorReady: () => readiness.check(),
   };
+}
 
-  function overBudget(retryAfterMs: number): Answer {
-    const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-    const known = !options.payerBudget || options.refusedPerPayerPerMinute !== undefined;
-    const limit = known ? ` (at most ${perMinute} a minute)` : "";
-    return errorAnswer(
-      OVER_BUDGET_STATUS,
-      `Too many unpaid snapshots for this payer${limit}: refused targets and closed ` +
-        `connections count; retry in ${seconds} s. Nothing was charged.`,
-      { "retry-after": String(seconds) },
-    );
-  }
+/** What the route's middleware works with, built once per gate. */
+interface GateParts {
+  readiness: FacilitatorReadiness;
+  challenges: PreparedChallenges;
+  httpServer: x402HTTPResourceServer;
+  answers: GateAnswers;
+  events: PaymentEvents;
+  log: (line: string) => void;
+  payingOnce: PayingOnce;
+  verifyRunSettle: VerifyRunSettle;
+}
 
-  /**
-   * The SDK's verify → handler → settle around `next`, with the payer's unpaid budget taken
-   * before the snapshot runs and given back once it is paid for; then the SDK's answer in ours.
-   */
-  async function verifyRunSettle(
-    c: Context,
-    next: Next,
-    payer: string | undefined,
-    attempt?: PaidAttempt,
-  ): Promise<Response | void> {
-    const started = performance.now();
-    const version = versionOf(c);
-    let verified: number | undefined;
-    let handled = started;
-    let reserved = false;
-    let returned: Response | void;
-    try {
-      returned = await sdkMiddleware(c, async () => {
-        // Here the proof is verified and claimed; nothing has been fetched yet.
-        verified = performance.now();
-        events.payment(version, "verified");
-        if (payer === undefined) throw new Error("verified payment without a readable proof");
-        const reservation = await budget.reserve(payer).catch((error: unknown) => {
-          log(`payer budget store failed: ${describeError(error)}`);
-          return undefined;
-        });
-        if (!reservation?.ok) {
-          if (reservation) events.rateLimited("payer");
-          c.res = toResponse(reservation ? overBudget(reservation.retryAfterMs) : storeDown());
-          return;
-        }
-        reserved = true;
-        await next();
-        handled = performance.now();
-        // A client that hung up gets nothing, so it must pay nothing: an answer of 400 or more
-        // makes the SDK skip settlement and release the proof.
-        if (c.res.status < 400 && c.req.raw.signal.aborted) {
-          c.res = toResponse(errorAnswer(CLIENT_GONE_STATUS, "client closed the connection"));
-        } else if (attempt && c.res.status === 200) {
-          attempt.report = c.res.clone();
-        }
-      });
-    } catch (error) {
-      log(`x402 payment processing failed: ${describeError(error)}`);
-      return toResponse(PAYMENT_FAILED);
+/**
+ * The paid route's order of work: facilitator ready → prepared challenge → priced route →
+ * readable proof → paid once (a proof with an EIP-3009 authorization), else verify, snapshot,
+ * settle.
+ */
+function paidRouteMiddleware(parts: GateParts): MiddlewareHandler {
+  const { readiness, challenges, httpServer, answers, events, log, payingOnce, verifyRunSettle } =
+    parts;
+  return async (c, next) => {
+    if (!(await readiness.check())) {
+      return toResponse(answers.unavailable("facilitator unreachable"));
     }
-    const answer = returned ?? c.res;
-    if (verified !== undefined && answer.status === 200) events.payment(version, "settled");
-    // Settlement refused after the snapshot: nothing was charged.
-    if (verified !== undefined && answer.status === 402) events.payment(version, "refused");
-    // Paid for: the snapshot no longer counts against the payer's unpaid budget.
-    if (reserved && payer !== undefined && answer.status === 200) {
-      await budget.refund(payer).catch((error: unknown) => {
-        log(`payer budget store failed: ${describeError(error)}`);
-      });
-    }
-    if (verified !== undefined) {
-      const finished = performance.now();
-      options.onPaidRequest?.({
-        verifyMs: verified - started,
-        handlerMs: handled - verified,
-        settleMs: finished - handled,
-        totalMs: finished - started,
-        status: answer.status === SDK_FACILITATOR_ERROR_STATUS ? 503 : answer.status,
-      });
-    }
-    if (answer.status === SDK_FACILITATOR_ERROR_STATUS) {
-      log(`x402 facilitator error: ${await answer.text().catch(() => "")}`);
-      // The report was made and settlement went out with no known outcome: the caller keeps it.
-      if (attempt?.report) attempt.unsettled = true;
-      c.res = toResponse(unavailable("facilitator unreachable or failing"));
-      return c.res;
-    }
-    // The claim after verify could not be checked: the store is down, not the proof.
-    if (answer.status === 402 && verified === undefined && storeFailed(answer)) {
-      c.res = toResponse(storeDown());
-      return c.res;
-    }
-    // The challenge (no proof, or one the facilitator refused): its body says why.
-    if (answer.status === 402 && verified === undefined) {
-      const v2Proof = Boolean(c.req.header("payment-signature"));
-      let rejection: string | undefined;
-      const challenge = await challengeAnswer(
-        answer,
-        (reason) => {
-          rejection = reason;
-          return explainRejection(reason, maxReleases);
-        },
-        v2Proof ? undefined : v1OutputSchema,
-      );
-      if (payer !== undefined) {
-        const replayed = rejection !== undefined && isReplayRejection(rejection);
-        events.payment(version, replayed ? "replayed" : "refused");
-      }
-      challenges.keep(c.req.url, (name) => c.req.header(name), challenge);
-      return toResponse(challenge);
-    }
-    return returned;
-  }
-
-  const middleware: MiddlewareHandler = async (c, next) => {
-    if (!(await readiness.check())) return toResponse(unavailable("facilitator unreachable"));
     const header = (name: string) => c.req.header(name);
     const prepared = challenges.get(c.req.url, header);
     if (prepared) return toResponse(prepared);
@@ -526,287 +176,13 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     }
     const answered =
       proof && identity
-        ? await payOnce(c, next, proof.payer, identity.identity)
+        ? await payingOnce.pay(c, next, proof.payer, identity.identity)
         : await verifyRunSettle(c, next, proof?.payer);
     if (header(V1_PROOF_HEADER) && !header("payment-signature")) {
       renameReceiptForV1(answered ?? c.res);
     }
     return answered;
   };
-
-  const conflict = (message: string, headers: Record<string, string> = {}): Answer =>
-    errorAnswer(CONFLICT_STATUS, message, headers);
-  const inProgress = (): Answer =>
-    conflict(
-      "A request with this payment is in progress; retry after it finishes to get its answer.",
-      { "retry-after": String(IN_PROGRESS_RETRY_AFTER_SECONDS) },
-    );
-  const unsettledAnswer = (): Answer =>
-    unavailable(
-      "the settlement's outcome is unknown; retry with the same payment proof to get the " +
-        "report once the payment is known, never charged twice",
-    );
-
-  /** Takes the lock of a payment id (or proof), renewed while held; undefined if held elsewhere. */
-  async function lock(lockKey: string): Promise<Lease | undefined> {
-    if (!(await store.claim(lockKey, PAID_LOCK_LEASE_MS))) return undefined;
-    const timer = setInterval(() => {
-      store.extend(lockKey, PAID_LOCK_LEASE_MS).catch((error: unknown) => {
-        log(`paid record store could not renew a lease: ${describeError(error)}`);
-      });
-    }, PAID_LOCK_RENEW_MS).unref();
-    return {
-      release: async () => {
-        clearInterval(timer);
-        await store.release(lockKey).catch((error: unknown) => {
-          log(`paid record store failed: ${describeError(error)}`);
-        });
-      },
-    };
-  }
-
-  /** Waits for a lock held elsewhere: until it is released, or its lease ends unrenewed. */
-  async function waitForLock(lockKey: string): Promise<Lease | undefined> {
-    const deadline = performance.now() + PAID_LOCK_LEASE_MS + PAID_LOCK_RENEW_MS;
-    while (performance.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
-      const held = await lock(lockKey);
-      if (held) return held;
-    }
-    return undefined;
-  }
-
-  /**
-   * Paying once (docs/payment.md): one request at a time per payment id (or proof); a kept
-   * answer is served again for its payment id, an unsettled report once its payment is known;
-   * the same key with another proof or body is a 409. A report kept right before settlement
-   * (`settling`) is completed by whoever holds the lock next, so a request whose instance died
-   * after settling still gets its report (docs/operations.md).
-   */
-  async function payOnce(
-    c: Context,
-    next: Next,
-    payer: string,
-    identity: PaidIdentity,
-  ): Promise<Response | void> {
-    const keys = paidKeys(identity);
-    let held: Lease | undefined;
-    let record: PaidRecord | undefined;
-    let settlingRecord: PaidRecord | undefined;
-    try {
-      held = await lock(keys.lock);
-      record = decodeRecord(await store.getRecord(keys.record));
-      if (!record && (held || !identity.idempotent)) {
-        settlingRecord = decodeRecord(await store.getRecord(keys.settling));
-      }
-      if (!held && !record && settlingRecord && !identity.idempotent) {
-        // Settling elsewhere, or its instance died doing it: wait for the lock, then finish.
-        held = await waitForLock(keys.lock);
-        if (held) {
-          record = decodeRecord(await store.getRecord(keys.record));
-          settlingRecord = decodeRecord(await store.getRecord(keys.settling));
-        }
-      }
-    } catch (error) {
-      log(`paid record store failed: ${describeError(error)}`);
-      await held?.release();
-      return toResponse(storeDown());
-    }
-    try {
-      const conflicting = (r: PaidRecord | undefined) =>
-        r !== undefined && r.fingerprint !== identity.fingerprint;
-      if (conflicting(record) || (held && conflicting(settlingRecord))) {
-        return toResponse(
-          conflict(
-            identity.idempotent
-              ? "This payment id was already used with another payment proof or request body."
-              : "This payment proof was already used with another request body.",
-          ),
-        );
-      }
-      if (record?.state === "served") {
-        events.payment(versionOf(c), "idempotent_hit");
-        return toResponse(record.answer);
-      }
-      if (!held) {
-        // Without an id, today's rule answers a concurrent copy: the proof is served once.
-        return record || identity.idempotent || settlingRecord
-          ? toResponse(inProgress())
-          : await verifyRunSettle(c, next, payer);
-      }
-      const kept = record ?? settlingRecord;
-      if (kept?.state === "unsettled") {
-        const version = versionOf(c);
-        return toResponse(await settleKept(keys, kept, identity, payer, version));
-      }
-      return await firstAttempt(c, next, payer, keys, identity);
-    } catch (error) {
-      log(`paid record store failed: ${describeError(error)}`);
-      return toResponse(storeDown());
-    } finally {
-      await held?.release();
-    }
-  }
-
-  async function firstAttempt(
-    c: Context,
-    next: Next,
-    payer: string,
-    keys: PaidKeys,
-    identity: PaidIdentity,
-  ): Promise<Response | void> {
-    const attempt: PaidAttempt = {};
-    attempts.set(identity.authorizationKey, { settlingKey: keys.settling, identity, attempt });
-    let returned: Response | void;
-    try {
-      returned = await verifyRunSettle(c, next, payer, attempt);
-    } finally {
-      attempts.delete(identity.authorizationKey);
-    }
-    const pending = takeSettling(identity);
-    if (attempt.unsettled && attempt.report && pending) {
-      const record: PaidRecord = {
-        state: "unsettled",
-        fingerprint: identity.fingerprint,
-        answer: await answerOf(attempt.report),
-        ...pending,
-      };
-      await keep(keys.record, record);
-      if (attempt.kept) await forget(keys.settling);
-      events.payment(versionOf(c), "unknown_settlement");
-      c.res = toResponse(unsettledAnswer());
-      return c.res;
-    }
-    const answer = returned ?? c.res;
-    if (identity.idempotent && answer.status === 200) {
-      const served = await answerOf(answer);
-      await keep(keys.record, {
-        state: "served",
-        fingerprint: identity.fingerprint,
-        answer: served,
-      });
-      if (attempt.kept) await forget(keys.settling);
-      // The SDK's answer was read here: the route answers this copy.
-      c.res = toResponse(served);
-      return c.res;
-    }
-    // Answered (settled and served, or refused): the report kept before settlement goes.
-    if (attempt.kept) await forget(keys.settling);
-    return returned;
-  }
-
-  async function forget(recordKey: string): Promise<void> {
-    await store.deleteRecord(recordKey).catch((error: unknown) => {
-      log(`paid record store could not drop a record: ${describeError(error)}`);
-    });
-  }
-
-  /** Stores a record; a paid answer goes out whatever the store says, so a failure is logged. */
-  async function keep(recordKey: string, record: PaidRecord): Promise<void> {
-    await store.putRecord(recordKey, encodeRecord(record), recordTtlMs).catch((error: unknown) => {
-      log(`paid record store could not keep a ${record.state} record: ${describeError(error)}`);
-    });
-  }
-
-  /** The SDK's payload and requirements of this request's settlement, forgotten once taken. */
-  function takeSettling(
-    identity: PaidIdentity,
-  ): { payload: unknown; requirements: unknown } | undefined {
-    const pending = settling.get(identity.authorizationKey);
-    settling.delete(identity.authorizationKey);
-    return pending;
-  }
-
-  /** The kept report once its payment is known made; 402 if refused; 503 while unknown. */
-  async function settleKept(
-    keys: PaidKeys,
-    record: Extract<PaidRecord, { state: "unsettled" }>,
-    identity: PaidIdentity,
-    payer: string,
-    version: ProtocolVersion,
-  ): Promise<Answer> {
-    const outcome = await recovery.recover(record.payload, record.requirements);
-    if (outcome.kind === "unknown") {
-      log(`x402 settlement still unknown: ${outcome.why}`);
-      return unsettledAnswer();
-    }
-    if (outcome.kind === "refused") {
-      events.payment(version, "refused");
-      await Promise.all([forget(keys.record), forget(keys.settling)]);
-      return errorAnswer(402, `Payment settlement failed: ${outcome.reason}`);
-    }
-    events.payment(version, "recovered");
-    // Paid for after all: the snapshot no longer counts against the payer's unpaid budget.
-    await budget.refund(payer).catch((error: unknown) => {
-      log(`payer budget store failed: ${describeError(error)}`);
-    });
-    const answer: Answer = {
-      ...record.answer,
-      headers: {
-        ...record.answer.headers,
-        "payment-response": encodePaymentResponseHeader(outcome.settlement),
-      },
-    };
-    if (identity.idempotent) {
-      await keep(keys.record, { state: "served", fingerprint: record.fingerprint, answer });
-    } else {
-      await forget(keys.record);
-    }
-    await forget(keys.settling);
-    return answer;
-  }
-
-  return {
-    middleware,
-    unpaidChallenge: (resourceUrl, header) => challenges.get(resourceUrl, header),
-    warmUp: () => readiness.warmUp(),
-    facilitatorReady: () => readiness.check(),
-  };
-}
-
-/** An SDK 402 whose reason is the replay store's failure (replay-guard.ts). */
-function storeFailed(answer: Response): boolean {
-  const required = answer.headers.get("payment-required");
-  if (!required) return false;
-  try {
-    return decodePaymentRequiredHeader(required).error === REPLAY_CHECK_FAILED;
-  } catch {
-    return false;
-  }
-}
-
-/** A held lock of a paid request (payOnce), renewed until released. */
-interface Lease {
-  release(): Promise<void>;
-}
-
-/** The store keys of one payment id (or proof): its lock, its record, its report in settlement. */
-interface PaidKeys {
-  lock: string;
-  record: string;
-  settling: string;
-}
-
-function paidKeys(identity: PaidIdentity): PaidKeys {
-  return {
-    lock: `paid-lock|${identity.key}`,
-    record: `paid|${identity.key}`,
-    settling: `settling|${identity.key}`,
-  };
-}
-
-/** One paid request's report and whether its settlement went out with no known outcome. */
-interface PaidAttempt {
-  report?: Response;
-  unsettled?: boolean;
-  /** Its report was kept as unsettled before settlement (dropped once answered). */
-  kept?: boolean;
-}
-
-/** What the SDK settles: kept with a report so a retry can complete the settlement. */
-interface Settling {
-  payload: unknown;
-  requirements: unknown;
 }
 
 /** The request body as the input check read it (the route's `snapshotInput`), for fingerprints. */
@@ -814,48 +190,4 @@ function requestBody(c: Context): string {
   const input = (c.get as (key: string) => unknown)("snapshotInput");
   const raw = (input as { raw?: unknown } | undefined)?.raw;
   return typeof raw === "string" ? raw : "";
-}
-
-/** A Response as plain data, headers a kept answer repeats (no transfer framing). */
-async function answerOf(response: Response): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    if (name !== "content-length" && name !== "transfer-encoding") headers[name] = value;
-  });
-  return { status: response.status, headers, body: await response.text() };
-}
-
-/** The SDK's resource server for the paid route, on our facilitator client, replays guarded. */
-function createHttpResourceServer(
-  options: PaymentGateOptions,
-  facilitator: ResilientFacilitatorClient,
-  replays: {
-    store: ReplayStore;
-    maxReleases: number;
-    settling: Map<string, Settling>;
-    beforeSettle: (authKey: string, pending: Settling) => Promise<void>;
-  },
-  log: (line: string) => void,
-): x402HTTPResourceServer {
-  const resourceServer = new x402ResourceServer(facilitator);
-  for (const network of options.networks) resourceServer.register(network, new ExactEvmScheme());
-  resourceServer.registerExtension(bazaarResourceServerExtension);
-  resourceServer.registerExtension(paymentIdentifierResourceServerExtension);
-  guardReplays(resourceServer, replays.store, replays.maxReleases, NOT_RUN_STATUSES, log);
-  // Remembered so a settlement with no known outcome can be completed on the client's retry.
-  resourceServer.onBeforeSettle(async ({ paymentPayload, requirements }) => {
-    const key = authorizationKey(paymentPayload);
-    if (key !== undefined) {
-      if (replays.settling.size >= MAX_SETTLING) replays.settling.clear();
-      const pending = { payload: paymentPayload, requirements };
-      replays.settling.set(key, pending);
-      await replays.beforeSettle(key, pending);
-    }
-  });
-  // The SDK's HTTP server, with x402 v1 proofs read too (v1.ts).
-  return new DualGenerationHttpServer(
-    resourceServer,
-    { [PAID_ROUTE]: paidRouteConfig(options) },
-    options,
-  );
 }

@@ -6,12 +6,10 @@ export { NO_STORE, errorAnswer, jsonAnswer, toResponse } from "./answer.js";
 export type { Answer } from "./answer.js";
 export { SnapshotRequestSchema } from "./discovery.js";
 export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator-client.js";
-export {
-  createPaymentGate,
-  paidRecordOptionsFromConfig,
-  paymentGateOptionsFromConfig,
-} from "./gate.js";
-export type { PaidRequestTimings, PaymentGate, PaymentGateOptions } from "./gate.js";
+export { createPaymentGate } from "./gate.js";
+export type { PaymentGate } from "./gate.js";
+export { paidRecordOptionsFromConfig, paymentGateOptionsFromConfig } from "./gate-options.js";
+export type { PaidRequestTimings, PaymentGateOptions } from "./gate-options.js";
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
 export { KEY_PREFIX, REDIS_COMMAND_TIMEOUT_MS } from "./redis-store.js";
 export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";

@@ -16,7 +16,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterEach, describe, expect, it } from "vitest";
 import { CDP_FACILITATOR_URL, loadPaymentConfig, parseCdpApiKeySecret } from "../../src/config.js";
 import { createCdpAuthHeaders } from "../../src/payment/cdp-auth.js";
-import { createPaymentGate, paymentGateOptionsFromConfig } from "../../src/payment/gate.js";
+import { createPaymentGate } from "../../src/payment/gate.js";
+import { paymentGateOptionsFromConfig } from "../../src/payment/gate-options.js";
 import { exactKinds } from "../fixtures/supported-facilitator.js";
 
 const API_KEY_ID = "organizations/org-1/apiKeys/key-1";
