@@ -54,9 +54,11 @@ const hostOf = (req: IncomingMessage) => (req.headers.host ?? "").replace(/:\d+$
 beforeAll(async () => {
   devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  const names = ["shop.test", "site.test", "other.test", "legacy.test"];
+  const names = ["shop.test", "site.test", "other.test", "legacy.test", "rh.test", "el.test"];
   dns = await startDnsServer(Object.fromEntries(names.map((n) => [n, { A: [PUBLIC_HOST] }])));
-  const cert = await issueLeaf(await loadTestCa(), { dnsNames: ["shop.test", "site.test"] });
+  const cert = await issueLeaf(await loadTestCa(), {
+    dnsNames: ["shop.test", "site.test", "rh.test", "el.test"],
+  });
   secure = await startHttpsTarget({
     cert,
     routes: {
@@ -75,6 +77,20 @@ beforeAll(async () => {
       },
       "/down": (_req, res) =>
         respond.redirect(`http://other.test:${plain.port}/landing`, 301)(_req, res),
+      // Any origin allowed with credentials: a configuration browsers refuse.
+      "/cors-wildcard": respond.status(200, {
+        "access-control-allow-origin": "*",
+        "access-control-allow-credentials": "true",
+      }),
+      // The asking origin echoed, without credentials.
+      "/cors-public": (req, res) => {
+        res.writeHead(200, {
+          "content-type": "text/plain",
+          vary: "Origin",
+          ...(req.headers.origin ? { "access-control-allow-origin": req.headers.origin } : {}),
+        });
+        res.end("public");
+      },
     },
   });
   plain = await startHttpTarget({
@@ -83,6 +99,10 @@ beforeAll(async () => {
         const host = hostOf(req);
         if (host === "site.test")
           respond.redirect(`https://site.test:${secure.port}/`, 301)(req, res);
+        else if (host === "rh.test")
+          respond.redirect(`http://other.test:${plain.port}/landing`, 301)(req, res);
+        else if (host === "el.test")
+          respond.redirect(`https://www.el.test:${secure.port}/`, 301)(req, res);
         else respond.html("<p>plain</p>")(req, res);
       },
       "/landing": respond.html("<p>landing</p>"),
@@ -146,7 +166,13 @@ async function paidReport(i: number, url: string): Promise<SnapshotResult> {
   return report;
 }
 
-const ids = (r: SnapshotResult) => probeFindings(r).map((f) => f.id);
+/** The probe ids the paid reports below have shown. */
+const shown = new Set<string>();
+const ids = (r: SnapshotResult) => {
+  const found = probeFindings(r).map((f) => f.id);
+  for (const id of found) shown.add(id);
+  return found;
+};
 
 describe("paid reports name the probes' findings", () => {
   it("a shop: scripts without integrity and over HTTP, origin reflected, http:// not redirected", async () => {
@@ -180,5 +206,21 @@ describe("paid reports name the probes' findings", () => {
     expect(r.https_ok).toBe(false);
     expect(ids(r)).toEqual(["http-only"]);
     expect(probeFindings(r)[0]?.recommendation).toMatch(/HTTPS/);
+  });
+
+  it("http:// sent to plain HTTP elsewhere, and any origin allowed with credentials", async () => {
+    const r = await paidReport(3, `https://rh.test:${secure.port}/cors-wildcard`);
+    expect(ids(r)).toEqual(["http-redirects-to-http", "cors-credentials-wildcard"]);
+    for (const f of probeFindings(r)) expect(f.recommendation.length).toBeGreaterThan(20);
+  });
+
+  it("http:// sent to HTTPS on another host, and the asking origin echoed", async () => {
+    const r = await paidReport(4, `https://el.test:${secure.port}/cors-public`);
+    expect(ids(r)).toEqual(["http-redirects-elsewhere", "cors-any-origin"]);
+    expect(probeFindings(r)[0]?.message).toContain(`https://www.el.test:${secure.port}/`);
+  });
+
+  it("together, the paid reports above show every id of the probes' judges", () => {
+    expect([...PROBE_IDS].filter((id) => !shown.has(id))).toEqual([]);
   });
 });
