@@ -110,40 +110,12 @@ function componentSchemas(): Record<ComponentName, Record<string, unknown>> {
   return out as Record<ComponentName, Record<string, unknown>>;
 }
 
-const ref = (name: ComponentName) => ({ $ref: `#/components/schemas/${name}` });
-const json = (name: ComponentName) => ({ "application/json": { schema: ref(name) } });
-
-const cacheControl = (value: string) => ({
-  "Cache-Control": { description: `Always \`${value}\`.`, schema: { type: "string" } },
-});
-
-const retryAfter = {
-  "Retry-After": {
-    description: "Seconds to wait before retrying.",
-    required: true,
-    schema: { type: "integer", minimum: 1 },
-  },
-};
-
-/** Free answers are limited per client address (RATE_LIMIT_PER_MINUTE). */
-const rateLimited = {
-  description:
-    "Too many free answers for this client address in the last minute (`RATE_LIMIT_PER_MINUTE`).",
-  headers: retryAfter,
-  content: json("RateLimited"),
-};
-
-const notAllowed = {
-  description: "Method not allowed on this path; the `Allow` header lists the methods.",
-  headers: { Allow: { schema: { type: "string" } } },
-  content: json("ServiceError"),
-};
-
 /**
  * The OpenAPI 3.1 document served at GET /openapi.json, stating the configured price (without
  * one, the configuration's own default) and, with a public URL (PUBLIC_URL), that URL as its
  * one server; without, no `servers`, which OpenAPI reads as the document's own origin.
- * Each path's operation is built by its own function below, so adding or changing one stays local.
+ * Each operation, and each answer or header given in more than one place, is built by its own
+ * function below, so adding or changing one is a local change.
  */
 export function createOpenApiDocument(
   priceUsdc: string = DEFAULT_PRICE_USDC,
@@ -188,10 +160,9 @@ function documentInfo(priceUsdc: string) {
 
 /** POST /v1/snapshot: the input checked first, then paid with x402; every answer it can give. */
 function snapshotOperation(priceUsdc: string) {
-  const price = perCall(priceUsdc);
   return {
     operationId: "createSnapshot",
-    summary: `Run a live security snapshot of one URL (x402, ${price}).`,
+    summary: `Run a live security snapshot of one URL (x402, ${perCall(priceUsdc)}).`,
     description:
       `Checks, in order and before any payment: body at most ${MAX_BODY_BYTES / 1024} KiB, ` +
       "`Content-Type: " +
@@ -201,129 +172,26 @@ function snapshotOperation(priceUsdc: string) {
       "x402 payment is verified, the snapshot runs, and the payment is settled only if the " +
       "answer is 200.",
     parameters: [
-      {
-        name: "PAYMENT-SIGNATURE",
-        in: "header",
-        required: false,
-        description:
-          "x402 v2 payment proof: base64-encoded JSON PaymentPayload answering the " +
+      proofHeader(
+        "PAYMENT-SIGNATURE",
+        "x402 v2 payment proof: base64-encoded JSON PaymentPayload answering the " +
           "challenge of a previous 402. Read first when both proof headers are sent.",
-        schema: { type: "string" },
-      },
-      {
-        name: "X-PAYMENT",
-        in: "header",
-        required: false,
-        description:
-          "x402 v1 payment proof: base64-encoded JSON PaymentPayload (`x402Version` 1) " +
+      ),
+      proofHeader(
+        "X-PAYMENT",
+        "x402 v1 payment proof: base64-encoded JSON PaymentPayload (`x402Version` 1) " +
           "answering the body of a previous 402. Checked exactly as a v2 proof.",
-        schema: { type: "string" },
-      },
+      ),
     ],
     requestBody: { required: true, content: json("SnapshotRequest") },
     responses: {
-      "200": {
-        description: "The report. Payment was settled.",
-        headers: {
-          ...cacheControl(NO_STORE),
-          "PAYMENT-RESPONSE": {
-            description: "x402 v2 settlement receipt: base64-encoded JSON SettleResponse.",
-            schema: { type: "string" },
-          },
-          "X-PAYMENT-RESPONSE": {
-            description:
-              "The same receipt for an x402 v1 payment (`X-PAYMENT`), in place of " +
-              "`PAYMENT-RESPONSE`.",
-            schema: { type: "string" },
-          },
-        },
-        content: json("SnapshotResult"),
-      },
-      "400": {
-        description:
-          "The URL was invalid, blocked (SSRF), timed out or unreachable. Never charged.",
-        headers: cacheControl(NO_STORE),
-        content: json("SnapshotError"),
-      },
-      "402": {
-        description:
-          "Payment required; never charged. One answer serves both protocol generations: " +
-          "the x402 v2 challenge is in the `PAYMENT-REQUIRED` header, the x402 v1 " +
-          "challenge is the body (`PaymentRequiredV1`, the same offers). A refused proof, " +
-          "an unreadable proof and a failed settlement answer `ServiceError`, whose " +
-          "`error` says which: `Unreadable payment proof: <why>.` (size, encoding, " +
-          "shape, payment id); `Payment rejected: <reason>` (the facilitator's verify " +
-          "reason, `payment_already_used` for a proof already served without a payment " +
-          "id, `payment_proof_exhausted` after too many refused snapshots); " +
-          "`Payment settlement failed: <reason>` (the facilitator refused the " +
-          "settlement, or the authorization was canceled).",
-        headers: {
-          "PAYMENT-REQUIRED": {
-            description:
-              "Base64-encoded JSON PaymentRequired (`x402Version` 2): one `accepts` " +
-              `entry per network, scheme \`exact\`, USDC amount \`${usdcAmount(priceUsdc)}\` ` +
-              "(6 decimals).",
-            required: true,
-            schema: { type: "string" },
-          },
-        },
-        content: {
-          "application/json": {
-            schema: { anyOf: [ref("PaymentRequiredV1"), ref("ServiceError")] },
-          },
-        },
-      },
-      "405": notAllowed,
-      "409": {
-        description:
-          "The payment id (`payment-identifier`) or proof was already used with another " +
-          "proof or request body; or, with `Retry-After`, a request with it is still in " +
-          "progress: retry then to get its answer. Nothing more is charged.",
-        headers: {
-          "Retry-After": {
-            description: "Seconds to wait (only while the first request is in progress).",
-            required: false,
-            schema: { type: "integer", minimum: 1 },
-          },
-        },
-        content: json("ServiceError"),
-      },
-      "429": {
-        description:
-          "The payer (the proof's `from`) had too many unpaid snapshots (refused targets, " +
-          "closed connections) in the last minute. Answered before the snapshot runs; " +
-          "nothing is charged and the proof is not used up. Or, without a proof, " +
-          "`RateLimited`: too many free answers (402, 400) for this client address.",
-        headers: {
-          "Retry-After": {
-            description: "Seconds until the payer may be served again.",
-            required: true,
-            schema: { type: "integer", minimum: 1 },
-          },
-        },
-        content: {
-          "application/json": {
-            schema: { anyOf: [ref("ServiceError"), ref("RateLimited")] },
-          },
-        },
-      },
-      "503": {
-        description:
-          "The payment facilitator (or a store) is unreachable or failing: nothing was " +
-          "charged; retry later. Or this instance is at its limit of snapshots in flight " +
-          "(`SNAPSHOT_MAX_CONCURRENCY`) or shutting down: refused before the payment is " +
-          "verified, nothing charged, the proof still usable. Or the settlement's outcome is unknown: the report is " +
-          "kept, and a retry with the same proof (or payment id) and body gets it once " +
-          "the payment is known to be made, never charging twice.",
-        headers: {
-          "Retry-After": {
-            description: "Seconds to wait before retrying.",
-            required: true,
-            schema: { type: "integer", minimum: 0 },
-          },
-        },
-        content: json("ServiceError"),
-      },
+      "200": paidReport(),
+      "400": snapshotFailed(),
+      "402": paymentRequired(priceUsdc),
+      "405": notAllowed(),
+      "409": paymentAlreadyUsed(),
+      "429": payerOverBudget(),
+      "503": snapshotUnavailable(),
     },
   };
 }
@@ -334,17 +202,14 @@ function demoOperation() {
     operationId: "getDemoSnapshot",
     summary: "A fixed, pre-made snapshot of a sample site. Free, no live fetch.",
     responses: {
-      "200": {
-        description: "Always the same content.",
-        headers: {
-          ...cacheControl(STATIC_CACHE_CONTROL),
-          ETag: { schema: { type: "string" } },
-        },
-        content: json("DemoSnapshotResult"),
-      },
+      "200": jsonResponse(
+        "Always the same content.",
+        { ...cacheControl(STATIC_CACHE_CONTROL), ETag: { schema: { type: "string" } } },
+        "DemoSnapshotResult",
+      ),
       "304": { description: "Not modified (`If-None-Match` matched the ETag)." },
-      "405": notAllowed,
-      "429": rateLimited,
+      "405": notAllowed(),
+      "429": rateLimited(),
     },
   };
 }
@@ -355,12 +220,8 @@ function healthOperation() {
     operationId: "getHealth",
     summary: "Service status and version. Free.",
     responses: {
-      "200": {
-        description: "The service is up.",
-        headers: cacheControl(NO_STORE),
-        content: json("Health"),
-      },
-      "405": notAllowed,
+      "200": jsonResponse("The service is up.", cacheControl(NO_STORE), "Health"),
+      "405": notAllowed(),
     },
   };
 }
@@ -374,17 +235,13 @@ function readyOperation() {
       "Ready when the facilitator's `/supported` is known, every configured store " +
       "answers, and the instance is not shutting down. Never rate limited.",
     responses: {
-      "200": {
-        description: 'Ready: `{"status":"ready"}`.',
-        headers: cacheControl(NO_STORE),
-        content: json("Readiness"),
-      },
-      "503": {
-        description: "Not ready: `down` names what is down, or `draining` after SIGTERM.",
-        headers: cacheControl(NO_STORE),
-        content: json("Readiness"),
-      },
-      "405": notAllowed,
+      "200": jsonResponse('Ready: `{"status":"ready"}`.', cacheControl(NO_STORE), "Readiness"),
+      "503": jsonResponse(
+        "Not ready: `down` names what is down, or `draining` after SIGTERM.",
+        cacheControl(NO_STORE),
+        "Readiness",
+      ),
+      "405": notAllowed(),
     },
   };
 }
@@ -400,8 +257,160 @@ function openApiOperation() {
         headers: cacheControl(STATIC_CACHE_CONTROL),
         content: { "application/json": { schema: { type: "object" } } },
       },
-      "405": notAllowed,
-      "429": rateLimited,
+      "405": notAllowed(),
+      "429": rateLimited(),
     },
   };
 }
+
+/** 200 of POST /v1/snapshot: the report, with the settlement receipt. */
+function paidReport() {
+  return jsonResponse(
+    "The report. Payment was settled.",
+    { ...cacheControl(NO_STORE), ...receiptHeaders() },
+    "SnapshotResult",
+  );
+}
+
+/** 400 of POST /v1/snapshot: the input was refused or the snapshot failed. */
+function snapshotFailed() {
+  return jsonResponse(
+    "The URL was invalid, blocked (SSRF), timed out or unreachable. Never charged.",
+    cacheControl(NO_STORE),
+    "SnapshotError",
+  );
+}
+
+/** 402: the challenge of both protocol generations in one answer, or why a proof was refused. */
+function paymentRequired(priceUsdc: string) {
+  return {
+    description:
+      "Payment required; never charged. One answer serves both protocol generations: " +
+      "the x402 v2 challenge is in the `PAYMENT-REQUIRED` header, the x402 v1 " +
+      "challenge is the body (`PaymentRequiredV1`, the same offers). A refused proof, " +
+      "an unreadable proof and a failed settlement answer `ServiceError`, whose " +
+      "`error` says which: `Unreadable payment proof: <why>.` (size, encoding, " +
+      "shape, payment id); `Payment rejected: <reason>` (the facilitator's verify " +
+      "reason, `payment_already_used` for a proof already served without a payment " +
+      "id, `payment_proof_exhausted` after too many refused snapshots); " +
+      "`Payment settlement failed: <reason>` (the facilitator refused the " +
+      "settlement, or the authorization was canceled).",
+    headers: challengeHeader(priceUsdc),
+    content: jsonAnyOf("PaymentRequiredV1", "ServiceError"),
+  };
+}
+
+/** 409: paying once; a payment id or proof is another request's, or its request is under way. */
+function paymentAlreadyUsed() {
+  return serviceError(
+    "The payment id (`payment-identifier`) or proof was already used with another " +
+      "proof or request body; or, with `Retry-After`, a request with it is still in " +
+      "progress: retry then to get its answer. Nothing more is charged.",
+    retryAfter("Seconds to wait (only while the first request is in progress).", {
+      required: false,
+    }),
+  );
+}
+
+/** 429 of POST /v1/snapshot: the payer over its unpaid budget, or the client over its free one. */
+function payerOverBudget() {
+  return {
+    description:
+      "The payer (the proof's `from`) had too many unpaid snapshots (refused targets, " +
+      "closed connections) in the last minute. Answered before the snapshot runs; " +
+      "nothing is charged and the proof is not used up. Or, without a proof, " +
+      "`RateLimited`: too many free answers (402, 400) for this client address.",
+    headers: retryAfter("Seconds until the payer may be served again."),
+    content: jsonAnyOf("ServiceError", "RateLimited"),
+  };
+}
+
+/** 503 of POST /v1/snapshot: payment or capacity unavailable for now; never charged twice. */
+function snapshotUnavailable() {
+  return serviceError(
+    "The payment facilitator (or a store) is unreachable or failing: nothing was " +
+      "charged; retry later. Or this instance is at its limit of snapshots in flight " +
+      "(`SNAPSHOT_MAX_CONCURRENCY`) or shutting down: refused before the payment is " +
+      "verified, nothing charged, the proof still usable. Or the settlement's outcome is " +
+      "unknown: the report is kept, and a retry with the same proof (or payment id) and body " +
+      "gets it once the payment is known to be made, never charging twice.",
+    retryAfter("Seconds to wait before retrying.", { minimum: 0 }),
+  );
+}
+
+/** Free answers are limited per client address (RATE_LIMIT_PER_MINUTE). */
+function rateLimited() {
+  return jsonResponse(
+    "Too many free answers for this client address in the last minute (`RATE_LIMIT_PER_MINUTE`).",
+    retryAfter("Seconds to wait before retrying."),
+    "RateLimited",
+  );
+}
+
+/** 405 on a known path. */
+function notAllowed() {
+  return serviceError("Method not allowed on this path; the `Allow` header lists the methods.", {
+    Allow: { schema: { type: "string" } },
+  });
+}
+
+/** An answer with a JSON body that is one component. */
+function jsonResponse(description: string, headers: object, body: ComponentName) {
+  return { description, headers, content: json(body) };
+}
+
+/** An error that is not about the submitted URL. */
+function serviceError(description: string, headers: object) {
+  return jsonResponse(description, headers, "ServiceError");
+}
+
+function cacheControl(value: string) {
+  return { "Cache-Control": { description: `Always \`${value}\`.`, schema: { type: "string" } } };
+}
+
+/** Retry-After in seconds; `required` unless only some answers of that status carry it. */
+function retryAfter(description: string, { minimum = 1, required = true } = {}) {
+  return { "Retry-After": { description, required, schema: { type: "integer", minimum } } };
+}
+
+/** A payment proof the client sends: base64-encoded JSON in a request header. */
+function proofHeader(name: string, description: string) {
+  return { name, in: "header", required: false, description, schema: { type: "string" } };
+}
+
+/** The x402 v2 challenge of a 402, stating the price in USDC units. */
+function challengeHeader(priceUsdc: string) {
+  return {
+    "PAYMENT-REQUIRED": {
+      description:
+        "Base64-encoded JSON PaymentRequired (`x402Version` 2): one `accepts` " +
+        `entry per network, scheme \`exact\`, USDC amount \`${usdcAmount(priceUsdc)}\` ` +
+        "(6 decimals).",
+      required: true,
+      schema: { type: "string" },
+    },
+  };
+}
+
+/** The settlement receipt of a paid answer, in the header of the proof's protocol generation. */
+function receiptHeaders() {
+  return {
+    "PAYMENT-RESPONSE": {
+      description: "x402 v2 settlement receipt: base64-encoded JSON SettleResponse.",
+      schema: { type: "string" },
+    },
+    "X-PAYMENT-RESPONSE": {
+      description:
+        "The same receipt for an x402 v1 payment (`X-PAYMENT`), in place of " +
+        "`PAYMENT-RESPONSE`.",
+      schema: { type: "string" },
+    },
+  };
+}
+
+const ref = (name: ComponentName) => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: ComponentName) => ({ "application/json": { schema: ref(name) } });
+/** A JSON body that is any one of several components. */
+const jsonAnyOf = (...names: ComponentName[]) => ({
+  "application/json": { schema: { anyOf: names.map((name) => ref(name)) } },
+});
