@@ -25,12 +25,8 @@ import { readBodyText } from "./body.js";
 import { clientAddress } from "./client-ip.js";
 import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
-import {
-  HealthSchema,
-  ReadinessSchema,
-  STATIC_CACHE_CONTROL,
-  createOpenApiDocument,
-} from "./openapi.js";
+import { STATIC_CACHE_CONTROL, createOpenApiDocument } from "./openapi.js";
+import { HealthSchema, ReadinessSchema } from "./openapi-components.js";
 import { ClientRateLimit } from "./rate-limit.js";
 import { readinessAnswer, type ReadinessCheck } from "./readiness.js";
 import {

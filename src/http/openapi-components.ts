@@ -1,0 +1,121 @@
+/**
+ * The OpenAPI document's components: the schemas of the service's own answers beside the
+ * report's (report-schemas.ts), all as JSON Schema, and the references operations make to them.
+ */
+import * as z from "zod";
+import { NETWORK_IDS } from "../config.js";
+import { SnapshotRequestSchema } from "../payment/index.js";
+import {
+  DemoSnapshotResultSchema,
+  SnapshotErrorBodySchema,
+  SnapshotResultSchema,
+} from "./report-schemas.js";
+import { MAX_BODY_BYTES } from "./snapshot-input.js";
+
+/** GET /health (docs/contract.md §2.6). */
+export const HealthSchema = z
+  .object({
+    status: z.literal("ok").describe("ok when healthy."),
+    version: z.string().describe("Service version."),
+  })
+  .strict();
+
+/** GET /ready (docs/contract.md §2.7): ready, or what is down. */
+export const ReadinessSchema = z.union([
+  z.object({ status: z.literal("ready") }).strict(),
+  z
+    .object({
+      status: z.literal("not_ready"),
+      down: z
+        .array(z.string())
+        .min(1)
+        .describe("What is down: `draining`, `facilitator`, or a store's name."),
+    })
+    .strict(),
+]);
+
+/** The 429 of a client over its budget of free answers (docs/contract.md §2.7). */
+const RateLimitedSchema = z
+  .object({
+    error: z.string().describe("Human-readable message."),
+    error_type: z.literal("rate_limited"),
+  })
+  .strict()
+  .describe("Too many free answers (402, 400, demo, OpenAPI) for this client address.");
+
+/** Every non-report error: 404, 405, 500 and the payment layer's 402, 409, 429 and 503. */
+const ServiceErrorSchema = z
+  .object({ error: z.string().describe("Human-readable message.") })
+  .describe("Error that is not about the submitted URL.");
+
+/** One offer of the x402 v1 challenge (the SDK's PaymentRequirementsV1Schema, described). */
+const PaymentRequirementsV1Schema = z.object({
+  scheme: z.literal("exact"),
+  network: z
+    .enum(Object.keys(NETWORK_IDS) as [keyof typeof NETWORK_IDS])
+    .describe("x402 v1 network name."),
+  maxAmountRequired: z.string().describe("USDC units (6 decimals)."),
+  resource: z.string().describe("Full URL of this endpoint."),
+  description: z.string(),
+  mimeType: z.string(),
+  outputSchema: z
+    .record(z.string(), z.unknown())
+    .describe("`input`: how to call this endpoint; `output`: an example report."),
+  payTo: z.string(),
+  maxTimeoutSeconds: z.number().int(),
+  asset: z.string().describe("USDC contract address."),
+  extra: z
+    .object({ name: z.string(), version: z.string() })
+    .describe("EIP-712 domain of the token, which the payer signs over."),
+});
+
+/** The 402 body: the x402 v1 challenge, with the same offers as the v2 PAYMENT-REQUIRED header. */
+const PaymentRequiredV1Schema = z
+  .object({
+    x402Version: z.literal(1),
+    error: z.string().describe("Why payment is required, or why the proof was refused."),
+    accepts: z.array(PaymentRequirementsV1Schema),
+  })
+  .describe("x402 v1 PaymentRequired.");
+
+const COMPONENTS = {
+  SnapshotRequest: SnapshotRequestSchema.describe(
+    `Other fields are ignored. The whole body may be at most ${MAX_BODY_BYTES / 1024} KiB.`,
+  ),
+  SnapshotResult: SnapshotResultSchema,
+  DemoSnapshotResult: DemoSnapshotResultSchema,
+  SnapshotError: SnapshotErrorBodySchema,
+  Health: HealthSchema,
+  Readiness: ReadinessSchema,
+  RateLimited: RateLimitedSchema,
+  ServiceError: ServiceErrorSchema,
+  PaymentRequiredV1: PaymentRequiredV1Schema,
+} as const;
+export type ComponentName = keyof typeof COMPONENTS;
+
+/**
+ * The zod schemas as JSON Schema 2020-12 (OpenAPI 3.1's dialect), referencing each other by $ref.
+ */
+export function componentSchemas(): Record<ComponentName, Record<string, unknown>> {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(COMPONENTS)) registry.add(schema, { id });
+  const { schemas } = z.toJSONSchema(registry, {
+    target: "draft-2020-12",
+    uri: (id) => `#/components/schemas/${id}`,
+  });
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [id, schema] of Object.entries(schemas)) {
+    // $schema and $id belong to standalone documents, not to OpenAPI components.
+    const { $schema: _dialect, $id: _id, ...rest } = schema as Record<string, unknown>;
+    out[id] = rest;
+  }
+  return out as Record<ComponentName, Record<string, unknown>>;
+}
+
+const ref = (name: ComponentName) => ({ $ref: `#/components/schemas/${name}` });
+/** A JSON body that is one component. */
+export const json = (name: ComponentName) => ({ "application/json": { schema: ref(name) } });
+/** A JSON body that is any one of several components. */
+export const jsonAnyOf = (...names: ComponentName[]) => ({
+  "application/json": { schema: { anyOf: names.map((name) => ref(name)) } },
+});
