@@ -180,110 +180,188 @@ export const payCommand: Command = {
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {
-    const { positionals, values } = parseArgs({
-      args,
-      options: {
-        api: { type: "string", default: "http://127.0.0.1:8080" },
-        "max-usdc": { type: "string", default: "1" },
-        network: { type: "string" },
-        v1: { type: "boolean", default: false },
-        json: { type: "boolean", default: false },
-      },
-      allowPositionals: true,
-    });
-    const [target, ...extra] = positionals;
-    if (target === undefined || extra.length > 0) throw new UsageError("give exactly one <url>");
-    const endpoint = snapshotEndpoint(values.api);
-    const maxUsdc = values["max-usdc"];
-    if (!/^\d+(\.\d{1,6})?$/.test(maxUsdc))
-      throw new UsageError("--max-usdc must be a USDC amount");
-    const wanted = values.network === undefined ? undefined : parseNetwork(values.network);
-
-    const send = (headers: Record<string, string> = {}): Promise<Response> =>
-      fetch(endpoint, {
-        method: "POST",
-        headers: { "Content-Type": "application/json", Accept: "application/json", ...headers },
-        body: JSON.stringify({ url: target }),
-      });
-    const unreachable = (err: unknown): number => {
-      const refused = /ECONNREFUSED/.test(causeOf(err));
-      const hint = refused ? `; is the service running at ${values.api}? (--api URL)` : "";
-      stderr.write(`secsnap pay: ${(err as Error).message}${causeOf(err)}${hint}\n`);
-      return PAY_EXIT.unavailable;
-    };
-
-    // An unpaid first call shows the challenge before any key is chosen; input errors come back
-    // as 400 here, before anything is signed.
-    let first: Response;
-    let firstBody: unknown;
-    try {
-      first = await send();
-      firstBody = await readBody(first);
-    } catch (err) {
-      return unreachable(err);
-    }
-    if (first.status !== 402) return refusal(first, firstBody, stderr);
-
-    let offer: PaymentRequirements;
-    let challenge: PaymentRequired;
-    try {
-      const http = new x402HTTPClient(new x402Client());
-      challenge = http.getPaymentRequiredResponse((name) => first.headers.get(name), firstBody);
-      offer = chooseOffer(challenge, wanted);
-      // --v1 signs the body's x402 v1 challenge for the offer chosen above.
-      if (values.v1) challenge = v1Challenge(http, firstBody, offer);
-      if (BigInt(offer.amount) > parseUnits(maxUsdc, USDC_DECIMALS)) {
-        throw new PaymentRefused(`price ${usdc(offer.amount)} exceeds --max-usdc ${maxUsdc}`);
-      }
-    } catch (err) {
-      stderr.write(`secsnap pay: ${(err as Error).message}\n`);
-      return PAY_EXIT.paymentRefused;
-    }
-    const { account, note } = chooseAccount(env.SECSNAP_PRIVATE_KEY?.trim() || undefined, offer);
-    if (note) stderr.write(`${note}\n`);
-    stderr.write(
-      `paying ${usdc(offer.amount)} on ${networkLabel(offer.network)} to ${offer.payTo} from ${account.address}\n`,
-    );
-
+    const options = readOptions(args);
+    const unpaid = await fetchChallenge(options, stderr);
+    if (typeof unpaid === "number") return unpaid;
+    const payment = choosePayment(unpaid, options, stderr);
+    if (typeof payment === "number") return payment;
+    const { offer } = payment;
+    const account = choosePayer(env, offer, stderr);
     // Signed once: every resend below carries this same proof, so one call pays at most once.
-    const paid = await signProof(challenge, offer, account);
-
-    for (let attempt = 1; ; attempt++) {
-      const last = attempt === PAID_ATTEMPTS;
-      let response: Response;
-      let body: unknown;
-      try {
-        response = await send(paid.proof);
-        body = await readBody(response);
-      } catch (err) {
-        if (last) return unreachable(err);
-        stderr.write(
-          `secsnap pay: no answer (${(err as Error).message}${causeOf(err)}); sending the same proof again in ${LOST_ANSWER_WAIT_S}s\n`,
-        );
-        await sleep(LOST_ANSWER_WAIT_S * 1000);
-        continue;
-      }
-      if (response.status === 503 && !last) {
-        const wait = retryWait(response);
-        stderr.write(
-          `secsnap pay: the API answered 503 (${describeBody(body)}); sending the same proof again in ${wait}s\n`,
-        );
-        await sleep(wait * 1000);
-        continue;
-      }
-      if (response.status !== 200) return refusal(response, body, stderr);
-      stdout.write(await printable(body, values.json, stdout, env));
-      const settlement = paid.settlement(response);
-      stderr.write(
-        settlement
-          ? `paid ${usdc(offer.amount)} (${offer.amount} units of ${offer.asset}) on ${networkLabel(settlement.network)} to ${offer.payTo}\n` +
-              `settlement transaction: ${settlement.transaction}\n`
-          : "secsnap pay: the report came without a readable settlement header\n",
-      );
-      return PAY_EXIT.report;
-    }
+    const paid = await signProof(payment.challenge, offer, account);
+    const answer = await sendPaid(options, paid.proof, stderr);
+    if (typeof answer === "number") return answer;
+    stdout.write(await printable(answer.body, options.json, stdout, env));
+    reportSettlement(paid.settlement(answer.response), offer, stderr);
+    return PAY_EXIT.report;
   },
 };
+
+/** The command line, checked: a bad argument is a UsageError. */
+interface PayOptions {
+  /** The URL to snapshot. */
+  target: string;
+  /** `--api` as given, and the snapshot route under it. */
+  api: string;
+  endpoint: URL;
+  maxUsdc: string;
+  /** `--network` as a CAIP-2 id; undefined: the default choice of chooseOffer. */
+  network: string | undefined;
+  v1: boolean;
+  json: boolean;
+}
+
+function readOptions(args: string[]): PayOptions {
+  const { positionals, values } = parseArgs({
+    args,
+    options: {
+      api: { type: "string", default: "http://127.0.0.1:8080" },
+      "max-usdc": { type: "string", default: "1" },
+      network: { type: "string" },
+      v1: { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
+    },
+    allowPositionals: true,
+  });
+  const [target, ...extra] = positionals;
+  if (target === undefined || extra.length > 0) throw new UsageError("give exactly one <url>");
+  const endpoint = snapshotEndpoint(values.api);
+  const maxUsdc = values["max-usdc"];
+  if (!/^\d+(\.\d{1,6})?$/.test(maxUsdc)) throw new UsageError("--max-usdc must be a USDC amount");
+  const network = values.network === undefined ? undefined : parseNetwork(values.network);
+  return { target, api: values.api, endpoint, maxUsdc, network, v1: values.v1, json: values.json };
+}
+
+/** An answer of the API, with its body read (JSON, else the text). */
+interface Answer {
+  response: Response;
+  body: unknown;
+}
+
+/** One POST of the target to the snapshot route, with a proof's headers or none. */
+async function ask(options: PayOptions, headers: Record<string, string> = {}): Promise<Answer> {
+  const response = await fetch(options.endpoint, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json", ...headers },
+    body: JSON.stringify({ url: options.target }),
+  });
+  return { response, body: await readBody(response) };
+}
+
+/** No answer from the API: one line, with a hint when nothing listens at `--api`. */
+function unreachable(err: unknown, options: PayOptions, stderr: CliOutput): number {
+  const refused = /ECONNREFUSED/.test(causeOf(err));
+  const hint = refused ? `; is the service running at ${options.api}? (--api URL)` : "";
+  stderr.write(`secsnap pay: ${(err as Error).message}${causeOf(err)}${hint}\n`);
+  return PAY_EXIT.unavailable;
+}
+
+/**
+ * The 402 of an unpaid first call, or the exit code. It shows the challenge before any key is
+ * chosen; input errors come back as 400 here, before anything is signed.
+ */
+async function fetchChallenge(options: PayOptions, stderr: CliOutput): Promise<Answer | number> {
+  let unpaid: Answer;
+  try {
+    unpaid = await ask(options);
+  } catch (err) {
+    return unreachable(err, options, stderr);
+  }
+  if (unpaid.response.status !== 402) return refusal(unpaid.response, unpaid.body, stderr);
+  return unpaid;
+}
+
+/**
+ * The challenge to sign and the offer chosen from it, within `--max-usdc`; or exit 3 with the
+ * reason, before anything is signed.
+ */
+function choosePayment(
+  unpaid: Answer,
+  options: PayOptions,
+  stderr: CliOutput,
+): { challenge: PaymentRequired; offer: PaymentRequirements } | number {
+  try {
+    const http = new x402HTTPClient(new x402Client());
+    let challenge = http.getPaymentRequiredResponse(
+      (name) => unpaid.response.headers.get(name),
+      unpaid.body,
+    );
+    const offer = chooseOffer(challenge, options.network);
+    // --v1 signs the body's x402 v1 challenge for the offer chosen above.
+    if (options.v1) challenge = v1Challenge(http, unpaid.body, offer);
+    if (BigInt(offer.amount) > parseUnits(options.maxUsdc, USDC_DECIMALS)) {
+      throw new PaymentRefused(`price ${usdc(offer.amount)} exceeds --max-usdc ${options.maxUsdc}`);
+    }
+    return { challenge, offer };
+  } catch (err) {
+    stderr.write(`secsnap pay: ${(err as Error).message}\n`);
+    return PAY_EXIT.paymentRefused;
+  }
+}
+
+/** The payer's account, stated on stderr with what it is about to pay. */
+function choosePayer(
+  env: NodeJS.ProcessEnv,
+  offer: PaymentRequirements,
+  stderr: CliOutput,
+): LocalAccount {
+  const { account, note } = chooseAccount(env.SECSNAP_PRIVATE_KEY?.trim() || undefined, offer);
+  if (note) stderr.write(`${note}\n`);
+  stderr.write(
+    `paying ${usdc(offer.amount)} on ${networkLabel(offer.network)} to ${offer.payTo} from ${account.address}\n`,
+  );
+  return account;
+}
+
+/**
+ * The paid call: the same proof sent again after a 503 or a lost answer, at most PAID_ATTEMPTS
+ * times. The report's answer, or the exit code.
+ */
+async function sendPaid(
+  options: PayOptions,
+  proof: Record<string, string>,
+  stderr: CliOutput,
+): Promise<Answer | number> {
+  for (let attempt = 1; ; attempt++) {
+    const last = attempt === PAID_ATTEMPTS;
+    let answer: Answer;
+    try {
+      answer = await ask(options, proof);
+    } catch (err) {
+      if (last) return unreachable(err, options, stderr);
+      stderr.write(
+        `secsnap pay: no answer (${(err as Error).message}${causeOf(err)}); sending the same proof again in ${LOST_ANSWER_WAIT_S}s\n`,
+      );
+      await sleep(LOST_ANSWER_WAIT_S * 1000);
+      continue;
+    }
+    const { response, body } = answer;
+    if (response.status === 503 && !last) {
+      const wait = retryWait(response);
+      stderr.write(
+        `secsnap pay: the API answered 503 (${describeBody(body)}); sending the same proof again in ${wait}s\n`,
+      );
+      await sleep(wait * 1000);
+      continue;
+    }
+    if (response.status !== 200) return refusal(response, body, stderr);
+    return answer;
+  }
+}
+
+/** What was paid and the settlement transaction, on stderr; or that its header was unreadable. */
+function reportSettlement(
+  settlement: Settlement | undefined,
+  offer: PaymentRequirements,
+  stderr: CliOutput,
+): void {
+  stderr.write(
+    settlement
+      ? `paid ${usdc(offer.amount)} (${offer.amount} units of ${offer.asset}) on ${networkLabel(settlement.network)} to ${offer.payTo}\n` +
+          `settlement transaction: ${settlement.transaction}\n`
+      : "secsnap pay: the report came without a readable settlement header\n",
+  );
+}
 
 /**
  * A report as `scan` shows it on a terminal, anything else as JSON. The summary's modules (the
@@ -310,7 +388,12 @@ interface SignedProof {
   /** The proof's request headers, sent unchanged on every resend. */
   proof: Record<string, string>;
   /** The settlement a 200 reports, if its header can be read. */
-  settlement(response: Response): { network: string; transaction: string } | undefined;
+  settlement(response: Response): Settlement | undefined;
+}
+
+interface Settlement {
+  network: string;
+  transaction: string;
 }
 
 /**

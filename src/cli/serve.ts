@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import { NETWORK_IDS, loadConfig, type PaymentConfig } from "../config.js";
+import { loadConfig, type Config } from "../config.js";
 import {
   ClientRateLimit,
   ROUTES,
@@ -12,112 +12,21 @@ import {
   createRequestObserver,
   metricsApp,
   startServer,
+  type NodeFront,
   type ReadinessCheck,
+  type RequestObserver,
+  type RunningServer,
 } from "../http/index.js";
-import {
-  createPaymentGate,
-  createSharedState,
-  paidRecordOptionsFromConfig,
-  paymentGateOptionsFromConfig,
-  type PaymentGate,
-  type SharedState,
-} from "../payment/index.js";
-import { createSnapshotEngine, createUrlPolicy } from "../snapshot/index.js";
+import { createSharedState, type PaymentGate, type SharedState } from "../payment/index.js";
+import { createSnapshotEngine, createUrlPolicy, type SnapshotEngine } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
-import { UsageError, type Command } from "./command.js";
+import { UsageError, type CliOutput, type Command } from "./command.js";
 import { createLogger } from "./logger.js";
 import { rateLimitedLog } from "./rate-limited-log.js";
+import { setupPayment, type PaymentSetup } from "./serve-payment.js";
 
 /** In-flight requests get the whole snapshot deadline plus this much to finish on shutdown. */
 export const SHUTDOWN_MARGIN_MS = 5_000;
-
-/** The payment side of `serve`: the gate, what the first line says of it, and what it started. */
-interface PaymentSetup {
-  gate: PaymentGate;
-  /** Said on the first output line. */
-  mode: string;
-  /** The networks the challenge offers (CAIP-2), and whether they are the devnet: for the page. */
-  networks: readonly string[];
-  devnet: boolean;
-  /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
-  howToPay?: (serviceUrl: string) => string;
-  /** Stops the devnet when this start brought it up; after the server has closed. */
-  close(): Promise<void>;
-}
-
-/**
- * X402_PAY_TO set: the configured networks and facilitator, whose /supported is fetched and
- * checked before listening; while it is down the paid route answers 503 (docs/contract.md §7.5). Unset: the
- * embedded devnet (started, or reused when already running on its ports), offering only
- * eip155:84532 (§7.7); loaded only then.
- */
-async function setupPayment(
-  config: PaymentConfig,
-  publicUrl: string | undefined,
-  shared: SharedState,
-  log: (line: string) => void,
-  metrics: ServiceMetrics,
-): Promise<PaymentSetup> {
-  const common = {
-    log,
-    replayStore: shared.replay,
-    payerBudget: shared.payerBudget(config.refusedPerPayerPerMinute),
-    events: metrics,
-    proofReleases: config.proofReleases,
-    refusedPerPayerPerMinute: config.refusedPerPayerPerMinute,
-    ...(publicUrl !== undefined && { publicUrl }),
-  };
-  if (config.payTo) {
-    const gate = createPaymentGate({
-      ...paymentGateOptionsFromConfig(config),
-      ...paidRecordOptionsFromConfig(config),
-      ...common,
-    });
-    // A facilitator lacking a configured network stops the start (one line, a ConfigError);
-    // one that is unreachable is one warning line, then 503 until it answers.
-    await gate.warmUp();
-    return {
-      gate,
-      networks: config.networks.map((name) => NETWORK_IDS[name]),
-      devnet: false,
-      mode: `x402 on ${config.networks.join(", ")}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
-      close: async () => {},
-    };
-  }
-
-  const { startDevnet } = await import("../devnet/index.js");
-  const devnet = await startDevnet({
-    rpcPort: config.devnetRpcPort,
-    facilitatorPort: config.devnetFacilitatorPort,
-  });
-  try {
-    const gate = createPaymentGate({
-      ...paymentGateOptionsFromConfig(config, {
-        payTo: devnet.payTo,
-        facilitatorUrl: devnet.facilitatorUrl,
-        network: devnet.network,
-      }),
-      ...paidRecordOptionsFromConfig(config, devnet),
-      ...common,
-    });
-    await gate.warmUp();
-    return {
-      gate,
-      networks: [devnet.network],
-      devnet: true,
-      mode:
-        `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
-        `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +
-        `payTo ${devnet.payTo}`,
-      howToPay: (serviceUrl) =>
-        `pay with: ./bin/secsnap.js pay https://example.com --api ${serviceUrl} (funded test account 2)`,
-      close: () => devnet.close(),
-    };
-  } catch (err) {
-    await devnet.close();
-    throw err;
-  }
-}
 
 /** An error, or a value the app logs beside a message (schema issues), in a few words. */
 function describe(error: unknown): string {
@@ -154,6 +63,186 @@ function nextShutdownSignal(): Promise<NodeJS.Signals> {
   });
 }
 
+/** What `serve` wires before listening: what the listeners serve, and what shutdown drains and closes. */
+interface Service {
+  /** The public listener's app, behind the request observer and the unpaid-challenge fast path. */
+  app: ReturnType<typeof createApp>;
+  front: NodeFront;
+  observe: RequestObserver;
+  /** Served by the metrics listener. */
+  metrics: ServiceMetrics;
+  admission: SnapshotAdmission;
+  engine: SnapshotEngine;
+  payment: PaymentSetup;
+  shared: SharedState;
+}
+
+interface Listeners {
+  server: RunningServer;
+  /** None with METRICS_PORT off. */
+  metricsServer: RunningServer | undefined;
+}
+
+/** The configuration, from the environment alone: `serve` takes no arguments. */
+function readConfig(args: string[], env: NodeJS.ProcessEnv): Config {
+  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true });
+  if (positionals.length > 0) throw new UsageError("serve takes no arguments");
+  return loadConfig(env);
+}
+
+/** Everything the listeners serve, built once per start; nothing listens yet. */
+async function wireService(config: Config, stdout: CliOutput): Promise<Service> {
+  const logger = createLogger(config.telemetry.logLevel, stdout);
+  const metrics = new ServiceMetrics();
+  // Per-request events: one short line each, rate-limited (docs/security.md).
+  const log = rateLimitedLog((line) => logger.warn(line));
+  const appLog = (message: string, error?: unknown) =>
+    log(error === undefined ? message : `${message}: ${describe(error)}`);
+  const { shared, payment } = await openStateAndPayment(config, log, metrics);
+  const engine = metrics.instrumentEngine(createSnapshotEngine(config.snapshot));
+  const urlPolicy = createUrlPolicy(config.snapshot);
+  const { gate } = payment;
+  const admission = new SnapshotAdmission(config.ops.snapshotMaxConcurrency);
+  const rateLimit = new ClientRateLimit(
+    shared.limiterFor({
+      keyPrefix: "client",
+      points: config.ops.rateLimitPerMinute,
+      durationSeconds: 60,
+    }),
+    log,
+    () => metrics.rateLimited("ip"),
+  );
+  const app = createApp({
+    engine,
+    urlPolicy,
+    paymentMiddleware: gate.middleware,
+    priceUsdc: config.payment.priceUsdc,
+    networks: payment.networks,
+    devnet: payment.devnet,
+    ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
+    log: appLog,
+    admission,
+    readinessChecks: readinessChecks(gate, shared),
+    rateLimit,
+    trustProxy: config.ops.trustProxy,
+  });
+  const front = createChallengeFastPath({
+    urlPolicy,
+    unpaidChallenge: gate.unpaidChallenge,
+    log: appLog,
+    rateLimit,
+    trustProxy: config.ops.trustProxy,
+  });
+  const observe = createRequestObserver({
+    routes: ROUTES,
+    metrics,
+    logger,
+    priceUsdc: config.payment.priceUsdc,
+  });
+  return { app, front, observe, metrics, admission, engine, payment, shared };
+}
+
+/** The shared state, then the payment side on it; the state is closed again if payment cannot start. */
+async function openStateAndPayment(
+  config: Config,
+  log: (line: string) => void,
+  metrics: ServiceMetrics,
+): Promise<{ shared: SharedState; payment: PaymentSetup }> {
+  // Created once: the gate's proof claims and records, and the rate counters, live here.
+  const shared = await createSharedState({
+    redisUrl: config.redisUrl,
+    log,
+    onError: () => metrics.redisError(),
+  });
+  try {
+    const payment = await setupPayment(config.payment, config.publicUrl, shared, log, metrics);
+    return { shared, payment };
+  } catch (err) {
+    await shared.close();
+    throw err;
+  }
+}
+
+/** What /ready asks: the facilitator, and Redis when the state is there. */
+function readinessChecks(gate: PaymentGate, shared: SharedState): ReadinessCheck[] {
+  return [
+    { name: "facilitator", check: () => gate.facilitatorReady() },
+    ...(shared.kind === "redis"
+      ? [{ name: "redis", check: async () => (await shared.ping()) === "ok" }]
+      : []),
+  ];
+}
+
+/**
+ * The public listener, then the metrics one. Undefined when one cannot be bound: then what was
+ * wired is closed and one line names the address.
+ */
+async function listen(
+  config: Config,
+  service: Service,
+  stderr: CliOutput,
+): Promise<Listeners | undefined> {
+  const { app, front, observe } = service;
+  let server;
+  let metricsServer;
+  const { metricsPort, metricsHost } = config.telemetry;
+  let listening = `${config.host}:${config.port}`;
+  try {
+    server = await startServer({ config, app, front, observe });
+    if (metricsPort !== undefined) {
+      listening = `${metricsHost}:${metricsPort} (METRICS_PORT)`;
+      metricsServer = await startServer({
+        config: { host: metricsHost, port: metricsPort },
+        app: metricsApp(service.metrics),
+      });
+    }
+  } catch (err) {
+    await Promise.allSettled([
+      server?.close(0),
+      service.engine.close(),
+      service.payment.close(),
+      service.shared.close(),
+    ]);
+    const code = (err as NodeJS.ErrnoException).code ?? "error";
+    stderr.write(`cannot listen on ${listening}: ${code}\n`);
+    return undefined;
+  }
+  return { server, metricsServer };
+}
+
+/** The first output line: the version, the URL and the payment mode; then where the metrics are. */
+function announce({ server, metricsServer }: Listeners, payment: PaymentSetup, stdout: CliOutput) {
+  const howToPay = payment.howToPay ? `; ${payment.howToPay(server.url)}` : "";
+  stdout.write(
+    `secsnap ${SERVICE_VERSION} listening on ${server.url} (mode: ${payment.mode})${howToPay}\n`,
+  );
+  if (metricsServer) stdout.write(`metrics on ${metricsServer.url}/metrics\n`);
+}
+
+/**
+ * On the signal: drain, wait the grace (SIGTERM only), then close in order: the listeners, the
+ * engine, payment, the shared state.
+ */
+async function shutDown(
+  received: NodeJS.Signals,
+  config: Config,
+  service: Service,
+  { server, metricsServer }: Listeners,
+  stderr: CliOutput,
+): Promise<void> {
+  // /ready says draining first; a load balancer polling it stops sending here during the grace
+  // (SIGTERM, an orchestrator's stop; Ctrl-C at a terminal has no load balancer to wait for).
+  service.admission.drain();
+  stderr.write(`${received}: shutting down, waiting for running requests\n`);
+  if (received === "SIGTERM") await sleep(config.ops.shutdownGraceMs);
+  await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
+  await metricsServer?.close(0);
+  await service.engine.close();
+  await service.payment.close();
+  await service.shared.close();
+  stderr.write("stopped\n");
+}
+
 export const serveCommand: Command = {
   usage: [
     "Usage: secsnap serve",
@@ -167,115 +256,13 @@ export const serveCommand: Command = {
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {
-    const { positionals } = parseArgs({ args, options: {}, allowPositionals: true });
-    if (positionals.length > 0) throw new UsageError("serve takes no arguments");
-    const config = loadConfig(env);
-
+    const config = readConfig(args, env);
     const signal = nextShutdownSignal();
-    const logger = createLogger(config.telemetry.logLevel, stdout);
-    const metrics = new ServiceMetrics();
-    // Per-request events: one short line each, rate-limited (docs/security.md).
-    const log = rateLimitedLog((line) => logger.warn(line));
-    const appLog = (message: string, error?: unknown) =>
-      log(error === undefined ? message : `${message}: ${describe(error)}`);
-    // Created once: the gate's proof claims and records, and the rate counters, live here.
-    const shared = await createSharedState({
-      redisUrl: config.redisUrl,
-      log,
-      onError: () => metrics.redisError(),
-    });
-    let payment: PaymentSetup;
-    try {
-      payment = await setupPayment(config.payment, config.publicUrl, shared, log, metrics);
-    } catch (err) {
-      await shared.close();
-      throw err;
-    }
-    const engine = metrics.instrumentEngine(createSnapshotEngine(config.snapshot));
-    const urlPolicy = createUrlPolicy(config.snapshot);
-    const { gate } = payment;
-    const admission = new SnapshotAdmission(config.ops.snapshotMaxConcurrency);
-    const rateLimit = new ClientRateLimit(
-      shared.limiterFor({
-        keyPrefix: "client",
-        points: config.ops.rateLimitPerMinute,
-        durationSeconds: 60,
-      }),
-      log,
-      () => metrics.rateLimited("ip"),
-    );
-    const readinessChecks: ReadinessCheck[] = [
-      { name: "facilitator", check: () => gate.facilitatorReady() },
-      ...(shared.kind === "redis"
-        ? [{ name: "redis", check: async () => (await shared.ping()) === "ok" }]
-        : []),
-    ];
-    const app = createApp({
-      engine,
-      urlPolicy,
-      paymentMiddleware: gate.middleware,
-      priceUsdc: config.payment.priceUsdc,
-      networks: payment.networks,
-      devnet: payment.devnet,
-      ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
-      log: appLog,
-      admission,
-      readinessChecks,
-      rateLimit,
-      trustProxy: config.ops.trustProxy,
-    });
-    const front = createChallengeFastPath({
-      urlPolicy,
-      unpaidChallenge: gate.unpaidChallenge,
-      log: appLog,
-      rateLimit,
-      trustProxy: config.ops.trustProxy,
-    });
-
-    const observe = createRequestObserver({
-      routes: ROUTES,
-      metrics,
-      logger,
-      priceUsdc: config.payment.priceUsdc,
-    });
-
-    let server;
-    let metricsServer;
-    const { metricsPort, metricsHost } = config.telemetry;
-    let listening = `${config.host}:${config.port}`;
-    try {
-      server = await startServer({ config, app, front, observe });
-      if (metricsPort !== undefined) {
-        listening = `${metricsHost}:${metricsPort} (METRICS_PORT)`;
-        metricsServer = await startServer({
-          config: { host: metricsHost, port: metricsPort },
-          app: metricsApp(metrics),
-        });
-      }
-    } catch (err) {
-      await Promise.allSettled([server?.close(0), engine.close(), payment.close(), shared.close()]);
-      const code = (err as NodeJS.ErrnoException).code ?? "error";
-      stderr.write(`cannot listen on ${listening}: ${code}\n`);
-      return 1;
-    }
-    const howToPay = payment.howToPay ? `; ${payment.howToPay(server.url)}` : "";
-    stdout.write(
-      `secsnap ${SERVICE_VERSION} listening on ${server.url} (mode: ${payment.mode})${howToPay}\n`,
-    );
-    if (metricsServer) stdout.write(`metrics on ${metricsServer.url}/metrics\n`);
-
-    const received = await signal;
-    // /ready says draining first; a load balancer polling it stops sending here during the grace
-    // (SIGTERM, an orchestrator's stop; Ctrl-C at a terminal has no load balancer to wait for).
-    admission.drain();
-    stderr.write(`${received}: shutting down, waiting for running requests\n`);
-    if (received === "SIGTERM") await sleep(config.ops.shutdownGraceMs);
-    await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
-    await metricsServer?.close(0);
-    await engine.close();
-    await payment.close();
-    await shared.close();
-    stderr.write("stopped\n");
+    const service = await wireService(config, stdout);
+    const listeners = await listen(config, service, stderr);
+    if (!listeners) return 1;
+    announce(listeners, service.payment, stdout);
+    await shutDown(await signal, config, service, listeners, stderr);
     return 0;
   },
 };

@@ -1,0 +1,97 @@
+import { NETWORK_IDS, type PaymentConfig } from "../config.js";
+import type { ServiceMetrics } from "../http/index.js";
+import {
+  createPaymentGate,
+  paidRecordOptionsFromConfig,
+  paymentGateOptionsFromConfig,
+  type PaymentGate,
+  type SharedState,
+} from "../payment/index.js";
+
+/** The payment side of `serve`: the gate, what the first line says of it, and what it started. */
+export interface PaymentSetup {
+  gate: PaymentGate;
+  /** Said on the first output line. */
+  mode: string;
+  /** The networks the challenge offers (CAIP-2), and whether they are the devnet: for the page. */
+  networks: readonly string[];
+  devnet: boolean;
+  /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
+  howToPay?: (serviceUrl: string) => string;
+  /** Stops the devnet when this start brought it up; after the server has closed. */
+  close(): Promise<void>;
+}
+
+/**
+ * X402_PAY_TO set: the configured networks and facilitator, whose /supported is fetched and
+ * checked before listening; while it is down the paid route answers 503 (docs/contract.md §7.5). Unset: the
+ * embedded devnet (started, or reused when already running on its ports), offering only
+ * eip155:84532 (§7.7); loaded only then.
+ */
+export async function setupPayment(
+  config: PaymentConfig,
+  publicUrl: string | undefined,
+  shared: SharedState,
+  log: (line: string) => void,
+  metrics: ServiceMetrics,
+): Promise<PaymentSetup> {
+  const common = {
+    log,
+    replayStore: shared.replay,
+    payerBudget: shared.payerBudget(config.refusedPerPayerPerMinute),
+    events: metrics,
+    proofReleases: config.proofReleases,
+    refusedPerPayerPerMinute: config.refusedPerPayerPerMinute,
+    ...(publicUrl !== undefined && { publicUrl }),
+  };
+  if (config.payTo) {
+    const gate = createPaymentGate({
+      ...paymentGateOptionsFromConfig(config),
+      ...paidRecordOptionsFromConfig(config),
+      ...common,
+    });
+    // A facilitator lacking a configured network stops the start (one line, a ConfigError);
+    // one that is unreachable is one warning line, then 503 until it answers.
+    await gate.warmUp();
+    return {
+      gate,
+      networks: config.networks.map((name) => NETWORK_IDS[name]),
+      devnet: false,
+      mode: `x402 on ${config.networks.join(", ")}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
+      close: async () => {},
+    };
+  }
+
+  const { startDevnet } = await import("../devnet/index.js");
+  const devnet = await startDevnet({
+    rpcPort: config.devnetRpcPort,
+    facilitatorPort: config.devnetFacilitatorPort,
+  });
+  try {
+    const gate = createPaymentGate({
+      ...paymentGateOptionsFromConfig(config, {
+        payTo: devnet.payTo,
+        facilitatorUrl: devnet.facilitatorUrl,
+        network: devnet.network,
+      }),
+      ...paidRecordOptionsFromConfig(config, devnet),
+      ...common,
+    });
+    await gate.warmUp();
+    return {
+      gate,
+      networks: [devnet.network],
+      devnet: true,
+      mode:
+        `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
+        `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +
+        `payTo ${devnet.payTo}`,
+      howToPay: (serviceUrl) =>
+        `pay with: ./bin/secsnap.js pay https://example.com --api ${serviceUrl} (funded test account 2)`,
+      close: () => devnet.close(),
+    };
+  } catch (err) {
+    await devnet.close();
+    throw err;
+  }
+}
