@@ -12,13 +12,14 @@
  * neighbour costs on one event loop, to read the hostile figure against (not judged).
  *
  * Three processes besides the black hole's own: this one serves the healthy target, DNS and the
- * test CA; a second serves the hostile HTTP and TLS targets, so their work never delays the
- * healthy target's answers (on the internet they are different machines); a measuring child
- * trusts the CA through NODE_EXTRA_CA_CERTS, as production trusts public CAs.
+ * test CA; a second serves the hostile HTTP and TLS targets, at the lowest CPU priority, so their
+ * work never delays the healthy target's answers or the measured engine (on the internet they
+ * are different machines); a measuring child trusts the CA through NODE_EXTRA_CA_CERTS, as
+ * production trusts public CAs.
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { cpus, setPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createSnapshotEngine } from "../src/snapshot/index.js";
@@ -194,6 +195,9 @@ function startHostileTargets(leaf: TestLeaf): Promise<{ ports: HostileTargetPort
     env: { ...process.env, [TARGETS_ENV]: JSON.stringify(leaf) },
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
+  // On the internet the hostile servers' CPU is other machines'; here it shares two cores with
+  // the measured process, so it runs at the lowest priority (docs/benchmarks.md).
+  if (child.pid !== undefined) setPriority(child.pid, 19);
   return new Promise((resolve, reject) => {
     child.once("message", (ports: HostileTargetPorts) =>
       resolve({ ports, stop: () => child.disconnect() }),
