@@ -20,7 +20,7 @@ import { readRequestProof } from "./proof.js";
 import { MemoryReplayStore } from "./replay-guard.js";
 import { createHttpResourceServer } from "./resource-server.js";
 import { SettlementsUnderWay } from "./settlements-under-way.js";
-import { NO_PAYMENT_EVENTS, proofVersion, type PaymentEvents } from "./telemetry.js";
+import { NO_PAYMENT_EVENTS, versionOf, type PaymentEvents } from "./telemetry.js";
 import { V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
 import { createVerifyRunSettle, type VerifyRunSettle } from "./verify-run-settle.js";
 
@@ -165,13 +165,13 @@ function paidRouteMiddleware(parts: GateParts): MiddlewareHandler {
     // JSON encoding) overflow, is refused here, in bounded work: a 402 saying why, never a 503.
     const proof = readRequestProof(header);
     if (proof && !proof.ok) {
-      events.payment(proofVersion(header) ?? "2", "refused");
+      events.payment(versionOf(c), "refused");
       log(`refused an unreadable payment proof: ${proof.why}`);
       return toResponse(await unreadableProofAnswer(httpServer, c, proof.why, log));
     }
     const identity = proof && paidIdentity(proof.payload, requestBody(c));
     if (identity && !identity.ok) {
-      events.payment(proofVersion(header) ?? "2", "refused");
+      events.payment(versionOf(c), "refused");
       return toResponse(await unreadableProofAnswer(httpServer, c, identity.why, log));
     }
     const answered =
