@@ -53,8 +53,8 @@ async function main(): Promise<number> {
       X402_FACILITATOR_URL: facilitator.url,
       REDIS_URL: redis.url,
       RATE_LIMIT_PER_MINUTE: "1000000",
-      LOG_LEVEL: "warn",
     },
+    stdout: "discarded",
   });
   const pool = new Pool(`http://127.0.0.1:${instance.port}`, { connections: CONNECTIONS });
   try {
