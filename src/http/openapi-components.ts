@@ -60,7 +60,9 @@ const PaymentRequirementsV1Schema = z.object({
   mimeType: z.string(),
   outputSchema: z
     .record(z.string(), z.unknown())
-    .describe("`input`: how to call this endpoint; `output`: an example report."),
+    .describe(
+      "`input`: how to call this endpoint; `output`: the report by reference (`format`: its schema in this document and the demo that shows one).",
+    ),
   payTo: z.string(),
   maxTimeoutSeconds: z.number().int(),
   asset: z.string().describe("USDC contract address."),

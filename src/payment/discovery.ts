@@ -1,7 +1,6 @@
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import * as z from "zod";
-import { MAX_URL_LENGTH, sampleReport } from "../snapshot/index.js";
-import type { SnapshotResult } from "../snapshot/index.js";
+import { MAX_URL_LENGTH } from "../snapshot/index.js";
 
 /**
  * The request body of POST /v1/snapshot (docs/contract.md §3.1: `{url}`), as /openapi.json
@@ -37,45 +36,52 @@ function embeddedJsonSchema(schema: z.ZodType): Record<string, unknown> {
 }
 
 /**
- * The report's example: a sample site with every header, so no note and no finding. Smaller than
- * the demo on purpose: it travels in every challenge, whose size sets its speed
- * (docs/benchmarks.md); the demo and /openapi.json show notes and findings.
+ * How every challenge names the report (Bazaar `info.output.format`, v1 `outputSchema.output`):
+ * by reference to its published schema and the free demo, not by an embedded example, which
+ * would be a third of the PAYMENT-REQUIRED header sent with every unpaid request
+ * (docs/payment.md "The report by reference").
  */
-function exampleResult(): SnapshotResult {
-  return sampleReport({
-    hsts: true,
-    csp: true,
-    x_frame_options: true,
-    x_content_type_options: true,
-    referrer_policy: true,
-    permissions_policy: true,
-  });
-}
+const REPORT_FORMAT =
+  "SnapshotResult: schema GET /openapi.json (components.schemas.SnapshotResult), example GET /demo/snapshot";
+
+/** The Bazaar's `info.output` (type + format, as its spec shapes it) and the schema part for it. */
+const DISCOVERED_OUTPUT = { type: "json", format: REPORT_FORMAT };
+const DISCOVERED_OUTPUT_SCHEMA = {
+  type: "object",
+  properties: { type: { type: "string" }, format: { type: "string" } },
+  required: ["type"],
+};
 
 /**
  * The `extensions` entry of the route: Bazaar discovery of the JSON input (example + schema) and
- * of the report by its example, as the Bazaar spec shapes `info.output`. The report's full schema
- * is left to /openapi.json on purpose: embedded here it more than doubled the PAYMENT-REQUIRED
- * header sent with every unpaid request (docs/payment.md).
+ * of the report by reference (REPORT_FORMAT); the SDK's declaration covers the input only, so
+ * the output and its part of the schema are added here.
  */
 export function snapshotDiscoveryExtension(): Record<string, unknown> {
   const declared = declareDiscoveryExtension({
     bodyType: "json",
     input: { url: "https://example.com" },
     inputSchema: embeddedJsonSchema(DiscoveredRequestSchema),
-    output: { example: exampleResult() },
-  }) as unknown as { bazaar: { info: unknown; schema: Record<string, unknown> } };
+  }) as unknown as {
+    bazaar: { info: Record<string, unknown>; schema: Record<string, unknown> };
+  };
   // The schema's `$schema` (draft 2020-12, the extension's own) is left out: every byte
   // travels in each challenge, and validators read the schema the same without it.
-  const { $schema: _draft, ...schema } = declared.bazaar.schema;
-  return { bazaar: { info: declared.bazaar.info, schema } };
+  const { $schema: _draft, properties, ...schema } = declared.bazaar.schema;
+  return {
+    bazaar: {
+      info: { ...declared.bazaar.info, output: DISCOVERED_OUTPUT },
+      schema: {
+        ...schema,
+        properties: { ...(properties as object), output: DISCOVERED_OUTPUT_SCHEMA },
+      },
+    },
+  };
 }
 
 /**
  * x402 v1's `outputSchema` of the route, as v1 discovery reads it: how to call it (`input`) and
- * what it returns (`output`). The output is named, not embedded: this travels in the body of every
- * 402 beside the v2 header, and its size sets the challenge's speed (docs/benchmarks.md); the
- * example is in the header's Bazaar extension, the schema in /openapi.json.
+ * what it returns (`output`, by reference as in the v2 header).
  */
 export function snapshotOutputSchemaV1(): Record<string, unknown> {
   const input = embeddedJsonSchema(DiscoveredRequestSchema);
@@ -87,9 +93,6 @@ export function snapshotOutputSchemaV1(): Record<string, unknown> {
       bodyFields: input.properties,
       discoverable: true,
     },
-    output: {
-      type: "json",
-      schema: "SnapshotResult (GET /openapi.json, components.schemas.SnapshotResult)",
-    },
+    output: DISCOVERED_OUTPUT,
   };
 }

@@ -11,12 +11,9 @@ import type { DemoSnapshotResult, SnapshotResult } from "./result.js";
 const DEMO_NOTE =
   "This is a static example report; no site was fetched. The live operation is the paid POST /v1/snapshot (0.05 USDC via x402).";
 
-/**
- * A report of a sample site at https://example.com with the given headers present, everything
- * else in order. Shared by the demo and the Bazaar discovery example so both read like real
- * reports.
- */
-export function sampleReport(headers: HeaderPresence): SnapshotResult {
+/** A report of a sample site at https://example.com with the given headers present, everything
+ * else in order. */
+function sampleReport(headers: HeaderPresence): SnapshotResult {
   const findings = headerFindings(headers);
   return buildReport(
     {

@@ -6,7 +6,7 @@ export { createSnapshotEngine } from "./snapshot.js";
 export type { EngineOptions, SnapshotEngine } from "./snapshot.js";
 export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./url-rules.js";
 export type { UrlPolicy } from "./url-rules.js";
-export { demoSnapshot, sampleReport } from "./demo.js";
+export { demoSnapshot } from "./demo.js";
 export { CHECKS, CHECK_NAMES } from "./checks/registry.js";
 export { SEVERITIES } from "./findings/finding.js";
 export { ALL_FINDINGS } from "./findings/index.js";

@@ -220,6 +220,33 @@ describe("one 402 for both generations", () => {
     expect(check!.errors ?? null).toBeNull();
   });
 
+  it("both generations name the report by a reference that resolves: the schema and the demo", async () => {
+    const response = await post(target.url);
+    const v2 = decodePaymentRequiredHeader(response.headers.get("PAYMENT-REQUIRED")!);
+    const v1 = (await response.json()) as PaymentRequiredV1;
+    const bazaar = v2.extensions?.bazaar as { info: { output: { type: string; format: string } } };
+    const output = bazaar.info.output;
+    expect(output.type).toBe("json");
+    expect(v1.accepts[0]!.outputSchema).toMatchObject({ output });
+    // The reference is read as a client would: the schema's path and pointer, the demo's path.
+    const [, schemaPath, pointer] = /schema GET (\S+) \((\S+)\)/.exec(output.format) ?? [];
+    const [, demoPath] = /example GET (\S+)/.exec(output.format) ?? [];
+    expect(schemaPath).toBe("/openapi.json");
+    const doc: unknown = await (await fetch(`${service.url}${schemaPath}`)).json();
+    const ajv = new Ajv2020({ strict: false, allErrors: true });
+    ajv.addFormat("date-time", (s: string) => !Number.isNaN(Date.parse(s)));
+    ajv.addSchema(doc as object, "openapi.json");
+    const check = ajv.getSchema(`openapi.json#/${pointer!.replaceAll(".", "/")}`);
+    expect(check).toBeDefined();
+    const demo = await fetch(`${service.url}${demoPath!}`);
+    expect(demo.status).toBe(200);
+    // The demo is a report marked as the demo (docs/contract.md §2.4); the rest is the schema's.
+    const { _demo, _note, ...report } = (await demo.json()) as Record<string, unknown>;
+    expect(_demo).toBe(true);
+    expect(check!(report)).toBe(true);
+    expect(check!.errors ?? null).toBeNull();
+  });
+
   it("invalid input with a v1 proof is 400 without a challenge", async () => {
     const response = await post("gopher://127.0.0.1/", { "X-PAYMENT": "e30=" });
     expect(response.status).toBe(400);
