@@ -9,8 +9,9 @@
  * back-pressure 503 — by the deadline plus a margin; and money moves only for reports (payTo
  * grows by exactly one price per 200).
  *
- * Printed, on the engine alone: the same 2,000 started in one tick in a measuring child with no
- * admission in front (what one instance would hold if nothing turned the crowd away).
+ * Judged, on the engine alone: the same 2,000 started in one tick in a measuring child with no
+ * admission in front (what one instance would hold if nothing turned the crowd away): peak RSS
+ * < 300 MiB and every snapshot ended by the deadline plus the margin.
  *
  *   tsx bench/trickle.ts [snapshots]          (default 2000)
  *
@@ -252,11 +253,12 @@ async function main(): Promise<number> {
   );
 
   console.log("");
+  const engineRssOk = engine.peakRssMiB < RSS_TARGET_MIB;
   console.log(
-    `the engine alone (printed, not judged), ${snapshots} snapshots started in one tick:`,
+    `the engine alone (judged), ${snapshots} snapshots started in one tick, nothing in front:`,
   );
   console.log(
-    `  peak RSS of the measuring process: ${engine.peakRssMiB.toFixed(0)} MiB (${engine.startRssMiB.toFixed(0)} MiB before the snapshots)`,
+    `  peak RSS of the measuring process: ${engine.peakRssMiB.toFixed(0)} MiB (${engine.startRssMiB.toFixed(0)} MiB before the snapshots; target < ${RSS_TARGET_MIB}) ${verdict(engineRssOk)}`,
   );
   console.log(`  ${deadlineLine(engine, "snapshots")} ${verdict(inTime(engine))}`);
   for (const [outcome, count] of Object.entries(engine.outcomes)) {
@@ -264,7 +266,12 @@ async function main(): Promise<number> {
   }
 
   const ok =
-    serviceRssOk && inTime(service) && !clientErrors && paidForReportsOnly && inTime(engine);
+    serviceRssOk &&
+    inTime(service) &&
+    !clientErrors &&
+    paidForReportsOnly &&
+    engineRssOk &&
+    inTime(engine);
   console.log(ok ? "\ntrickle benchmark: PASS" : "\ntrickle benchmark: FAIL");
   return ok ? 0 : 1;
 }

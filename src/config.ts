@@ -214,6 +214,11 @@ export interface OpsConfig {
  */
 const SNAPSHOTS_PER_CORE = 64;
 
+/** What a machine of this size runs at once by default: SNAPSHOT_MAX_CONCURRENCY's default. */
+export function defaultSnapshotConcurrency(): number {
+  return availableParallelism() * SNAPSHOTS_PER_CORE;
+}
+
 export function loadOpsConfig(env: Env = process.env): OpsConfig {
   return {
     rateLimitPerMinute: read(
@@ -227,7 +232,7 @@ export function loadOpsConfig(env: Env = process.env): OpsConfig {
       env,
       "SNAPSHOT_MAX_CONCURRENCY",
       int(1, 100_000, "a whole number from 1 to 100000"),
-      String(availableParallelism() * SNAPSHOTS_PER_CORE),
+      String(defaultSnapshotConcurrency()),
     ),
     shutdownGraceMs: read(
       env,

@@ -9,6 +9,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
+import { defaultSnapshotConcurrency } from "../config.js";
 import type { SnapshotConfig } from "../config.js";
 import { checkHeaders } from "./checks/headers.js";
 import type { HeaderPresence } from "./checks/headers.js";
@@ -59,6 +60,12 @@ export interface EngineOptions extends SnapshotConfig {
   httpProbePort?: number;
   /** When a TLS connection waits for another's session (dialer.ts); overridable by tests. */
   sessionWait?: SessionWaitOptions;
+  /**
+   * Snapshots in flight up to which a new one speculates (default: what this machine runs at
+   * once by default, SNAPSHOT_MAX_CONCURRENCY's default). Beyond it a snapshot opens its
+   * connections only as it needs them (docs/snapshot-engine.md "Speculation under a crowd").
+   */
+  speculationLimit?: number;
 }
 
 export interface SnapshotEngine {
@@ -262,11 +269,17 @@ function isPage(hop: Hop): boolean {
 }
 
 /**
- * The main chain, starting the probes of its first origins as soon as they are known and the
- * http-side probe with the first request.
+ * The main chain; when `speculate`, starting the probes of its first origins as soon as they are
+ * known and the http-side probe with the first request (otherwise runChecks starts what it needs).
  */
-function followChain(input: URL, maxRedirects: number, session: Session): Promise<FetchedChain> {
+function followChain(
+  input: URL,
+  maxRedirects: number,
+  session: Session,
+  speculate: boolean,
+): Promise<FetchedChain> {
   const onUrl = (url: URL, index: number) => {
+    if (!speculate) return;
     if (index <= EARLY_PROBE_HOPS) void session.filesFor(url);
     if (index === 0 && url.protocol === "http:") void session.httpsFor(url.hostname);
     if (index === 0 && !firstHopIsHttpSide(url, session.httpPort)) {
@@ -374,12 +387,20 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     createResolver(options.dnsServers, { timeoutMs: options.timeoutMs }),
   );
 
-  async function run(rawUrl: string, caller?: AbortSignal): Promise<SnapshotResult> {
+  const speculationLimit = options.speculationLimit ?? defaultSnapshotConcurrency();
+
+  /** `othersInFlight`: the engine's snapshots already running when this one starts. */
+  async function run(
+    rawUrl: string,
+    caller: AbortSignal | undefined,
+    othersInFlight: number,
+  ): Promise<SnapshotResult> {
     const input = parseInputUrl(rawUrl, policy);
     const session = openSession({ rawUrl, caller, policy, resolve, options });
     const fetchedAt = new Date().toISOString();
     try {
-      const chain = await followChain(input, options.maxRedirects, session);
+      const speculate = othersInFlight < speculationLimit;
+      const chain = await followChain(input, options.maxRedirects, session, speculate);
       refuseUnansweredFirstRequest(chain);
       const { headers, https, files, evidence } = await runChecks(chain, input, session);
       const findings = judge(evidence);
@@ -414,7 +435,7 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     async snapshot(rawUrl: string, snapshotOptions: SnapshotOptions = {}): Promise<SnapshotResult> {
       if (closed)
         throw new SnapshotError("unreachable", "The snapshot engine is shut down.", rawUrl);
-      const work = run(rawUrl, snapshotOptions.signal);
+      const work = run(rawUrl, snapshotOptions.signal, running.size);
       running.add(work);
       try {
         return await work;

@@ -3,6 +3,8 @@
  * real servers and a real DNS server.
  */
 import { once } from "node:events";
+import type { ServerResponse } from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createServer as createTcpServer } from "node:net";
 import type { AddressInfo, Server as TcpServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -37,6 +39,7 @@ let tlsCutOff: TcpServer;
 let tlsSilentClose: TcpServer;
 let engine: SnapshotEngine;
 let fastEngine: SnapshotEngine;
+let ports: number[];
 
 async function failure(p: Promise<unknown>): Promise<SnapshotError> {
   const err = await p.then(
@@ -96,7 +99,7 @@ beforeAll(async () => {
     await once(server, "listening");
   }
   const port = (server: TcpServer) => (server.address() as AddressInfo).port;
-  const ports = [
+  ports = [
     site.port,
     secure.port,
     expired.port,
@@ -359,6 +362,55 @@ describe("speculative work is reused, not repeated", () => {
       expect(paths.filter((x) => x === p)).toHaveLength(1);
     }
     expect(secure.requests.slice(secureBefore).map((q) => q.path)).toEqual(["/"]);
+  });
+});
+
+describe("speculation under a crowd (EngineOptions.speculationLimit)", () => {
+  const WELL_KNOWN = ["/.well-known/security.txt", "/robots.txt", "/sitemap.xml"];
+
+  async function until(condition: () => boolean): Promise<void> {
+    while (!condition()) await sleep(10);
+  }
+
+  it("above the limit a snapshot asks for its files only once its chain has ended; same report", async () => {
+    const limited = createTestEngine({
+      dns,
+      ports,
+      httpsProbePort: secure.port,
+      speculationLimit: 1,
+    });
+    const held: ServerResponse[] = [];
+    site.route("/held-1", (_req, res) => held.push(res));
+    site.route("/held-2", (_req, res) => held.push(res));
+    const before = site.requests.length;
+    const filesAsked = () =>
+      site.requests.slice(before).filter((q) => WELL_KNOWN.includes(q.path)).length;
+    try {
+      // The first has no other snapshot in flight: its files are asked with its main request.
+      const first = limited.snapshot(`http://site.test:${site.port}/held-1`);
+      await until(() => held.length === 1 && filesAsked() === 3);
+      // The second starts with one in flight, which is the limit: only its main request goes.
+      const second = limited.snapshot(`http://site.test:${site.port}/held-2`);
+      await until(() => held.length === 2);
+      await sleep(300);
+      expect(filesAsked()).toBe(3);
+      for (const res of held) res.writeHead(200, { "content-type": "text/plain" }).end("x");
+      const [a, b] = await Promise.all([first, second]);
+      // Asked after the chain instead: the second report is the first's, file by file.
+      expect(filesAsked()).toBe(6);
+      const fields = (r: SnapshotResult) => ({
+        https_ok: r.https_ok,
+        security_txt_present: r.security_txt_present,
+        robots_txt_present: r.robots_txt_present,
+        sitemap_xml_present: r.sitemap_xml_present,
+        notes: r.notes,
+        findings: r.findings,
+      });
+      const asFirst = JSON.stringify(fields(valid(b))).replaceAll("/held-2", "/held-1");
+      expect(JSON.parse(asFirst)).toEqual(fields(valid(a)));
+    } finally {
+      await limited.close();
+    }
   });
 });
 
