@@ -2,7 +2,7 @@ import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/
 import type { x402HTTPResourceServer } from "@x402/core/server";
 import { HonoAdapter } from "@x402/hono";
 import type { Context } from "hono";
-import { errorAnswer, type Answer } from "./answer.js";
+import { answerOf, errorAnswer, type Answer } from "./answer.js";
 import { describeError } from "./describe-error.js";
 import { PROOF_GENERATIONS, carriesProof } from "./proof.js";
 import { v1Challenge } from "./v1.js";
@@ -46,17 +46,14 @@ export async function challengeAnswer(
   explain: (reason: string) => string | undefined,
   v1OutputSchema?: Record<string, unknown>,
 ): Promise<Answer> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    headers[name] = value;
-  });
+  const { status, headers, body: sdkBody } = await answerOf(response);
   const required = headers["payment-required"];
-  let body = withErrorMessage(await response.text(), required, explain);
+  let body = withErrorMessage(sdkBody, required, explain);
   if (v1OutputSchema && required) {
     const v1 = v1Challenge(required, errorOf(body), v1OutputSchema);
     if (v1) body = JSON.stringify(v1);
   }
-  return { status: response.status, headers, body };
+  return { status, headers, body };
 }
 
 /** The `error` of a JSON body, or a generic one. */
