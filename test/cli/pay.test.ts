@@ -1,7 +1,9 @@
 /**
  * `secsnap pay` with real money in mind (docs/contract.md §8), in process (runCli) against real
  * services on the real devnet: which network it pays on, which key it may use, its local price
- * limit, a service under a path prefix, and one signed proof resent after a 503.
+ * limit, a service under a path prefix, one signed proof with one payment id resent after a 503,
+ * a lost answer or a 409 in progress, and the last line saying what was charged, checked against
+ * the chain (Ctrl-C in a real process).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
