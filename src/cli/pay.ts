@@ -479,8 +479,6 @@ async function printable(
 interface SignedProof {
   /** The proof's request headers, sent unchanged on every resend. */
   proof: Record<string, string>;
-  /** Its payment id (`payment-identifier`): the service answers a resend as the first send. */
-  paymentId: string;
   /** Its EIP-3009 authorization, for the chain reading when no answer tells what was charged. */
   authorization: SignedAuthorization | undefined;
   /** The settlement a 200 reports, if its header can be read. */
@@ -524,12 +522,11 @@ async function signProof(
   const payload = await client.createPaymentPayload(
     challenge.x402Version === 1 ? challenge : { ...challenge, accepts: [offer] },
   );
-  const paymentId = generatePaymentId();
-  // Not signed (only the authorization is): added after signing, to v1 payloads too.
-  payload.extensions = withPaymentId(payload.extensions ?? undefined, paymentId);
+  // A fresh id per call, the same on every resend: the service answers a resend as the first
+  // send. Not signed (only the authorization is), so it is added after signing, to v1 too.
+  payload.extensions = withPaymentId(payload.extensions ?? undefined, generatePaymentId());
   return {
     proof: http.encodePaymentSignatureHeader(payload),
-    paymentId,
     authorization: authorizationOf(payload, offer),
     settlement: (response) => {
       try {

@@ -676,6 +676,82 @@ describe("the line that says whether anything was charged", () => {
     expect(code).toBe(4);
   });
 
+  it("a 402 after a lost answer is not taken for 'nothing charged': the chain says charged", async () => {
+    let paid = 0;
+    const front = await proxy({
+      upstream: devnetService.url,
+      intercept: (r) => {
+        if (r.headers["payment-signature"] === undefined || ++paid === 1) return undefined;
+        return { status: 402, body: JSON.stringify({ error: "payment_already_used (test)" }) };
+      },
+      loseAnswer: (r) => r.headers["payment-signature"] !== undefined && paid === 1,
+    });
+    const payer = payerAddress(2);
+    const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl],
+      env(2),
+    );
+    expect(stderr).toMatch(/the API answered 402: .*payment_already_used \(test\)/);
+    const [moved, ...more] = await transfersFrom(payer, fromBlock);
+    expect(more).toEqual([]);
+    expect(lastLine(stderr)).toBe(
+      `secsnap pay: charged 0.05 USDC on base-sepolia (eip155:84532) to ${devnet.payTo}, ` +
+        `without a report (tx ${moved?.transactionHash})`,
+    );
+    expect(code).toBe(3);
+  });
+
+  it("a 409 for the id under another proof, to the only send: nothing was charged", async () => {
+    const front = await proxy({
+      upstream: devnetService.url,
+      intercept: (r) =>
+        r.headers["payment-signature"] === undefined
+          ? undefined
+          : { status: 409, body: JSON.stringify({ error: "another proof (test)" }) },
+    });
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl],
+      env(2),
+    );
+    expect(proofsSent(front)).toHaveLength(1);
+    expect(await authorizationUsed(proofsSent(front)[0]!)).toBe(false);
+    expect(lastLine(stderr)).toBe(
+      "secsnap pay: nothing was charged (the API refused the payment with 409)",
+    );
+    expect(code).toBe(4);
+  });
+
+  it("Ctrl-C before the proof is sent: nothing was charged (exit 130)", async () => {
+    let asked = () => {};
+    const arrived = new Promise<void>((resolve) => (asked = resolve));
+    // A service that takes the unpaid request and never answers it.
+    const silent = createServer(() => asked());
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    opened.push({
+      close: () =>
+        new Promise<void>((resolve) => {
+          silent.closeAllConnections();
+          silent.close(() => resolve());
+        }),
+    });
+    const api = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const child = spawnCli(["pay", targetUrl, "--api", api], env(2));
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await arrived;
+      child.kill("SIGINT");
+      expect(await exited).toBe(130);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    expect(stderr).toBe(
+      "secsnap pay: interrupted\nsecsnap pay: nothing was charged (nothing was signed)\n",
+    );
+  });
+
   it("a second Ctrl-C while the answer is awaited: the chain says what was charged (exit 130)", async () => {
     const facilitator = await facilitatorProxy();
     const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
