@@ -255,18 +255,21 @@ async function sendProof(
     reportSettlement(paid.settlement(answer.response), offer, stderr);
     return PAY_EXIT.report;
   }
+  // An answer that ends the sends by itself (not a 503 or a 409 in progress) is reported as such,
+  // even after a first Ctrl-C: it is what the user waited for.
+  const final = answer && answer.response.status !== 503 && !inProgress(answer);
   let code: number;
-  if (interrupts.interrupted) {
+  if (answer && (final || !interrupts.interrupted)) {
+    code = refusal(answer.response, answer.body, stderr);
+  } else if (interrupts.interrupted) {
     const last = answer ? `the last answer was ${answer.response.status}` : sent.lost;
     stderr.write(`secsnap pay: interrupted (${last ?? "no answer"})\n`);
     code = PAY_EXIT.interrupted;
-  } else if (answer) {
-    code = refusal(answer.response, answer.body, stderr);
   } else {
     code = lostAnswer(sent.lost ?? "no answer", sent.sends, options, stderr);
   }
   // The service's own refusal of the only proof it may have served: it never charges those.
-  const refused = answer && !inProgress(answer) && [400, 402, 409].includes(answer.response.status);
+  const refused = final && [400, 402, 409].includes(answer.response.status);
   if (refused && !sent.unseen) {
     const why =
       answer.response.status === 400
