@@ -1,15 +1,39 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { getDefaultAsset } from "@x402/evm";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { formatUnits, parseUnits } from "viem";
+import {
+  PAYMENT_IDENTIFIER,
+  generatePaymentId,
+  isPaymentIdentifierExtension,
+} from "@x402/extensions/payment-identifier";
+import { parseUnits } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { LocalAccount } from "viem/accounts";
 import { NETWORK_IDS } from "../config.js";
 import { DEFAULT_PAYER, DEVNET_NETWORK, USDC_DECIMALS } from "../devnet/index.js";
 import { UsageError, type Command, type CliOutput } from "./command.js";
+import {
+  authorizationOf,
+  chainRpc,
+  chargeLine,
+  networkLabel,
+  readAuthorization,
+  usdc,
+  type SignedAuthorization,
+} from "./pay-charge.js";
+import {
+  ANSWER_TIMEOUT_S,
+  DEFAULT_PAY_TIMEOUT_S,
+  Interrupts,
+  MAX_SENDS,
+  ask,
+  inProgress,
+  noAnswer,
+  sendPaid,
+  type Answer,
+} from "./pay-send.js";
 
 /** Exit codes of `secsnap pay` (docs/contract.md §8). Bad usage is runCli's 1. */
 const PAY_EXIT = {
@@ -17,14 +41,13 @@ const PAY_EXIT = {
   snapshotError: 2,
   paymentRefused: 3,
   unavailable: 4,
+  /** Ctrl-C: what a shell reports for a process SIGINT ended (128 + 2). */
+  interrupted: 130,
 } as const;
 
-/** Sends of one signed proof at most: a 503 or a lost answer is retried with the same proof. */
-const PAID_ATTEMPTS = 4;
-/** Longest wait honoured from a `Retry-After`, so a hostile value cannot hold the command. */
-const MAX_RETRY_WAIT_S = 30;
-/** Wait before resending after a lost connection (no `Retry-After` to honour). */
-const LOST_ANSWER_WAIT_S = 2;
+/** Longest a chain reading may take; shorter after a Ctrl-C (the user wants out). */
+const CHAIN_READ_S = 30;
+const CHAIN_READ_INTERRUPTED_S = 5;
 /** Characters of a refusal's body shown on stderr. */
 const MAX_BODY_SHOWN = 2_000;
 
@@ -32,16 +55,6 @@ const MAINNET = NETWORK_IDS.base;
 const NETWORK_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
   Object.entries(NETWORK_IDS).map(([name, id]) => [id, name]),
 );
-
-/** "base-sepolia (eip155:84532)", or the bare id of a network without a name. */
-function networkLabel(network: string): string {
-  const name = NETWORK_NAMES[network];
-  return name ? `${name} (${network})` : network;
-}
-
-function usdc(units: string | bigint): string {
-  return `${formatUnits(BigInt(units), USDC_DECIMALS)} USDC`;
-}
 
 /** A `--network` value as a CAIP-2 id: `base`, `base-sepolia` or the id itself. */
 function parseNetwork(value: string): string {
@@ -122,32 +135,11 @@ function chooseAccount(
   );
 }
 
-async function readBody(response: Response): Promise<unknown> {
-  const text = await response.text();
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
 /** An answer's body for one stderr line: no control characters from the service, bounded. */
 function describeBody(body: unknown): string {
   const text = typeof body === "string" ? body : JSON.stringify(body);
   // eslint-disable-next-line no-control-regex
   return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").slice(0, MAX_BODY_SHOWN);
-}
-
-/** Seconds to wait as the answer asks (`Retry-After` in seconds), within MAX_RETRY_WAIT_S. */
-function retryWait(response: Response): number {
-  const header = response.headers.get("retry-after")?.trim() ?? "";
-  const seconds = /^\d+$/.test(header) ? Number(header) : NaN;
-  return Number.isFinite(seconds) ? Math.min(seconds, MAX_RETRY_WAIT_S) : LOST_ANSWER_WAIT_S;
-}
-
-function causeOf(err: unknown): string {
-  const cause = (err as { cause?: unknown }).cause;
-  return cause instanceof Error ? ` (${cause.message})` : "";
 }
 
 /** The exit code and line for an answer other than the report. */
@@ -158,9 +150,15 @@ function refusal(response: Response, body: unknown, stderr: CliOutput): number {
   return PAY_EXIT.unavailable;
 }
 
+/** The last line of every failure before a proof left this process. */
+function nothingCharged(code: number, stderr: CliOutput, why = "nothing was signed"): number {
+  stderr.write(`secsnap pay: nothing was charged (${why})\n`);
+  return code;
+}
+
 export const payCommand: Command = {
   usage: [
-    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1] [--json]",
+    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1] [--json] [--rpc URL] [--timeout 300]",
     "",
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
     "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the network, amount and payee",
@@ -171,31 +169,140 @@ export const payCommand: Command = {
     "--max-usdc refuses to sign for more than that amount (default 1).",
     "--v1       pays with the legacy protocol (x402 v1: the 402 body, X-PAYMENT, X-PAYMENT-RESPONSE).",
     "--json     always print the report as JSON (on a terminal it is a readable summary).",
+    "--rpc      the chain's JSON-RPC URL, read when the answer cannot tell whether it charged.",
+    "           Default: the devnet's 127.0.0.1:8545 for a devnet offer, else Base's public RPC.",
+    `--timeout  seconds to keep sending the signed proof for its answer (default ${DEFAULT_PAY_TIMEOUT_S}).`,
     "Without SECSNAP_PRIVATE_KEY it pays only a service in devnet mode (the challenge marks it),",
-    "from anvil's funded test account 2. One proof is signed per call: after a 503 or a lost",
-    `answer the same proof is sent again (at most ${PAID_ATTEMPTS} sends, honouring Retry-After).`,
+    "from anvil's funded test account 2. One proof is signed per call, with a fresh payment id:",
+    "after a 503, a 409 in progress or a lost answer the same proof is sent again (at most",
+    `${MAX_SENDS} sends, honouring Retry-After). Every failure ends with a line saying whether`,
+    "anything was charged, read on chain when the answers cannot tell.",
     "Exit codes: 0 report printed, 1 bad usage or key, 2 SnapshotError (the API's 400),",
     "3 payment refused (by --max-usdc or --network before signing, or by the API's 402),",
-    "4 service unavailable (unreachable, 503 after the retries, 429, any other answer).",
+    "4 service unavailable (unreachable, 503 after the retries, 429, any other answer),",
+    "130 interrupted (Ctrl-C).",
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {
     const options = readOptions(args);
-    const unpaid = await fetchChallenge(options, stderr);
-    if (typeof unpaid === "number") return unpaid;
-    const payment = choosePayment(unpaid, options, stderr);
-    if (typeof payment === "number") return payment;
-    const { offer } = payment;
-    const account = choosePayer(env, offer, stderr);
-    // Signed once: every resend below carries this same proof, so one call pays at most once.
-    const paid = await signProof(payment.challenge, offer, account);
-    const answer = await sendPaid(options, paid.proof, stderr);
-    if (typeof answer === "number") return answer;
+    const interrupts = new Interrupts(stderr);
+    try {
+      return await pay(options, env, stdout, stderr, interrupts);
+    } finally {
+      interrupts.dispose();
+    }
+  },
+};
+
+async function pay(
+  options: PayOptions,
+  env: NodeJS.ProcessEnv,
+  stdout: CliOutput,
+  stderr: CliOutput,
+  interrupts: Interrupts,
+): Promise<number> {
+  const unpaid = await fetchChallenge(options, stderr, interrupts);
+  if (typeof unpaid === "number") return nothingCharged(unpaid, stderr);
+  const payment = choosePayment(unpaid, options, stderr);
+  if (typeof payment === "number") return nothingCharged(payment, stderr);
+  const { offer } = payment;
+  let account: LocalAccount;
+  try {
+    account = choosePayer(env, offer, stderr);
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    // Not runCli's usage text: the key is the problem, and this line must stay the last.
+    stderr.write(`secsnap pay: ${err.message}\n`);
+    return nothingCharged(1, stderr);
+  }
+  // Signed once: every resend below carries this same proof and id, so one call pays at most once.
+  const paid = await signProof(payment.challenge, offer, account);
+  if (interrupts.beforeSending.aborted) {
+    stderr.write("secsnap pay: interrupted\n");
+    return nothingCharged(PAY_EXIT.interrupted, stderr, "the signed proof was never sent");
+  }
+  interrupts.startSending();
+  try {
+    return await sendProof(paid, offer, options, env, stdout, stderr, interrupts);
+  } catch (err) {
+    // A bug once the proof may have left: the line saying what was charged still comes last.
+    stderr.write(`secsnap pay: internal error: ${(err as Error).stack ?? String(err)}\n`);
+    stderr.write(`secsnap pay: ${await chargeOnChain(paid, offer, options, env, interrupts)}\n`);
+    return 1;
+  }
+}
+
+/** The signed proof sent (and resent) for the report; a failure ends with what was charged. */
+async function sendProof(
+  paid: SignedProof,
+  offer: PaymentRequirements,
+  options: PayOptions,
+  env: NodeJS.ProcessEnv,
+  stdout: CliOutput,
+  stderr: CliOutput,
+  interrupts: Interrupts,
+): Promise<number> {
+  const sent = await sendPaid(
+    (signal) => ask(options.endpoint, options.target, paid.proof, signal),
+    options.timeoutS,
+    interrupts,
+    stderr,
+    (answer) => describeBody(answer.body),
+  );
+  const { answer } = sent;
+  if (answer?.response.status === 200) {
     stdout.write(await printable(answer.body, options.json, stdout, env));
     reportSettlement(paid.settlement(answer.response), offer, stderr);
     return PAY_EXIT.report;
-  },
-};
+  }
+  // An answer that ends the sends by itself (not a 503 or a 409 in progress) is reported as such,
+  // even after a first Ctrl-C: it is what the user waited for.
+  const final = answer && answer.response.status !== 503 && !inProgress(answer);
+  let code: number;
+  if (answer && (final || !interrupts.interrupted)) {
+    code = refusal(answer.response, answer.body, stderr);
+  } else if (interrupts.interrupted) {
+    const last = answer ? `the last answer was ${answer.response.status}` : sent.lost;
+    stderr.write(`secsnap pay: interrupted (${last ?? "no answer"})\n`);
+    code = PAY_EXIT.interrupted;
+  } else {
+    code = lostAnswer(sent.lost ?? "no answer", sent.sends, options, stderr);
+  }
+  // The service's own refusal of the only proof it may have served: it never charges those.
+  const refused = final && [400, 402, 409].includes(answer.response.status);
+  if (refused && !sent.unseen) {
+    const why =
+      answer.response.status === 400
+        ? "the API's 400 is never charged"
+        : `the API refused the payment with ${answer.response.status}`;
+    return nothingCharged(code, stderr, why);
+  }
+  stderr.write(`secsnap pay: ${await chargeOnChain(paid, offer, options, env, interrupts)}\n`);
+  return code;
+}
+
+/** The charge line read on chain, for a proof whose answers do not tell whether it was charged. */
+async function chargeOnChain(
+  paid: SignedProof,
+  offer: PaymentRequirements,
+  options: PayOptions,
+  env: NodeJS.ProcessEnv,
+  interrupts: Interrupts,
+): Promise<string> {
+  const auth = paid.authorization;
+  if (!auth) return "unknown whether charged: the signed proof carries no EIP-3009 authorization";
+  const rpc = chainRpc(options.rpc, offer, env);
+  if (!rpc) {
+    return chargeLine(
+      { state: "unreadable", why: "no RPC known for this network (--rpc URL)" },
+      auth,
+    );
+  }
+  const bound = interrupts.interrupted ? CHAIN_READ_INTERRUPTED_S : CHAIN_READ_S;
+  interrupts.startReading();
+  const signal = AbortSignal.any([AbortSignal.timeout(bound * 1000), interrupts.readingChain]);
+  return chargeLine(await readAuthorization(rpc, auth, signal), auth);
+}
 
 /** The command line, checked: a bad argument is a UsageError. */
 interface PayOptions {
@@ -209,6 +316,10 @@ interface PayOptions {
   network: string | undefined;
   v1: boolean;
   json: boolean;
+  /** `--rpc`; undefined: chainRpc's default for the offer. */
+  rpc: string | undefined;
+  /** `--timeout`: seconds for the paid sends. */
+  timeoutS: number;
 }
 
 function readOptions(args: string[]): PayOptions {
@@ -220,6 +331,8 @@ function readOptions(args: string[]): PayOptions {
       network: { type: "string" },
       v1: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
+      rpc: { type: "string" },
+      timeout: { type: "string", default: String(DEFAULT_PAY_TIMEOUT_S) },
     },
     allowPositionals: true,
   });
@@ -229,43 +342,61 @@ function readOptions(args: string[]): PayOptions {
   const maxUsdc = values["max-usdc"];
   if (!/^\d+(\.\d{1,6})?$/.test(maxUsdc)) throw new UsageError("--max-usdc must be a USDC amount");
   const network = values.network === undefined ? undefined : parseNetwork(values.network);
-  return { target, api: values.api, endpoint, maxUsdc, network, v1: values.v1, json: values.json };
-}
-
-/** An answer of the API, with its body read (JSON, else the text). */
-interface Answer {
-  response: Response;
-  body: unknown;
-}
-
-/** One POST of the target to the snapshot route, with a proof's headers or none. */
-async function ask(options: PayOptions, headers: Record<string, string> = {}): Promise<Answer> {
-  const response = await fetch(options.endpoint, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "application/json", ...headers },
-    body: JSON.stringify({ url: options.target }),
-  });
-  return { response, body: await readBody(response) };
+  if (values.rpc !== undefined) httpUrl(values.rpc, "--rpc");
+  if (!/^\d{1,5}$/.test(values.timeout) || Number(values.timeout) < 1) {
+    throw new UsageError("--timeout must be a whole number of seconds, at least 1");
+  }
+  return {
+    target,
+    api: values.api,
+    endpoint,
+    maxUsdc,
+    network,
+    v1: values.v1,
+    json: values.json,
+    rpc: values.rpc,
+    timeoutS: Number(values.timeout),
+  };
 }
 
 /** No answer from the API: one line, with a hint when nothing listens at `--api`. */
-function unreachable(err: unknown, options: PayOptions, stderr: CliOutput): number {
-  const refused = /ECONNREFUSED/.test(causeOf(err));
-  const hint = refused ? `; is the service running at ${options.api}? (--api URL)` : "";
-  stderr.write(`secsnap pay: ${(err as Error).message}${causeOf(err)}${hint}\n`);
+function unreachable(why: string, options: PayOptions, stderr: CliOutput): number {
+  const hint = /ECONNREFUSED/.test(why)
+    ? `; is the service running at ${options.api}? (--api URL)`
+    : "";
+  stderr.write(`secsnap pay: ${why}${hint}\n`);
   return PAY_EXIT.unavailable;
+}
+
+/** The last paid send got no answer. */
+function lostAnswer(why: string, sends: number, options: PayOptions, stderr: CliOutput): number {
+  return unreachable(
+    `no answer to the signed proof after ${sends} sends (${why})`,
+    options,
+    stderr,
+  );
 }
 
 /**
  * The 402 of an unpaid first call, or the exit code. It shows the challenge before any key is
  * chosen; input errors come back as 400 here, before anything is signed.
  */
-async function fetchChallenge(options: PayOptions, stderr: CliOutput): Promise<Answer | number> {
+async function fetchChallenge(
+  options: PayOptions,
+  stderr: CliOutput,
+  interrupts: Interrupts,
+): Promise<Answer | number> {
   let unpaid: Answer;
   try {
-    unpaid = await ask(options);
+    const timeout = AbortSignal.timeout(ANSWER_TIMEOUT_S * 1000);
+    const signal = AbortSignal.any([timeout, interrupts.beforeSending]);
+    unpaid = await ask(options.endpoint, options.target, {}, signal);
   } catch (err) {
-    return unreachable(err, options, stderr);
+    if (interrupts.beforeSending.aborted) {
+      stderr.write("secsnap pay: interrupted\n");
+      return PAY_EXIT.interrupted;
+    }
+    return unreachable(noAnswer(err), options, stderr);
   }
   if (unpaid.response.status !== 402) return refusal(unpaid.response, unpaid.body, stderr);
   return unpaid;
@@ -313,42 +444,6 @@ function choosePayer(
   return account;
 }
 
-/**
- * The paid call: the same proof sent again after a 503 or a lost answer, at most PAID_ATTEMPTS
- * times. The report's answer, or the exit code.
- */
-async function sendPaid(
-  options: PayOptions,
-  proof: Record<string, string>,
-  stderr: CliOutput,
-): Promise<Answer | number> {
-  for (let attempt = 1; ; attempt++) {
-    const last = attempt === PAID_ATTEMPTS;
-    let answer: Answer;
-    try {
-      answer = await ask(options, proof);
-    } catch (err) {
-      if (last) return unreachable(err, options, stderr);
-      stderr.write(
-        `secsnap pay: no answer (${(err as Error).message}${causeOf(err)}); sending the same proof again in ${LOST_ANSWER_WAIT_S}s\n`,
-      );
-      await sleep(LOST_ANSWER_WAIT_S * 1000);
-      continue;
-    }
-    const { response, body } = answer;
-    if (response.status === 503 && !last) {
-      const wait = retryWait(response);
-      stderr.write(
-        `secsnap pay: the API answered 503 (${describeBody(body)}); sending the same proof again in ${wait}s\n`,
-      );
-      await sleep(wait * 1000);
-      continue;
-    }
-    if (response.status !== 200) return refusal(response, body, stderr);
-    return answer;
-  }
-}
-
 /** What was paid and the settlement transaction, on stderr; or that its header was unreadable. */
 function reportSettlement(
   settlement: Settlement | undefined,
@@ -387,6 +482,8 @@ async function printable(
 interface SignedProof {
   /** The proof's request headers, sent unchanged on every resend. */
   proof: Record<string, string>;
+  /** Its EIP-3009 authorization, for the chain reading when no answer tells what was charged. */
+  authorization: SignedAuthorization | undefined;
   /** The settlement a 200 reports, if its header can be read. */
   settlement(response: Response): Settlement | undefined;
 }
@@ -428,8 +525,12 @@ async function signProof(
   const payload = await client.createPaymentPayload(
     challenge.x402Version === 1 ? challenge : { ...challenge, accepts: [offer] },
   );
+  // A fresh id per call, the same on every resend: the service answers a resend as the first
+  // send. Not signed (only the authorization is), so it is added after signing, to v1 too.
+  payload.extensions = withPaymentId(payload.extensions ?? undefined, generatePaymentId());
   return {
     proof: http.encodePaymentSignatureHeader(payload),
+    authorization: authorizationOf(payload, offer),
     settlement: (response) => {
       try {
         return http.getPaymentSettleResponse((name) => response.headers.get(name));
@@ -440,17 +541,37 @@ async function signProof(
   };
 }
 
+/**
+ * The payload's extensions with this call's payment id, whether or not the challenge declared
+ * the extension (an x402 v1 challenge cannot): a service that reads it answers a resend of this
+ * proof as it answered the first send, and one that does not ignores it.
+ */
+function withPaymentId(
+  extensions: Record<string, unknown> | undefined,
+  id: string,
+): Record<string, unknown> {
+  const declared = extensions?.[PAYMENT_IDENTIFIER];
+  const required = isPaymentIdentifierExtension(declared) ? declared.info.required : false;
+  return { ...extensions, [PAYMENT_IDENTIFIER]: { info: { required, id } } };
+}
+
+/** A URL option, checked: http(s) only. */
+function httpUrl(value: string, option: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new UsageError(`${option} must be a URL (got ${JSON.stringify(value)})`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new UsageError(`${option} must be an http(s) URL (got ${JSON.stringify(value)})`);
+  }
+  return url;
+}
+
 /** `<api>/v1/snapshot`, keeping the path of `--api` (a service behind a path prefix). */
 function snapshotEndpoint(api: string): URL {
-  let base: URL;
-  try {
-    base = new URL(api);
-  } catch {
-    throw new UsageError(`--api must be a URL (got ${JSON.stringify(api)})`);
-  }
-  if (base.protocol !== "http:" && base.protocol !== "https:") {
-    throw new UsageError(`--api must be an http(s) URL (got ${JSON.stringify(api)})`);
-  }
+  const base = httpUrl(api, "--api");
   if (!base.pathname.endsWith("/")) base.pathname += "/";
   base.search = "";
   base.hash = "";

@@ -1,14 +1,25 @@
 /**
  * `secsnap pay` with real money in mind (docs/contract.md §8), in process (runCli) against real
  * services on the real devnet: which network it pays on, which key it may use, its local price
- * limit, a service under a path prefix, and one signed proof resent after a 503.
+ * limit, a service under a path prefix, one signed proof with one payment id resent after a 503,
+ * a lost answer or a 409 in progress, and the last line saying what was charged, checked against
+ * the chain (Ctrl-C in a real process).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Network } from "@x402/core/types";
-import { createPublicClient, http, type Address, type PublicClient } from "viem";
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  createPublicClient,
+  http,
+  parseAbiItem,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import {
   createApp,
@@ -16,12 +27,14 @@ import {
   startServer,
   type RunningServer,
 } from "../../src/http/index.js";
+import { MAX_SENDS } from "../../src/cli/pay-send.js";
 import { createPaymentGate } from "../../src/payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
+import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
 import { closedPort } from "../fixtures/targets.js";
-import { cleanEnv, runCli } from "./run.js";
+import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
@@ -66,9 +79,11 @@ async function startService(offer: {
   facilitatorUrl: string;
   networks?: Network[];
   devnet?: boolean;
+  /** Another engine, and the target ports its URL policy allows. */
+  snapshots?: { engine: SnapshotEngine; ports: number[] };
 }): Promise<RunningServer> {
   const urlPolicy = createUrlPolicy({
-    allowedPorts: new Set([Number(new URL(targetUrl).port)]),
+    allowedPorts: new Set(offer.snapshots?.ports ?? [Number(new URL(targetUrl).port)]),
     allowCidrs: ["127.0.0.0/8"],
   });
   const gate = createPaymentGate({
@@ -81,7 +96,12 @@ async function startService(offer: {
     retryAfterSeconds: 1,
     log: () => {},
   });
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+  const app = createApp({
+    engine: offer.snapshots?.engine ?? engine,
+    urlPolicy,
+    paymentMiddleware: gate.middleware,
+    log: () => {},
+  });
   const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
   const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
   opened.push({ close: () => server.close(1_000) });
@@ -92,6 +112,12 @@ async function proxy(
   options: Parameters<typeof startForwardingProxy>[0],
 ): Promise<ForwardingProxy> {
   const started = await startForwardingProxy(options);
+  opened.push(started);
+  return started;
+}
+
+async function facilitatorProxy(): Promise<FacilitatorProxy> {
+  const started = await startFacilitatorProxy(devnet.facilitatorUrl);
   opened.push(started);
   return started;
 }
@@ -261,7 +287,10 @@ describe("--max-usdc", () => {
     );
     expect(code).toBe(3);
     expect(stdout).toBe("");
-    expect(stderr).toBe("secsnap pay: price 0.05 USDC exceeds --max-usdc 0.01\n");
+    expect(stderr).toBe(
+      "secsnap pay: price 0.05 USDC exceeds --max-usdc 0.01\n" +
+        "secsnap pay: nothing was charged (nothing was signed)\n",
+    );
     expect(await balanceOf(payerAddress(4))).toBe(before);
   });
 });
@@ -311,12 +340,16 @@ describe("503 after a signed proof", () => {
     const facilitator = await failingSettles(Infinity);
     const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
     const before = await balanceOf(payerAddress(5));
-    const { code, stdout, stderr } = await runCli(["pay", targetUrl, "--api", service.url], env(5));
+    const { code, stdout, stderr } = await runCli(
+      ["pay", targetUrl, "--api", service.url, "--rpc", devnet.rpcUrl],
+      env(5),
+    );
     expect(code).toBe(4);
     expect(stdout).toBe("");
     expect(stderr).toMatch(/the API answered 503/);
+    expect(lastLine(stderr)).toMatch(/^secsnap pay: not charged: authorization 0x[0-9a-f]{64} /);
     const settled = facilitatorCalls(facilitator, "/settle");
-    expect(settled).toHaveLength(4);
+    expect(settled).toHaveLength(MAX_SENDS);
     expect(new Set(settled).size).toBe(1);
     expect(await balanceOf(payerAddress(5))).toBe(before);
   });
@@ -370,4 +403,383 @@ describe("exit codes", () => {
     expect(stderr).toContain("--network base is not offered by the API");
     expect(stderr).not.toContain("paying");
   });
+});
+
+/** The last line `secsnap pay` wrote: the one that says whether anything was charged. */
+function lastLine(text: string): string {
+  return text.trimEnd().split("\n").at(-1) ?? "";
+}
+
+/** A proof as the service received it: the decoded `PAYMENT-SIGNATURE` or `X-PAYMENT`. */
+interface SentProof {
+  header: string;
+  x402Version: number;
+  paymentId: string | undefined;
+  from: Address;
+  nonce: Hex;
+}
+
+/** The proofs that went through a proxy in front of the service, in order. */
+function proofsSent(front: ForwardingProxy): SentProof[] {
+  return front.requests.flatMap((r) => {
+    const header = r.headers["payment-signature"] ?? r.headers["x-payment"];
+    if (typeof header !== "string") return [];
+    const decoded = JSON.parse(Buffer.from(header, "base64").toString()) as {
+      x402Version: number;
+      extensions?: { "payment-identifier"?: { info?: { id?: string } } };
+      payload: { authorization: { from: Address; nonce: Hex } };
+    };
+    const { from, nonce } = decoded.payload.authorization;
+    const paymentId = decoded.extensions?.["payment-identifier"]?.info?.id;
+    return [{ header, x402Version: decoded.x402Version, paymentId, from, nonce }];
+  });
+}
+
+function authorizationUsed(proof: SentProof): Promise<boolean> {
+  return chain.readContract({
+    address: devnet.usdcAddress,
+    abi: DEV_USDC_ABI,
+    functionName: "authorizationState",
+    args: [proof.from, proof.nonce],
+  }) as Promise<boolean>;
+}
+
+const TRANSFER = parseAbiItem(
+  "event Transfer(address indexed from, address indexed to, uint256 value)",
+);
+
+/** USDC transfers out of `payer` since `fromBlock`: what a call really cost. */
+async function transfersFrom(payer: Address, fromBlock: bigint) {
+  return chain.getLogs({
+    address: devnet.usdcAddress,
+    event: TRANSFER,
+    args: { from: payer },
+    fromBlock,
+  });
+}
+
+describe("the payment id", () => {
+  it("is sent with every v2 proof, fresh per call", async () => {
+    const front = await proxy({ upstream: devnetService.url });
+    for (let call = 0; call < 2; call++) {
+      const { code, stderr } = await runCli(["pay", targetUrl, "--api", front.url], env(1));
+      expect(code, stderr).toBe(0);
+    }
+    const proofs = proofsSent(front);
+    expect(proofs).toHaveLength(2);
+    expect(proofs.map((p) => p.x402Version)).toEqual([2, 2]);
+    for (const proof of proofs) expect(proof.paymentId).toMatch(/^pay_[0-9a-f]{32}$/);
+    expect(proofs[0]?.paymentId).not.toBe(proofs[1]?.paymentId);
+  });
+
+  it("is sent inside the x402 v1 payload's extensions with --v1", async () => {
+    const front = await proxy({ upstream: devnetService.url });
+    const { code, stderr } = await runCli(["pay", targetUrl, "--api", front.url, "--v1"], env(1));
+    expect(code, stderr).toBe(0);
+    const [proof, ...more] = proofsSent(front);
+    expect(more).toEqual([]);
+    expect(front.requests.at(-1)?.headers["x-payment"]).toBeDefined();
+    expect(proof?.x402Version).toBe(1);
+    expect(proof?.paymentId).toMatch(/^pay_[0-9a-f]{32}$/);
+  });
+});
+
+describe("an answer lost after the service got the proof", () => {
+  for (const v1 of [false, true]) {
+    const flag = v1 ? ["--v1"] : [];
+    it(`${v1 ? "x402 v1" : "x402 v2"}: the same proof and id again, the report, one transfer`, async () => {
+      let paid = 0;
+      const front = await proxy({
+        upstream: devnetService.url,
+        loseAnswer: (r) =>
+          (r.headers["payment-signature"] ?? r.headers["x-payment"]) !== undefined && ++paid === 1,
+      });
+      const payer = payerAddress(2);
+      const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+      const before = await balanceOf(payer);
+      const { code, stdout, stderr } = await runCli(
+        ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl, ...flag],
+        env(2),
+      );
+      const proofs = proofsSent(front);
+      expect(proofs.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(proofs.map((p) => p.header)).size).toBe(1);
+      expect(proofs[0]?.paymentId).toMatch(/^pay_/);
+      expect(stderr).toMatch(/no answer .*sending the same proof again/);
+      expect(await transfersFrom(payer, fromBlock)).toHaveLength(1);
+      expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+      expect(code, stderr).toBe(0);
+      expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+    });
+  }
+
+  it("a 409 in progress is waited out with the same proof until the report comes", async () => {
+    const facilitator = await facilitatorProxy();
+    const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
+    const settle = facilitator.holdNextSettle();
+    let paid = 0;
+    const front = await proxy({
+      upstream: service.url,
+      // The held settlement goes on once a resend has been answered 409: at the third send.
+      intercept: (r) => {
+        if (r.headers["payment-signature"] !== undefined && ++paid === 3) settle.release();
+        return undefined;
+      },
+      loseAnswer: (r) => r.headers["payment-signature"] !== undefined && paid === 1,
+    });
+    const payer = payerAddress(2);
+    const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+    const { code, stdout, stderr } = await runCli(
+      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl],
+      env(2),
+    );
+    expect(code, stderr).toBe(0);
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+    expect(stderr).toMatch(/answered 409, in progress .*sending the same proof again/);
+    expect(new Set(proofsSent(front).map((p) => p.header)).size).toBe(1);
+    expect(facilitator.settles.forwarded).toBe(1);
+    expect(await transfersFrom(payer, fromBlock)).toHaveLength(1);
+  });
+
+  for (const v1 of [false, true]) {
+    it(`${v1 ? "x402 v1" : "x402 v2"}: a settlement lost between service and facilitator is recovered by the resend`, async () => {
+      const facilitator = await facilitatorProxy();
+      const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
+      facilitator.failNextSettle("settle-then-drop");
+      const payer = payerAddress(2);
+      const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+      const { code, stdout, stderr } = await runCli(
+        ["pay", targetUrl, "--api", service.url, "--rpc", devnet.rpcUrl, ...(v1 ? ["--v1"] : [])],
+        env(2),
+      );
+      expect(code, stderr).toBe(0);
+      expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+      expect(stderr).toMatch(/answered 503 .*sending the same proof again/);
+      expect(await transfersFrom(payer, fromBlock)).toHaveLength(1);
+    });
+  }
+});
+
+describe("the line that says whether anything was charged", () => {
+  it("after the API's 400 to a sent proof: nothing was charged (exit 2)", async () => {
+    const closed = await closedPort("127.0.0.1");
+    const refusing = createSnapshotEngine({
+      timeoutMs: 5_000,
+      maxRedirects: 10,
+      allowedPorts: new Set([closed]),
+      allowCidrs: ["127.0.0.0/8"],
+      dnsServers: [],
+      httpsProbePort: closed,
+    });
+    opened.push({ close: () => refusing.close() });
+    const facilitator = await facilitatorProxy();
+    const service = await startService({
+      facilitatorUrl: facilitator.url,
+      devnet: true,
+      snapshots: { engine: refusing, ports: [closed] },
+    });
+    const payer = payerAddress(2);
+    const before = await balanceOf(payer);
+    const { code, stdout, stderr } = await runCli(
+      ["pay", `http://127.0.0.1:${closed}/`, "--api", service.url, "--rpc", devnet.rpcUrl],
+      env(2),
+    );
+    expect(stdout).toBe("");
+    expect(stderr).toMatch(/^paying 0\.05 USDC/m);
+    expect(stderr).toMatch(/the API answered 400: .*unreachable/);
+    expect(facilitator.verifies.seen).toBe(1); // the proof went out and was verified
+    expect(facilitator.settles.seen).toBe(0);
+    expect(lastLine(stderr)).toBe(
+      "secsnap pay: nothing was charged (the API's 400 is never charged)",
+    );
+    expect(code).toBe(2);
+    expect(await balanceOf(payer)).toBe(before);
+  });
+
+  /** A service that never gets the paid request: every send of the proof is cut on the way. */
+  async function goneAfterTheChallenge(): Promise<ForwardingProxy> {
+    return proxy({
+      upstream: devnetService.url,
+      drop: (r) => r.headers["payment-signature"] !== undefined,
+    });
+  }
+
+  it("no answer to any send, the proof never arrived: the chain says not charged (exit 4)", async () => {
+    const front = await goneAfterTheChallenge();
+    const payer = payerAddress(2);
+    const before = await balanceOf(payer);
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl, "--timeout", "3"],
+      env(2),
+    );
+    const proofs = proofsSent(front);
+    expect(proofs.length, stderr).toBeGreaterThanOrEqual(2);
+    expect(new Set(proofs.map((p) => p.header)).size).toBe(1);
+    const proof = proofs[0]!;
+    expect(await authorizationUsed(proof)).toBe(false);
+    expect(lastLine(stderr)).toMatch(
+      new RegExp(
+        `^secsnap pay: not charged: authorization ${proof.nonce} from ${proof.from} is unused on ` +
+          `base-sepolia \\(eip155:84532\\); it can still be used until \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z, then it expires$`,
+      ),
+    );
+    expect(code).toBe(4);
+    expect(await balanceOf(payer)).toBe(before);
+  });
+
+  it("no answer after the transfer: the chain says charged, naming the transaction (exit 4)", async () => {
+    const facilitator = await facilitatorProxy();
+    const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
+    // Settled on chain, then the service hangs on the facilitator's answer: pay's time runs out.
+    facilitator.failNextSettle("settle-then-hold");
+    const payer = payerAddress(2);
+    const before = await balanceOf(payer);
+    const { code, stdout, stderr } = await runCli(
+      ["pay", targetUrl, "--api", service.url, "--rpc", devnet.rpcUrl, "--timeout", "3"],
+      env(2),
+    );
+    expect(stdout).toBe("");
+    expect(facilitator.settles.held).toBe(1);
+    const line = lastLine(stderr);
+    expect(line).toMatch(
+      new RegExp(
+        `^secsnap pay: charged 0\\.05 USDC on base-sepolia \\(eip155:84532\\) to ${devnet.payTo}, ` +
+          `without a report \\(tx 0x[0-9a-f]{64}\\)$`,
+      ),
+    );
+    const tx = /tx (0x[0-9a-f]{64})/.exec(line)![1] as Hex;
+    const receipt = await chain.getTransactionReceipt({ hash: tx });
+    expect(receipt.status).toBe("success");
+    const moved = await transfersFrom(payer, receipt.blockNumber);
+    expect(moved.map((l) => [l.transactionHash, l.args.to, l.args.value])).toEqual([
+      [tx, devnet.payTo, PRICE_UNITS],
+    ]);
+    expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+    expect(code).toBe(4);
+  });
+
+  it("the chain unreadable: unknown whether charged, with what to check (exit 4)", async () => {
+    const front = await goneAfterTheChallenge();
+    const deadRpc = `http://127.0.0.1:${await closedPort("127.0.0.1")}`;
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", front.url, "--rpc", deadRpc, "--timeout", "3"],
+      env(2),
+    );
+    const proof = proofsSent(front)[0]!;
+    expect(lastLine(stderr)).toMatch(
+      new RegExp(
+        `^secsnap pay: unknown whether charged: cannot read ${deadRpc}.*; check authorization ` +
+          `${proof.nonce} from ${proof.from} \\(authorizationState of USDC ${devnet.usdcAddress} ` +
+          `on base-sepolia \\(eip155:84532\\)\\), usable until \\S+Z; --rpc URL reads another node$`,
+      ),
+    );
+    expect(code).toBe(4);
+  });
+
+  it("a 402 after a lost answer is not taken for 'nothing charged': the chain says charged", async () => {
+    let paid = 0;
+    const front = await proxy({
+      upstream: devnetService.url,
+      intercept: (r) => {
+        if (r.headers["payment-signature"] === undefined || ++paid === 1) return undefined;
+        return { status: 402, body: JSON.stringify({ error: "payment_already_used (test)" }) };
+      },
+      loseAnswer: (r) => r.headers["payment-signature"] !== undefined && paid === 1,
+    });
+    const payer = payerAddress(2);
+    const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl],
+      env(2),
+    );
+    expect(stderr).toMatch(/the API answered 402: .*payment_already_used \(test\)/);
+    const [moved, ...more] = await transfersFrom(payer, fromBlock);
+    expect(more).toEqual([]);
+    expect(lastLine(stderr)).toBe(
+      `secsnap pay: charged 0.05 USDC on base-sepolia (eip155:84532) to ${devnet.payTo}, ` +
+        `without a report (tx ${moved?.transactionHash})`,
+    );
+    expect(code).toBe(3);
+  });
+
+  it("a 409 for the id under another proof, to the only send: nothing was charged", async () => {
+    const front = await proxy({
+      upstream: devnetService.url,
+      intercept: (r) =>
+        r.headers["payment-signature"] === undefined
+          ? undefined
+          : { status: 409, body: JSON.stringify({ error: "another proof (test)" }) },
+    });
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl],
+      env(2),
+    );
+    expect(proofsSent(front)).toHaveLength(1);
+    expect(await authorizationUsed(proofsSent(front)[0]!)).toBe(false);
+    expect(lastLine(stderr)).toBe(
+      "secsnap pay: nothing was charged (the API refused the payment with 409)",
+    );
+    expect(code).toBe(4);
+  });
+
+  it("Ctrl-C before the proof is sent: nothing was charged (exit 130)", async () => {
+    let asked = () => {};
+    const arrived = new Promise<void>((resolve) => (asked = resolve));
+    // A service that takes the unpaid request and never answers it.
+    const silent = createServer(() => asked());
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    opened.push({
+      close: () =>
+        new Promise<void>((resolve) => {
+          silent.closeAllConnections();
+          silent.close(() => resolve());
+        }),
+    });
+    const api = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const child = spawnCli(["pay", targetUrl, "--api", api], env(2));
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      await arrived;
+      child.kill("SIGINT");
+      expect(await exited).toBe(130);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    expect(stderr).toBe(
+      "secsnap pay: interrupted\nsecsnap pay: nothing was charged (nothing was signed)\n",
+    );
+  });
+
+  it("a second Ctrl-C while the answer is awaited: the chain says what was charged (exit 130)", async () => {
+    const facilitator = await facilitatorProxy();
+    const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
+    facilitator.failNextSettle("settle-then-hold");
+    const payer = payerAddress(2);
+    const before = await balanceOf(payer);
+    const child = spawnCli(
+      ["pay", targetUrl, "--api", service.url, "--rpc", devnet.rpcUrl],
+      env(2),
+    );
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      // The transfer is on chain and the service waits on the facilitator: pay waits on it.
+      while (facilitator.settles.held === 0) await sleep(50);
+      const warned = waitForLine(child.stderr, /Ctrl-C again to stop waiting/);
+      child.kill("SIGINT");
+      await warned;
+      await sleep(1_100); // a later Ctrl-C, not the first one delivered twice
+      child.kill("SIGINT");
+      expect(await exited).toBe(130);
+    } finally {
+      child.kill("SIGKILL");
+    }
+    expect(lastLine(stderr)).toMatch(
+      /^secsnap pay: charged 0\.05 USDC on base-sepolia \(eip155:84532\) to 0x[0-9a-fA-F]{40}, without a report \(tx 0x[0-9a-f]{64}\)$/,
+    );
+    expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+  }, 60_000);
 });
