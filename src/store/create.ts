@@ -3,6 +3,9 @@ import type { PaymentRecordStore } from "./records.js";
 import { RedisPaymentRecordStore } from "./redis.js";
 import { createRedisClient } from "./redis-client.js";
 
+/** How long a start waits for Redis's first answer. */
+const FIRST_CONNECT_WAIT_MS = 3_000;
+
 export interface PaymentRecordStoreOptions {
   /** REDIS_URL: set, the records live in that Redis (a fleet); unset, in DATA_DIR. */
   redisUrl?: string | undefined;
@@ -41,6 +44,20 @@ export async function createPaymentRecordStore(
     if (lastError !== undefined) log("payment record store: redis answers again");
     lastError = undefined;
   });
+  // The client queues nothing while disconnected: wait (briefly) for the first connection, so
+  // the first paid request finds it; a Redis still down is one line, and it connects later.
+  const ready = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => done(false), FIRST_CONNECT_WAIT_MS);
+    const onReady = () => done(true);
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      client.off("ready", onReady);
+      resolve(ok);
+    };
+    if (client.status === "ready") done(true);
+    else client.on("ready", onReady);
+  });
+  if (!ready) log("payment record store: redis not answering yet; paid requests wait for it");
   return new RedisPaymentRecordStore(client, {
     recordTtlMs: options.recordTtlMs,
     ownsClient: true,
