@@ -13,9 +13,6 @@ export type {
 } from "./records.js";
 export { MemoryPaymentRecordStore } from "./memory.js";
 export { EmbeddedPaymentRecordStore } from "./embedded.js";
-export type { EmbeddedStoreOptions } from "./embedded.js";
 export { RedisPaymentRecordStore, redisPersistenceWarning } from "./redis.js";
-export type { RedisStoreOptions } from "./redis.js";
 export { KEY_PREFIX, REDIS_COMMAND_TIMEOUT_MS, createRedisClient } from "./redis-client.js";
 export { createPaymentRecordStore } from "./create.js";
-export type { PaymentRecordStoreOptions } from "./create.js";
