@@ -121,8 +121,9 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
   /** Only this process uses the directory, so every lease on disk is a dead run's. */
   private clearLeases(): Promise<void> {
     return this.root.transaction(() => {
-      for (const { key, value } of this.records.getRange()) {
-        if (!value.r.lease) continue;
+      // Collected first: the range is not walked while it is being written.
+      const leased = Array.from(this.records.getRange()).filter(({ value }) => value.r.lease);
+      for (const { key, value } of leased) {
         const { lease: _lease, ...rest } = value.r;
         void this.records.put(key, { r: rest, x: value.x });
       }
