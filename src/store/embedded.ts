@@ -88,7 +88,8 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
       root = open({
         path: join(dir, "payments"),
         // Commits fsync'ed before a write's promise resolves. With overlappingSync (lmdb's
-        // default on Linux and macOS) the promise would resolve at commit, before the flush.
+        // default on Linux and macOS) lmdb documents that the promise resolves once the commit
+        // is visible and the flush to disk follows later (awaited only through `flushed`).
         overlappingSync: false,
         maxDbs: 8,
       });
