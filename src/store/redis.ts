@@ -268,6 +268,11 @@ export class RedisPaymentRecordStore implements PaymentRecordStore {
     }
   }
 
+  /** `redisPersistenceWarning` for this store's own client (the factory's, which nobody else holds). */
+  persistenceWarning(): Promise<string | undefined> {
+    return redisPersistenceWarning(this.client);
+  }
+
   async close(): Promise<void> {
     if (!this.ownsClient) return;
     try {

@@ -161,6 +161,22 @@ describe.skipIf(skip)("redis payment record store", () => {
       }
     });
 
+    it("the factory's store says the same line through its own client", async () => {
+      const store = await createPaymentRecordStore({
+        redisUrl: redis!.url,
+        dataDir: "/nonexistent-unused",
+        recordTtlMs: 60_000,
+      });
+      try {
+        expect(store).toBeInstanceOf(RedisPaymentRecordStore);
+        expect(await (store as RedisPaymentRecordStore).persistenceWarning()).toContain(
+          "appendonly is no",
+        );
+      } finally {
+        await store.close();
+      }
+    });
+
     it("one line saying it could not be checked when CONFIG is refused", async () => {
       await redis!.inspect.acl("SETUSER", "noconfig", "on", ">pw", "~*", "+@all", "-config");
       const limited = new Redis(redis!.url.replace("redis://", "redis://noconfig:pw@"));
