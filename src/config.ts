@@ -1,5 +1,6 @@
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { availableParallelism } from "node:os";
+import { resolve } from "node:path";
 import ipaddr from "ipaddr.js";
 // zod's tree-shakable build: `scan` reads its settings here, and full zod costs it ≈ 25 ms at
 // start (docs/benchmarks.md, "Start-up").
@@ -102,6 +103,18 @@ const redisUrl = z.pipe(
   z.transform((s: string) => (s === "" ? undefined : s)),
 );
 
+/**
+ * DATA_DIR: the embedded payment store's directory, made absolute against the working directory
+ * at start, so a later chdir cannot move it. Whether it can be created and locked is learnt when
+ * the store opens (src/store/embedded.ts), which names DATA_DIR in its one line too.
+ */
+const dataDir = z.pipe(
+  z
+    .string()
+    .check(z.refine((s) => !s.includes("\0"), "must be a directory path (no NUL character)")),
+  z.transform((s: string) => resolve(s)),
+);
+
 /** A URL with a `?`, `#` or credentials, even empty ones (`new URL` drops an empty `?`). */
 function hasQueryFragmentOrCredentials(u: URL): boolean {
   return u.username !== "" || u.password !== "" || /[?#]/.test(u.href);
@@ -190,6 +203,11 @@ export interface Config {
    * counters; docs/operations.md). Unset: in this process's memory.
    */
   redisUrl: string | undefined;
+  /**
+   * DATA_DIR, absolute: where the embedded store keeps payment records when REDIS_URL is unset
+   * (docs/operations.md, "Where payment records live"). One process per directory.
+   */
+  dataDir: string;
   snapshot: SnapshotConfig;
   payment: PaymentConfig;
   ops: OpsConfig;
@@ -515,6 +533,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicUrl: read(env, "PUBLIC_URL", publicUrl, ""),
     // May carry a password: never echoed in an error.
     redisUrl: read(env, "REDIS_URL", redisUrl, "", { secret: true }),
+    dataDir: read(env, "DATA_DIR", dataDir, "./.secsnap"),
     snapshot: loadSnapshotConfig(env),
     payment: loadPaymentConfig(env),
     ops: loadOpsConfig(env),

@@ -11,7 +11,7 @@ export type { PaymentGate } from "./gate.js";
 export { paidRecordOptionsFromConfig, paymentGateOptionsFromConfig } from "./gate-options.js";
 export type { PaidRequestTimings, PaymentGateOptions } from "./gate-options.js";
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
-export { KEY_PREFIX, REDIS_COMMAND_TIMEOUT_MS } from "./redis-store.js";
+export { KEY_PREFIX, REDIS_COMMAND_TIMEOUT_MS } from "../store/index.js";
 export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
 export { createSharedState } from "./shared-state.js";
 export type { SharedState } from "./shared-state.js";

@@ -1,18 +1,11 @@
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
+import { KEY_PREFIX } from "../store/index.js";
 import type { ReplayStore } from "./replay-guard.js";
 
-/** Every key this service writes starts with it, so one Redis can be shared with other uses. */
-export const KEY_PREFIX = "secsnap:";
 /** A proof or payment-id claim: a hash {s: c(laimed) | f(ree) | p (spent), r: counted releases}. */
 const CLAIM = `${KEY_PREFIX}claim:`;
 /** A paid record (kept answer, unsettled report): a string. */
 const RECORD = `${KEY_PREFIX}record:`;
-
-/**
- * A shared store is one command away at most this long; past it the paid route answers 503
- * (docs/operations.md). Short, because a paid request waits on it before anything is verified.
- */
-export const REDIS_COMMAND_TIMEOUT_MS = 1_000;
 
 // Lua, so that each check-and-change is one atomic step for every instance sharing the Redis.
 // The claim and its release count live in one hash with one TTL (PEXPIRE on every write path).
@@ -104,26 +97,4 @@ export class RedisReplayStore implements ReplayStore {
   async deleteRecord(key: string): Promise<void> {
     await this.client.del(RECORD + key);
   }
-}
-
-/** Reconnect forever, a little slower each time, at most every 2 s. */
-const reconnectDelayMs = (attempt: number): number => Math.min(100 * attempt, 2_000);
-
-/**
- * A Redis client that fails fast instead of queueing: no offline queue (a command while
- * disconnected rejects at once), a short command timeout, no resend of a failed command, and
- * reconnection forever, so payments recover by themselves when Redis is back. Connection errors
- * go to `onError` (ioredis would crash the process on an unhandled 'error' event).
- */
-export function createRedisClient(url: string, onError: (error: Error) => void): Redis {
-  const client = new Redis(url, {
-    enableOfflineQueue: false,
-    commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-    connectTimeout: 2_000,
-    maxRetriesPerRequest: 1,
-    retryStrategy: reconnectDelayMs,
-    lazyConnect: false,
-  });
-  client.on("error", onError);
-  return client;
 }

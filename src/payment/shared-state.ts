@@ -3,7 +3,8 @@ import { RateLimiterMemory, RateLimiterRedis } from "rate-limiter-flexible";
 import type { RateLimiterAbstract } from "rate-limiter-flexible";
 import { describeError } from "./describe-error.js";
 import { RateLimiterPayerBudget, type PayerBudget } from "./payer-budget.js";
-import { KEY_PREFIX, RedisReplayStore, createRedisClient } from "./redis-store.js";
+import { KEY_PREFIX, createRedisClient } from "../store/index.js";
+import { RedisReplayStore } from "./redis-store.js";
 import { MemoryReplayStore, type ReplayStore } from "./replay-guard.js";
 
 /** A rate budget: `points` per `durationSeconds` per key, counted under `keyPrefix`. */

@@ -95,8 +95,9 @@ export interface PaymentRecordStore {
    */
   write(key: string, owner: string, record: PaymentRecord, ttlMs: number): Promise<boolean>;
   /**
-   * Gives up our lease; the record stays. A `free` record with no releases is deleted instead,
-   * as if never claimed. Nothing happens when the lease is not ours.
+   * Gives up our lease; the record stays. A `free` or `claimed` record with no releases (nothing
+   * learnt, nothing moved) is deleted instead, as if never claimed. Nothing happens when the lease
+   * is not ours.
    */
   release(key: string, owner: string): Promise<void>;
   /** The record as stored now, lease included; undefined when absent or expired. */
