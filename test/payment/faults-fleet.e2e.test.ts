@@ -94,6 +94,7 @@ describe.skipIf(!redisServerBinary || !haproxy)(
         first: {
           instance: a,
           send: (headers, signal) => site.post(lb.url, headers, signal, "a"),
+          direct: (headers, signal) => site.post(a.url, headers, signal),
         },
         retry: (headers) => site.post(lb.url, headers, undefined, "b"),
         // b serves the retry; a comes back after the case.

@@ -66,7 +66,7 @@ beforeAll(async () => {
   const send = (headers: Record<string, string>, signal?: AbortSignal) =>
     site.post(instance.url, headers, signal);
   topology = {
-    first: { instance, send },
+    first: { instance, send, direct: send },
     retry: send,
     // The same environment, the same DATA_DIR: what a supervisor restarting it does.
     afterCrash: async () => {
