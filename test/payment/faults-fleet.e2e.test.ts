@@ -8,6 +8,7 @@
  * proof still paying, or one transfer and the report (docs/faults.md). Never two.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPublicClient, http, type PublicClient } from "viem";
@@ -48,6 +49,18 @@ const dataDirs: string[] = [];
 let world: World;
 let topology: Topology;
 
+/** The status line a raw request to `port` gets (what HAProxy's plain check sends). */
+function rawStatusLine(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let answer = "";
+    const socket = connect(port, "127.0.0.1", () => socket.write(request));
+    socket.setEncoding("utf8");
+    socket.on("data", (d: string) => (answer += d));
+    socket.on("end", () => resolve(answer.split("\r\n")[0] ?? ""));
+    socket.on("error", reject);
+  });
+}
+
 const bothUp = () => Promise.all([lb.waitFor("a", "UP", 30_000), lb.waitFor("b", "UP", 30_000)]);
 
 describe.skipIf(!redisServerBinary || !haproxy)(
@@ -80,6 +93,13 @@ describe.skipIf(!redisServerBinary || !haproxy)(
       // HAProxy takes its port first (the instances are DOWN until they start).
       lb = await startLoadBalancer(haproxy!, [a, b], { port: lbPort, check: "plain" });
       await Promise.all([a.start(), b.start()]);
+      // What the plain check sends; said plainly here rather than as a timeout waiting for UP.
+      const check = await rawStatusLine(a.port, "GET /ready HTTP/1.0\r\n\r\n");
+      if (!/^HTTP\/1\.[01] 200 /.test(check)) {
+        throw new Error(
+          `GET /ready over HTTP/1.0 without Host answered "${check}": HAProxy's plain check keeps the instances down (SPEC §6.2)`,
+        );
+      }
       await bothUp();
 
       world = {
