@@ -53,7 +53,11 @@ import {
 } from "./url-rules.js";
 import type { UrlPolicy } from "./url-rules.js";
 
-export interface EngineOptions extends SnapshotConfig {
+/** The caps default to docs/contract.md §4.1's when a caller (a test) leaves them out. */
+export interface EngineOptions
+  extends
+    Omit<SnapshotConfig, "maxRequests" | "maxNames">,
+    Partial<Pick<SnapshotConfig, "maxRequests" | "maxNames">> {
   /** Port of the HTTPS probe for http final URLs; 443 in production, overridable by tests. */
   httpsProbePort?: number;
   /** Port of the http-side probe `http://<input host>/`; 80 in production, overridable by tests. */
