@@ -12,14 +12,15 @@ import { UnwrapHandler } from "./undici.js";
  * resolved (dialer.ts), so no check, present or future, can send around it.
  *
  * Precedence (docs/snapshot-engine.md "Per-snapshot caps"): the main chain first, then the HTTPS
- * probe, then everything else (the well-known files, the CORS and http:// side probes), first
- * asked first served. While the chain runs, the rest may use only what the chain (one request
- * and one new name per hop it may still make) and the HTTPS probe (one request) could still need;
- * a request of the rest that does not fit waits until the engine says those are settled, then
- * goes or is refused. Chain and HTTPS requests never wait: they go or are refused at once.
+ * probe, then the well-known files, then every other request (the CORS and http:// side probes,
+ * and whatever a later check adds). While the chain runs, files and others may use only what the
+ * chain (one request and one new name per hop it may still make) and the HTTPS probe (one
+ * request) could still need; one that does not fit waits until the engine says those are
+ * settled, then goes or is refused, files before others, each in the order asked. Chain and
+ * HTTPS requests never wait: they go or are refused at once.
  */
 
-type Priority = "chain" | "https" | "rest";
+type Priority = "chain" | "https" | "files" | "extra";
 type CapKind = Capped["limit"];
 
 /** A request this snapshot did not send because a cap was reached: our limit, not the site's. */
@@ -41,6 +42,7 @@ interface BudgetLimits {
 }
 
 interface Waiter {
+  priority: "files" | "extra";
   host: string;
   go(): void;
   refuse(err: Error): void;
@@ -53,7 +55,8 @@ export class SnapshotBudget {
   private chainHeld: number;
   /** The HTTPS probe's one request, held back from the rest until the engine has decided it. */
   private httpsHeld = 1;
-  private readonly waiting: Waiter[] = [];
+  /** Requests that wait for what the chain and the HTTPS probe hold: files, then others. */
+  private readonly waiting: Record<Waiter["priority"], Waiter[]> = { files: [], extra: [] };
 
   constructor(
     private readonly limits: BudgetLimits,
@@ -99,26 +102,27 @@ export class SnapshotBudget {
       this.take(priority, host);
       return "now";
     }
-    if (priority === "rest" && this.chainHeld + this.httpsHeld > 0) return "later";
+    if (!isFirst(priority) && this.chainHeld + this.httpsHeld > 0) return "later";
     throw new CapReachedError(
       verdict,
       verdict === "requests" ? this.limits.maxRequests : this.limits.maxNames,
     );
   }
 
-  /** Queues a request of the rest until what is held back is released (FIFO). */
+  /** Queues a request that was told "later" until what is held back is released. */
   wait(waiter: Waiter): () => void {
-    this.waiting.push(waiter);
+    const queue = this.waiting[waiter.priority];
+    queue.push(waiter);
     return () => {
-      const i = this.waiting.indexOf(waiter);
-      if (i >= 0) this.waiting.splice(i, 1);
+      const i = queue.indexOf(waiter);
+      if (i >= 0) queue.splice(i, 1);
     };
   }
 
   /** "fits", or the cap that stops a request of `priority` to `host` now. */
   private fits(priority: Priority, host: string): "fits" | CapKind {
     const heldRequests =
-      priority === "chain" ? 0 : this.chainHeld + (priority === "rest" ? this.httpsHeld : 0);
+      priority === "chain" ? 0 : this.chainHeld + (isFirst(priority) ? 0 : this.httpsHeld);
     // The HTTPS probe asks a host the chain has named already; only chain hops bring new names.
     const heldNames = priority === "chain" ? 0 : this.chainHeld;
     if (this.requests + heldRequests >= this.limits.maxRequests) return "requests";
@@ -135,16 +139,18 @@ export class SnapshotBudget {
     if (priority === "chain") this.chainHeld = Math.max(0, this.chainHeld - 1);
   }
 
-  /** Serves waiting requests in the order they asked while they fit; refuses the rest once
-   * nothing is held back any more (nothing will be freed later). */
+  /** Serves waiting requests, files first, each in the order asked, while they fit; refuses
+   * the others once nothing is held back any more (nothing will be freed later). */
   private serveWaiting(): void {
-    while (this.waiting.length > 0) {
-      const next = this.waiting[0] as Waiter;
-      const verdict = this.fits("rest", next.host);
+    for (;;) {
+      const queue = this.waiting.files.length > 0 ? this.waiting.files : this.waiting.extra;
+      const next = queue[0];
+      if (!next) return;
+      const verdict = this.fits(next.priority, next.host);
       if (verdict !== "fits" && this.chainHeld + this.httpsHeld > 0) return;
-      this.waiting.shift();
+      queue.shift();
       if (verdict === "fits") {
-        this.take("rest", next.host);
+        this.take(next.priority, next.host);
         next.go();
       } else {
         const max = verdict === "requests" ? this.limits.maxRequests : this.limits.maxNames;
@@ -154,8 +160,15 @@ export class SnapshotBudget {
   }
 
   private refuseAll(reason: Error): void {
-    for (const w of this.waiting.splice(0)) w.refuse(reason);
+    for (const w of [...this.waiting.files.splice(0), ...this.waiting.extra.splice(0)]) {
+      w.refuse(reason);
+    }
   }
+}
+
+/** The chain and the HTTPS probe: they never wait and take what the others leave them. */
+function isFirst(priority: Priority): boolean {
+  return priority === "chain" || priority === "https";
 }
 
 /** A host as the resolver sees it: no IPv6 brackets (WHATWG hosts are lower-case already). */
@@ -168,8 +181,10 @@ interface BudgetedDispatchers {
   chain: Dispatcher;
   /** For the HTTPS probe. */
   https: Dispatcher;
+  /** For the well-known files and their redirects. */
+  files: Dispatcher;
   /** For everything else: the default, so a new kind of request is counted without asking. */
-  rest: Dispatcher;
+  other: Dispatcher;
 }
 
 /**
@@ -207,6 +222,7 @@ export function budgetedDispatchers(
         fail((signal?.reason as Error | undefined) ?? new Error("aborted"));
       };
       const leave = budget.wait({
+        priority: priority === "files" ? "files" : "extra",
         host,
         go: () => {
           signal?.removeEventListener("abort", onAbort);
@@ -229,5 +245,10 @@ export function budgetedDispatchers(
       },
     });
   };
-  return { chain: view("chain"), https: view("https"), rest: view("rest") };
+  return {
+    chain: view("chain"),
+    https: view("https"),
+    files: view("files"),
+    other: view("extra"),
+  };
 }

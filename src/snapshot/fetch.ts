@@ -45,11 +45,11 @@ const REQUEST_HEADERS = {
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 export interface FetchContext {
-  /** Every request not named below: counted by the snapshot's caps after the chain's and the
-   * HTTPS probe's (budget.ts), so a new kind of request is capped without asking. */
+  /** Every request not named below: counted by the snapshot's caps after all of those
+   * (budget.ts), so a new kind of request is capped without asking. */
   dispatcher: Dispatcher;
-  /** The same dispatcher for the requests that come first under the caps. */
-  first: { chain: Dispatcher; https: Dispatcher };
+  /** The same dispatcher for the requests that come first under the caps, in this order. */
+  ranked: { chain: Dispatcher; https: Dispatcher; files: Dispatcher };
   policy: UrlPolicy;
   /** Aborts on the snapshot deadline or when the snapshot no longer needs the request. */
   signal: AbortSignal;
@@ -223,7 +223,7 @@ export async function fetchChain(
   const hops: Hop[] = [];
   let url = withoutFragment(input);
   for (let index = 0; ; index++) {
-    const answer = get(url, ctx, REQUEST_HEADERS, ctx.first.chain);
+    const answer = get(url, ctx, REQUEST_HEADERS, ctx.ranked.chain);
     // Told after the request is on its way, so the chain's connection to a new origin is dialled
     // first: the full TLS handshake that the probes started now may resume (dialer.ts).
     onUrl(url, index);
@@ -435,7 +435,7 @@ export async function probeFile(
   for (let redirects = 0; ; redirects++) {
     let res: Dispatcher.ResponseData;
     try {
-      res = await get(url, ctx);
+      res = await get(url, ctx, REQUEST_HEADERS, ctx.ranked.files);
     } catch (err) {
       const failure = classifyError(err, ctx, url);
       if (failure.kind === "capped") {
@@ -551,7 +551,7 @@ export async function probeHttps(
     return { ok: false, failure: { kind: "blocked", message: `port ${port} is not allowed` } };
   }
   try {
-    const res = await get(url, ctx, REQUEST_HEADERS, ctx.first.https);
+    const res = await get(url, ctx, REQUEST_HEADERS, ctx.ranked.https);
     discard(res, ctx);
     return { ok: true };
   } catch (err) {

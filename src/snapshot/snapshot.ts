@@ -230,8 +230,8 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
   // The raw dispatcher stays here: the fetch layer only gets the views that count.
   const views = budgetedDispatchers(dispatcher, budget);
   const ctx: FetchContext = {
-    dispatcher: views.rest,
-    first: { chain: views.chain, https: views.https },
+    dispatcher: views.other,
+    ranked: { chain: views.chain, https: views.https, files: views.files },
     policy,
     signal,
     deadlinePassed: () => deadline.signal.aborted,

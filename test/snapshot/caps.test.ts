@@ -253,6 +253,36 @@ describe("lower caps from the configuration: the documented precedence", () => {
     expect(r.findings.map((f) => f.id)).not.toContain("https-failed");
   });
 
+  it("SNAPSHOT_MAX_REQUESTS=5 across two origins: the final origin's files, not the passed-through one's", async () => {
+    const { r, plain, tls } = await snapshot(
+      `http://site.test:${site.port}/away`,
+      caps({ SNAPSHOT_MAX_REQUESTS: "5" }),
+    );
+    // site.test's files were started with the main request but waited, and were cancelled when
+    // the chain ended on www.site.test; the HTTPS probe kept its one request.
+    expect(plain).toEqual([
+      "site.test/away",
+      "www.site.test/home",
+      "www.site.test/.well-known/security.txt",
+      "www.site.test/robots.txt",
+    ]);
+    expect(tls).toEqual(["/"]);
+    expect(r).toMatchObject({
+      reachable: true,
+      https_ok: true,
+      security_txt_present: true,
+      robots_txt_present: null,
+      sitemap_xml_present: null,
+    });
+    // robots.txt's redirect (to other.test) and sitemap.xml came after the fifth request.
+    expect(r.notes).toContain(
+      "robots.txt was not checked: our limit of 5 requests per snapshot was reached.",
+    );
+    expect(r.notes).toContain(
+      "sitemap.xml was not checked: our limit of 5 requests per snapshot was reached.",
+    );
+  });
+
   it("SNAPSHOT_MAX_NAMES=2: the chain's two names come first; a file redirect to a third is not resolved", async () => {
     const { r, plain, names } = await snapshot(
       `http://site.test:${site.port}/away`,
