@@ -221,7 +221,9 @@ describe("lower caps from the configuration: the documented precedence", () => {
     expect(r.notes).toContain(
       `HTTPS was not checked (https://site.test:${secure.port}/): our limit of 1 request per snapshot was reached.`,
     );
+    // Neither HTTPS finding: the site answered on http://, but nothing says its HTTPS is broken.
     expect(r.findings.map((f) => f.id)).not.toContain("https-failed");
+    expect(r.findings.map((f) => f.id)).not.toContain("http-only");
     for (const name of ["security.txt", "robots.txt", "sitemap.xml"]) {
       expect(r.notes).toContain(
         `${name} was not checked: our limit of 1 request per snapshot was reached.`,
