@@ -162,7 +162,14 @@ export interface SnapshotConfig {
   allowCidrs: readonly string[];
   /** `ip[:port]` servers for target names; empty means the system resolver. */
   dnsServers: readonly string[];
+  /** HTTP requests one snapshot may send, every probe and redirect included (docs/contract.md §4.1). */
+  maxRequests: number;
+  /** Distinct host names one snapshot may resolve (docs/contract.md §4.1). */
+  maxNames: number;
 }
+
+/** SNAPSHOT_MAX_REQUESTS and SNAPSHOT_MAX_NAMES by default (docs/contract.md §4.1). */
+export const DEFAULT_SNAPSHOT_CAPS = { maxRequests: 32, maxNames: 16 } as const;
 
 export interface PaymentConfig {
   /** Unset means devnet mode: the embedded local payment network. */
@@ -331,6 +338,20 @@ export function loadSnapshotConfig(env: Env = process.env): SnapshotConfig {
     ),
     allowCidrs: read(env, "SNAPSHOT_ALLOW_CIDRS", list(isCidr, "CIDRs (e.g. 127.0.0.0/8)"), ""),
     dnsServers: read(env, "SNAPSHOT_DNS_SERVERS", list(isDnsServer, "ip[:port] DNS servers"), ""),
+    // At least 1: the main request is always sent. The ceilings keep one call from becoming
+    // an amplifier however the operator sets them.
+    maxRequests: read(
+      env,
+      "SNAPSHOT_MAX_REQUESTS",
+      int(1, 1000, "a whole number from 1 to 1000"),
+      String(DEFAULT_SNAPSHOT_CAPS.maxRequests),
+    ),
+    maxNames: read(
+      env,
+      "SNAPSHOT_MAX_NAMES",
+      int(1, 1000, "a whole number from 1 to 1000"),
+      String(DEFAULT_SNAPSHOT_CAPS.maxNames),
+    ),
   };
 }
 

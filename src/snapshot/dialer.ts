@@ -4,6 +4,7 @@ import { Agent } from "./undici.js";
 import type { buildConnector } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
+import type { SnapshotBudget } from "./budget.js";
 import { BlockedAddressError, BlockedPortError } from "./dial-errors.js";
 import { dialOne, plainHttpConnector } from "./dial-one.js";
 import type { DialTools } from "./dial-one.js";
@@ -79,6 +80,8 @@ export interface TargetDispatcherOptions {
   onDial?: (info: { host: string; address: string; port: number }) => void;
   /** When a connection waits for another's TLS session (tls-sessions.ts); tests widen it. */
   sessionWait?: SessionWaitOptions;
+  /** The snapshot's caps (budget.ts): a name is resolved only if its budget admitted it. */
+  budget?: Pick<SnapshotBudget, "checkResolvable">;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -137,6 +140,9 @@ class PinnedConnector {
     const port = effectivePort(params);
     if (!this.opts.allowedPorts.has(port)) throw new BlockedPortError(host, port);
     if (this.timeLeft(startedAt) <= 0) throw deadlineError(host);
+    // Requests are counted where they are dispatched; this keeps the name count honest even
+    // for a connection nobody dispatched a counted request for.
+    this.opts.budget?.checkResolvable(host);
 
     const addresses = await this.resolveInTime(host, startedAt);
     this.refuseBlocked(host, addresses);

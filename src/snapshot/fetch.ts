@@ -23,6 +23,7 @@ import type {
   TlsReason,
   Undecodable,
 } from "./types.js";
+import { CapReachedError } from "./budget.js";
 import { findBytesRead, findConnectPhase } from "./dial-errors.js";
 import { errorChain, errorCodes } from "./error-chain.js";
 import { httpProbeUrl, httpsProbeUrl, resolveRedirect, withoutFragment } from "./url-rules.js";
@@ -44,7 +45,11 @@ const REQUEST_HEADERS = {
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 
 export interface FetchContext {
+  /** Every request not named below: counted by the snapshot's caps after all of those
+   * (budget.ts), so a new kind of request is capped without asking. */
   dispatcher: Dispatcher;
+  /** The same dispatcher for the requests that come first under the caps, in this order. */
+  ranked: { chain: Dispatcher; https: Dispatcher; files: Dispatcher };
   policy: UrlPolicy;
   /** Aborts on the snapshot deadline or when the snapshot no longer needs the request. */
   signal: AbortSignal;
@@ -74,9 +79,10 @@ async function get(
   url: URL,
   ctx: FetchContext,
   headers: Record<string, string> = REQUEST_HEADERS,
+  dispatcher: Dispatcher = ctx.dispatcher,
 ): Promise<Dispatcher.ResponseData> {
   return request(url, {
-    dispatcher: ctx.dispatcher,
+    dispatcher,
     method: "GET",
     headers,
     signal: ctx.signal,
@@ -145,6 +151,8 @@ function exchangeBegan(err: unknown, url: URL): boolean {
  * know.
  */
 function classifyError(err: unknown, ctx: FetchContext, url: URL): RequestFailure {
+  const cap = errorChain(err).find((e) => e instanceof CapReachedError);
+  if (cap) return { kind: "capped", limit: cap.limit, max: cap.max };
   const codes = errorCodes(err);
   const has = (...wanted: string[]) => codes.some((c) => wanted.includes(c));
   if (has("SECSNAP_BLOCKED", "SECSNAP_BLOCKED_PORT")) {
@@ -215,7 +223,7 @@ export async function fetchChain(
   const hops: Hop[] = [];
   let url = withoutFragment(input);
   for (let index = 0; ; index++) {
-    const answer = get(url, ctx);
+    const answer = get(url, ctx, REQUEST_HEADERS, ctx.ranked.chain);
     // Told after the request is on its way, so the chain's connection to a new origin is dialled
     // first: the full TLS handshake that the probes started now may resume (dialer.ts).
     onUrl(url, index);
@@ -226,6 +234,20 @@ export async function fetchChain(
       const failure = classifyError(err, ctx, url);
       if (failure.kind === "blocked")
         throw new SnapshotError("ssrf", failure.message, ctx.requestedUrl);
+      const previous = hops[hops.length - 1];
+      if (failure.kind === "capped" && previous) {
+        // Our cap stopped the next hop: like the redirect cap, the chain ends at the last URL
+        // requested, whose redirect was not followed (docs/snapshot-engine.md "Per-snapshot caps").
+        const last = new URL(previous.url);
+        return {
+          hops,
+          finalUrl: last,
+          redirectCount: index - 1,
+          final: null,
+          failure,
+          finalBody: null,
+        };
+      }
       return { hops, finalUrl: url, redirectCount: index, final: null, failure, finalBody: null };
     }
     const hop: Hop = { url: url.href, status: res.statusCode, headers: toHeaderMap(res.headers) };
@@ -413,9 +435,13 @@ export async function probeFile(
   for (let redirects = 0; ; redirects++) {
     let res: Dispatcher.ResponseData;
     try {
-      res = await get(url, ctx);
+      res = await get(url, ctx, REQUEST_HEADERS, ctx.ranked.files);
     } catch (err) {
       const failure = classifyError(err, ctx, url);
+      if (failure.kind === "capped") {
+        const { limit, max } = failure;
+        return { kind: "failed", url: url.href, reason: "capped", capped: { limit, max } };
+      }
       return { kind: "failed", url: url.href, reason: failure.kind };
     }
     const headers = toHeaderMap(res.headers);
@@ -525,7 +551,7 @@ export async function probeHttps(
     return { ok: false, failure: { kind: "blocked", message: `port ${port} is not allowed` } };
   }
   try {
-    const res = await get(url, ctx);
+    const res = await get(url, ctx, REQUEST_HEADERS, ctx.ranked.https);
     discard(res, ctx);
     return { ok: true };
   } catch (err) {

@@ -10,7 +10,7 @@ import { FILE_CHECKS, HEADER_CHECKS, checkNamed } from "./checks/registry.js";
 import type { FileCheckName, HeaderCheckName } from "./checks/registry.js";
 import type { FileVerdict, FileVerdicts } from "./checks/well-known.js";
 import { requestFailureOf } from "./types.js";
-import type { Chain, RequestFailure, Undecodable } from "./types.js";
+import type { Capped, Chain, RequestFailure, Undecodable } from "./types.js";
 
 /** Why a request produced no response, as noted: every RequestFailure, and two more. */
 type FailureCause =
@@ -26,6 +26,12 @@ type Note =
   | { code: "file"; file: FileCheckName; verdict: FileVerdict };
 
 type NoteOf<C extends Note["code"]> = Extract<Note, { code: C }>;
+
+/** "our limit of N … was reached": a request a cap stopped, in words that blame nobody else. */
+function capReached({ limit, max }: Capped): string {
+  const what = limit === "requests" ? "request" : "host name";
+  return `our limit of ${max} ${what}${max === 1 ? "" : "s"} per snapshot was reached`;
+}
 
 /** "…because <cause>": why a request produced no HTTP response. */
 function cause(f: FailureCause): string {
@@ -67,6 +73,8 @@ function cause(f: FailureCause): string {
       return "the target is not allowed";
     case "no_response":
       return "there was no response";
+    case "capped":
+      return capReached(f);
     case "redirect_cap":
       return `it redirects more than ${f.max} times`;
   }
@@ -127,10 +135,16 @@ function fileSentence(n: NoteOf<"file">): string | null {
       return `${name} could not be checked: no answer before the deadline.`;
     case "network":
       return `${name} could not be checked: a network error occurred.`;
+    case "capped":
+      return v.capped
+        ? `${name} was not checked: ${capReached(v.capped)}.`
+        : `${name} was not checked: our per-snapshot limit was reached.`;
   }
 }
 
 function httpsFailedSentence(n: NoteOf<"https_failed">): string {
+  // Our cap stopped the request: nothing was learned about the site's HTTPS.
+  if (n.failure.kind === "capped") return `HTTPS was not checked (${n.url}): ${cause(n.failure)}.`;
   return `HTTPS does not work (${n.url}): ${cause(n.failure)}.`;
 }
 
@@ -143,7 +157,9 @@ const SENTENCES: { [C in Note["code"]]: (n: NoteOf<C>) => string | null } = {
   hsts_over_http: () =>
     "Strict-Transport-Security is sent over plain HTTP, where browsers ignore it.",
   chain_broken: (n) =>
-    `No final response: the request to ${n.url} failed because ${cause(n.failure)}.`,
+    n.failure.kind === "capped"
+      ? `No final response: the redirect from ${n.url} was not followed: ${cause(n.failure)}.`
+      : `No final response: the request to ${n.url} failed because ${cause(n.failure)}.`,
   redirect_cap: (n) =>
     `No final response: the site redirects more than ${n.max} times (stopped at ${n.url}).`,
   file: fileSentence,
@@ -196,10 +212,14 @@ function findNotes({ chain, headers, https, files }: NoteEvidence): Note[] {
   const isHttpFinal = chain.finalUrl.protocol === "http:";
   const requestFailure = requestFailureOf(chain);
   const notes = missingHeaderNotes(headers);
-  if (!https.ok) notes.push({ code: "https_failed", url: https.url, failure: https.failure });
+  // A chain our cap stopped says so itself; HTTPS of that same unsent request was not checked.
+  const chainCapped = requestFailure?.kind === "capped";
+  if (!https.ok && !(chainCapped && https.url === finalUrl)) {
+    notes.push({ code: "https_failed", url: https.url, failure: https.failure });
+  }
   if (chain.failure?.kind === "redirect_cap") {
     notes.push({ code: "redirect_cap", url: finalUrl, max: chain.failure.max });
-  } else if (requestFailure && !(!https.ok && https.url === finalUrl)) {
+  } else if (requestFailure && (chainCapped || !(!https.ok && https.url === finalUrl))) {
     // A failed https final request is already explained by the HTTPS note.
     notes.push({ code: "chain_broken", url: finalUrl, failure: requestFailure });
   }

@@ -9,8 +9,9 @@
  */
 import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
-import { defaultSnapshotConcurrency } from "../config.js";
+import { DEFAULT_SNAPSHOT_CAPS, defaultSnapshotConcurrency } from "../config.js";
 import type { SnapshotConfig } from "../config.js";
+import { SnapshotBudget, budgetedDispatchers } from "./budget.js";
 import { checkHeaders } from "./checks/headers.js";
 import type { HeaderPresence } from "./checks/headers.js";
 import { checkHttps } from "./checks/https.js";
@@ -53,7 +54,11 @@ import {
 } from "./url-rules.js";
 import type { UrlPolicy } from "./url-rules.js";
 
-export interface EngineOptions extends SnapshotConfig {
+/** The caps default to docs/contract.md §4.1's when a caller (a test) leaves them out. */
+export interface EngineOptions
+  extends
+    Omit<SnapshotConfig, "maxRequests" | "maxNames">,
+    Partial<Pick<SnapshotConfig, "maxRequests" | "maxNames">> {
   /** Port of the HTTPS probe for http final URLs; 443 in production, overridable by tests. */
   httpsProbePort?: number;
   /** Port of the http-side probe `http://<input host>/`; 80 in production, overridable by tests. */
@@ -172,6 +177,13 @@ interface Session {
   httpSideFor(hostname: string): Promise<HttpSideProbe>;
   /** The final URL asked again with a made-up `Origin`, at most once per snapshot. */
   corsOf(url: URL): Promise<CorsProbe>;
+  /**
+   * The chain ended on `finalUrl`: the speculative file probes of other origins are cancelled,
+   * and what the caps held back for the chain goes to the requests waiting for it.
+   */
+  chainEnded(finalUrl: URL): void;
+  /** The HTTPS probe is sent or not needed: the rest may use what is left of the caps. */
+  httpsDecided(): void;
   /** Cancels what is still running and closes the snapshot's connections. */
   end(): void;
 }
@@ -193,6 +205,16 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
   // Every request and connect of the snapshot listens on this one signal; a redirect chain
   // with its speculative probes can have more than Node's default 10 in flight (not a leak).
   setMaxListeners(256, signal);
+  // Every request of the snapshot is admitted by its caps (docs/contract.md §4.1) on its way
+  // to the one dispatcher; the chain can make at most maxRedirects + 1 requests.
+  const budget = new SnapshotBudget(
+    {
+      maxRequests: options.maxRequests ?? DEFAULT_SNAPSHOT_CAPS.maxRequests,
+      maxNames: options.maxNames ?? DEFAULT_SNAPSHOT_CAPS.maxNames,
+    },
+    options.maxRedirects + 1,
+    signal,
+  );
   // Each connect gets the time left and the signal; destroying the dispatcher at the end
   // closes all the snapshot's connections (no idle socket outlives it).
   const dispatcher = createTargetDispatcher({
@@ -202,10 +224,14 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
     connectTimeoutMs: options.timeoutMs,
     deadline: deadlineAt,
     signal,
+    budget,
     ...(options.sessionWait ? { sessionWait: options.sessionWait } : {}),
   });
+  // The raw dispatcher stays here: the fetch layer only gets the views that count.
+  const views = budgetedDispatchers(dispatcher, budget);
   const ctx: FetchContext = {
-    dispatcher,
+    dispatcher: views.other,
+    ranked: { chain: views.chain, https: views.https, files: views.files },
     policy,
     signal,
     deadlinePassed: () => deadline.signal.aborted,
@@ -215,6 +241,10 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
   const probePort = options.httpsProbePort ?? 443;
   const httpPort = options.httpProbePort ?? 80;
   const filesByOrigin = new Map<string, Promise<FileVerdicts>>();
+  // Each origin's file probes can be cancelled alone: those of an origin the chain only passed
+  // through are not needed once it has ended, and must not use the caps the final one needs.
+  const filesCancel = new Map<string, AbortController>();
+  let chainOver = false;
   const httpsByHost = new Map<string, Promise<HttpsProbe>>();
   const httpSideByHost = new Map<string, Promise<HttpSideProbe>>();
   // One made-up origin per snapshot (docs/snapshot-engine.md "CORS probe").
@@ -234,13 +264,34 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
     },
     filesFor(url) {
       let p = filesByOrigin.get(url.origin);
-      if (!p) filesByOrigin.set(url.origin, (p = probeWellKnown(new URL(url.origin), ctx)));
+      if (!p) {
+        const cancel = new AbortController();
+        filesCancel.set(url.origin, cancel);
+        const own = { ...ctx, signal: AbortSignal.any([signal, cancel.signal]) };
+        filesByOrigin.set(url.origin, (p = probeWellKnown(new URL(url.origin), own)));
+      }
       return p;
     },
     httpsFor(hostname) {
       let p = httpsByHost.get(hostname);
-      if (!p) httpsByHost.set(hostname, (p = probeHttps(hostname, probePort, ctx)));
+      if (!p) {
+        httpsByHost.set(hostname, (p = probeHttps(hostname, probePort, ctx)));
+        // A speculative probe the caps refused while the chain ran is asked again if needed.
+        void p.then((r) => {
+          if (!chainOver && !r.ok && r.failure.kind === "capped") httpsByHost.delete(hostname);
+        });
+      }
       return p;
+    },
+    chainEnded(finalUrl) {
+      chainOver = true;
+      for (const [origin, cancel] of filesCancel) {
+        if (origin !== finalUrl.origin) cancel.abort();
+      }
+      budget.chainEnded();
+    },
+    httpsDecided() {
+      budget.httpsDecided();
     },
     end() {
       clearTimeout(timer);
@@ -348,16 +399,23 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
   const { finalUrl } = chain;
   const isHttpFinal = finalUrl.protocol === "http:";
   const needProbe = isHttpFinal && !httpsProvenByChain(chain, finalUrl.hostname, session.probePort);
+  // Under the caps the HTTPS probe comes before the files, and both before CORS and the http://
+  // side (docs/snapshot-engine.md "Per-snapshot caps"); asked in that order, released in steps.
+  session.chainEnded(finalUrl);
+  const filesAsked = chain.final !== null ? session.filesFor(finalUrl) : null;
+  const probeAsked = needProbe ? session.httpsFor(finalUrl.hostname) : null;
+  session.httpsDecided();
   const page = pageOf(chain);
   const cors = chain.final !== null && speaksCors(chain.final) ? session.corsOf(finalUrl) : null;
   const httpSide = httpSideFrom(chain, input, session);
-  const [files, probe] = await Promise.all([
-    chain.final !== null ? session.filesFor(finalUrl) : null,
-    needProbe ? session.httpsFor(finalUrl.hostname) : null,
-  ]);
+  const [files, probe] = await Promise.all([filesAsked, probeAsked]);
   const https = checkHttps({
     finalUrl,
-    finalAnswered: chain.final !== null || chain.failure?.kind === "redirect_cap",
+    // The last URL requested answered when the chain ended on a redirect it did not follow.
+    finalAnswered:
+      chain.final !== null ||
+      chain.failure?.kind === "redirect_cap" ||
+      (chain.failure?.kind === "capped" && chain.hops.length > 0),
     finalFailure: requestFailureOf(chain),
     probe: isHttpFinal && !needProbe ? { ok: true } : probe,
     probeUrl: httpsProbeUrl(finalUrl.hostname, session.probePort).href,

@@ -17,8 +17,16 @@ export interface Hop {
 export type TlsReason =
   "expired" | "not_yet_valid" | "wrong_name" | "untrusted" | "self_signed" | "handshake";
 
+/** The per-snapshot cap that stopped a request (budget.ts): our limit, not the site's fault. */
+export interface Capped {
+  limit: "requests" | "names";
+  max: number;
+}
+
 /** Why a request produced no HTTP response (the classification of an undici/dialer error). */
 export type RequestFailure =
+  /** Not sent: the snapshot reached SNAPSHOT_MAX_REQUESTS or SNAPSHOT_MAX_NAMES. */
+  | ({ kind: "capped" } & Capped)
   | { kind: "blocked"; message: string }
   | { kind: "dns" }
   | { kind: "refused" }
@@ -74,6 +82,8 @@ export type FileProbe =
       kind: "failed";
       url: string;
       reason: "blocked" | "too_many_redirects" | RequestFailure["kind"];
+      /** Which cap, when reason is "capped". */
+      capped?: Capped;
     };
 
 /** The outcome of `GET https://<host>:<probe port>/`: any HTTP response proves HTTPS works. */

@@ -15,6 +15,14 @@ declare module "undici/lib/core/errors.js" {
   import { errors } from "undici";
   export = errors;
 }
+declare module "undici/lib/handler/unwrap-handler.js" {
+  import type { Dispatcher } from "undici";
+  /** A handler of either of undici's handler APIs, as the legacy one (onConnect, onError, …). */
+  const UnwrapHandler: {
+    unwrap(handler: Dispatcher.DispatchHandler): Dispatcher.DispatchHandler;
+  };
+  export = UnwrapHandler;
+}
 declare module "undici/lib/api/index.js" {
   import type { Dispatcher } from "undici";
   const api: {

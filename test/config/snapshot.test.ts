@@ -23,6 +23,8 @@ describe("snapshot configuration (docs/contract.md §6.1)", () => {
     expect([...config.allowedPorts].sort((a, b) => a - b)).toEqual([80, 443, 8080, 8443]);
     expect(config.allowCidrs).toEqual([]);
     expect(config.dnsServers).toEqual([]);
+    expect(config.maxRequests).toBe(32);
+    expect(config.maxNames).toBe(16);
     const all = loadConfig({});
     expect([all.port, all.host]).toEqual([8080, "0.0.0.0"]);
   });
@@ -34,6 +36,8 @@ describe("snapshot configuration (docs/contract.md §6.1)", () => {
       SNAPSHOT_ALLOWED_PORTS: "443, 8443",
       SNAPSHOT_ALLOW_CIDRS: "127.0.0.2/31,fd00::/8",
       SNAPSHOT_DNS_SERVERS: "127.0.0.1:5353,[::1]:53,9.9.9.9",
+      SNAPSHOT_MAX_REQUESTS: "3",
+      SNAPSHOT_MAX_NAMES: " 1000 ",
     });
     expect(config).toEqual({
       timeoutMs: 2500,
@@ -41,6 +45,8 @@ describe("snapshot configuration (docs/contract.md §6.1)", () => {
       allowedPorts: new Set([443, 8443]),
       allowCidrs: ["127.0.0.2/31", "fd00::/8"],
       dnsServers: ["127.0.0.1:5353", "[::1]:53", "9.9.9.9"],
+      maxRequests: 3,
+      maxNames: 1000,
     });
   });
 
@@ -55,6 +61,14 @@ describe("snapshot configuration (docs/contract.md §6.1)", () => {
     ["SNAPSHOT_ALLOW_CIDRS", "10.0.0.0/33"],
     ["SNAPSHOT_DNS_SERVERS", "dns.example"],
     ["SNAPSHOT_DNS_SERVERS", "127.0.0.1:0"],
+    ["SNAPSHOT_MAX_REQUESTS", "0"],
+    ["SNAPSHOT_MAX_REQUESTS", "2.5"],
+    ["SNAPSHOT_MAX_REQUESTS", "many"],
+    ["SNAPSHOT_MAX_REQUESTS", "1001"],
+    ["SNAPSHOT_MAX_NAMES", "0"],
+    ["SNAPSHOT_MAX_NAMES", "-3"],
+    ["SNAPSHOT_MAX_NAMES", "16 names"],
+    ["SNAPSHOT_MAX_NAMES", "1e9"],
   ])("%s=%j is refused with an error naming the variable", (variable, value) => {
     const err = configError({ [variable]: value });
     expect(err.variable).toBe(variable);

@@ -1,4 +1,4 @@
-import type { FileProbe, Undecodable } from "../types.js";
+import type { Capped, FileProbe, Undecodable } from "../types.js";
 import type { FileCheckName } from "./registry.js";
 
 /**
@@ -19,6 +19,7 @@ type FileWhy =
   | "blocked"
   | "too_many_redirects"
   | "timeout"
+  | "capped" // not asked: the snapshot reached one of our caps (null, never the site's fault)
   | "network"; // DNS, refused, reset, TLS, bad HTTP (null)
 
 export interface FileVerdict {
@@ -28,6 +29,8 @@ export interface FileVerdict {
   status?: number;
   /** Why the body could not be decoded, for "body_undecodable". */
   undecodable?: Undecodable;
+  /** Which of our caps stopped it, for "capped". */
+  capped?: Capped;
 }
 
 /** The verdict on each well-known file of one origin. */
@@ -57,6 +60,7 @@ export function isHtml(text: string, contentType: string | undefined): boolean {
 /** The status column of the table, then `contentTest` for a readable 200. */
 export function fileVerdict(probe: FileProbe, contentTest: ContentTest): FileVerdict {
   if (probe.kind === "failed") {
+    if (probe.capped) return { value: null, why: "capped", capped: probe.capped };
     const why: FileWhy =
       probe.reason === "blocked" ||
       probe.reason === "too_many_redirects" ||

@@ -72,7 +72,10 @@ export function judgeHttpSide(evidence: Evidence): Finding[] {
     }
   }
   // Plain HTTP carries the site (a page, or a redirect that stays on http) and HTTPS is broken.
-  if (!evidence.https.ok && target?.protocol !== "https:") {
+  // An HTTPS probe our own cap stopped says nothing about the site (docs/snapshot-engine.md
+  // "Per-snapshot caps"): the findings below, which do not depend on it, still apply.
+  const httpsBroken = !evidence.https.ok && evidence.https.failure.kind !== "capped";
+  if (httpsBroken && target?.protocol !== "https:") {
     return [
       found(
         HTTP_ONLY,

@@ -23,7 +23,9 @@ export const SECURITY_TXT_MISSING: FindingDef = {
 export const HTTPS_FINDINGS: readonly FindingDef[] = [HTTPS_FAILED, SECURITY_TXT_MISSING];
 
 export function judgeHttps(e: Evidence): Finding[] {
-  return e.https.ok ? [] : [found(HTTPS_FAILED, httpsFailedNote(e.https))];
+  // A probe our own cap stopped learned nothing about the site: no finding against it.
+  if (e.https.ok || e.https.failure.kind === "capped") return [];
+  return [found(HTTPS_FAILED, httpsFailedNote(e.https))];
 }
 
 /** Only a security.txt known to be absent (false), not one that could not be checked (null). */
