@@ -124,14 +124,14 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     admission,
     readinessChecks: readinessChecks(gate, shared),
     rateLimit,
-    trustProxy: config.ops.trustProxy,
+    trustedProxies: config.ops.trustedProxies,
   });
   const front = createChallengeFastPath({
     urlPolicy,
     unpaidChallenge: gate.unpaidChallenge,
     log: appLog,
     rateLimit,
-    trustProxy: config.ops.trustProxy,
+    trustedProxies: config.ops.trustedProxies,
   });
   const observe = createRequestObserver({
     routes: ROUTES,

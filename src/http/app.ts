@@ -22,7 +22,7 @@ import { SERVICE_VERSION } from "../version.js";
 import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
 import { SnapshotAdmission } from "./admission.js";
 import { readBodyText } from "./body.js";
-import { clientAddress } from "./client-ip.js";
+import { TrustedProxies, clientAddress } from "./client-ip.js";
 import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { STATIC_CACHE_CONTROL, createOpenApiDocument } from "./openapi.js";
@@ -75,8 +75,8 @@ export interface AppDeps {
   readinessChecks?: readonly ReadinessCheck[];
   /** Per-client budget of free answers (RATE_LIMIT_PER_MINUTE); default none. */
   rateLimit?: ClientRateLimit;
-  /** Proxies whose X-Forwarded-For entries name the client (TRUST_PROXY); default 0. */
-  trustProxy?: number;
+  /** CIDRs of the proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES); default none. */
+  trustedProxies?: readonly string[];
 }
 
 /** The methods each known path answers; everything else on these paths is 405 with Allow. */
@@ -100,7 +100,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const admission = deps.admission ?? new SnapshotAdmission();
   app.use("*", corsMiddleware());
-  if (deps.rateLimit) app.use("*", rateLimitMiddleware(deps.rateLimit, deps.trustProxy ?? 0));
+  if (deps.rateLimit) {
+    const trusted = new TrustedProxies(deps.trustedProxies ?? []);
+    app.use("*", rateLimitMiddleware(deps.rateLimit, trusted));
+  }
   addSnapshotRoute(app, deps, admission, checkShape);
   addFreeRoutes(app, deps, admission, checkShape);
   addPageRoutes(app, deps);
@@ -134,13 +137,13 @@ function nodeResponse(c: Context): ServerResponse | undefined {
  */
 function rateLimitMiddleware(
   limit: ClientRateLimit,
-  trustProxy: number,
+  trusted: TrustedProxies,
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = (name: string) => c.req.header(name);
     if (ClientRateLimit.exempt(c.req.path)) return next();
     const peer = nodeResponse(c)?.req.socket.remoteAddress;
-    const client = clientAddress(peer, header("x-forwarded-for"), trustProxy);
+    const client = clientAddress(peer, header("x-forwarded-for"), trusted);
     // A proof elsewhere than the paid route buys nothing, so it is a free answer like any other.
     if (c.req.path === PAID_PATH && c.req.method === "POST" && carriesProof(header)) {
       const spent = await limit.refusedProofsSpent(client);
