@@ -28,7 +28,7 @@ import { INTERNAL_ERROR } from "./errors.js";
 import { STATIC_CACHE_CONTROL, createOpenApiDocument } from "./openapi.js";
 import { HealthSchema, ReadinessSchema } from "./openapi-components.js";
 import { ClientRateLimit } from "./rate-limit.js";
-import { readinessAnswer, type ReadinessCheck } from "./readiness.js";
+import { cachedCheck, readinessAnswer, type ReadinessCheck } from "./readiness.js";
 import {
   DemoSnapshotResultSchema,
   SnapshotErrorBodySchema,
@@ -73,6 +73,11 @@ export interface AppDeps {
   admission?: SnapshotAdmission;
   /** What GET /ready checks besides draining (the facilitator, a shared store); default none. */
   readinessChecks?: readonly ReadinessCheck[];
+  /**
+   * Whether the payment record store accepts writes now (PaymentRecordStore.writable()): /ready
+   * is 503 naming `store` while it does not. Asked at most once per STORE_CHECK_TTL_MS.
+   */
+  storeWritable?: () => Promise<boolean>;
   /** Per-client budget of free answers (RATE_LIMIT_PER_MINUTE); default none. */
   rateLimit?: ClientRateLimit;
   /** CIDRs of the proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES); default none. */
@@ -157,6 +162,9 @@ function rateLimitMiddleware(
     await next();
   };
 }
+
+/** How long /ready keeps the store's answer to "writable?" (a load balancer polls often). */
+const STORE_CHECK_TTL_MS = 1_000;
 
 /** The one paid route. */
 const PAID_PATH = "/v1/snapshot";
@@ -267,8 +275,12 @@ function addFreeRoutes(
     return toResponse(jsonAnswer(200, body));
   });
   app.get("/openapi.json", etag(), () => toResponse(openApiAnswer));
+  const checks = [
+    ...(deps.readinessChecks ?? []),
+    ...(deps.storeWritable ? [cachedCheck("store", deps.storeWritable, STORE_CHECK_TTL_MS)] : []),
+  ];
   app.get("/ready", async () => {
-    const answer = await readinessAnswer(deps.readinessChecks ?? [], admission);
+    const answer = await readinessAnswer(checks, admission);
     checkShape(ReadinessSchema, JSON.parse(answer.body), "Readiness");
     return toResponse(answer);
   });

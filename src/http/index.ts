@@ -14,6 +14,7 @@ export {
   SnapshotResultSchema,
 } from "./report-schemas.js";
 export { ClientRateLimit } from "./rate-limit.js";
+export { PeriodicCheck } from "./readiness.js";
 export type { ReadinessCheck } from "./readiness.js";
 export { startServer } from "./server.js";
 export type { RunningServer, ServerTimeouts } from "./server.js";
