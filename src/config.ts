@@ -225,8 +225,11 @@ export interface Config {
 export interface OpsConfig {
   /** Free answers (402, 400, demo, OpenAPI, page) per client IP and minute (RATE_LIMIT_PER_MINUTE). */
   rateLimitPerMinute: number;
-  /** Proxies in front whose X-Forwarded-For entries are believed (TRUST_PROXY, hops). */
-  trustProxy: number;
+  /**
+   * TRUSTED_PROXIES: CIDRs (or addresses) of the proxies in front; X-Forwarded-For is believed
+   * only from a peer in them. Empty: never.
+   */
+  trustedProxies: readonly string[];
   /** Paid snapshots in flight per instance before a 503 (SNAPSHOT_MAX_CONCURRENCY). */
   snapshotMaxConcurrency: number;
   /** On SIGTERM, how long /ready says draining before the listener closes (SHUTDOWN_GRACE_MS). */
@@ -252,7 +255,7 @@ export function loadOpsConfig(env: Env = process.env): OpsConfig {
       int(1, 1_000_000, "a whole number from 1 to 1000000"),
       "600",
     ),
-    trustProxy: read(env, "TRUST_PROXY", int(0, 10, "a number of proxy hops from 0 to 10"), "0"),
+    trustedProxies: readTrustedProxies(env),
     snapshotMaxConcurrency: read(
       env,
       "SNAPSHOT_MAX_CONCURRENCY",
@@ -266,6 +269,31 @@ export function loadOpsConfig(env: Env = process.env): OpsConfig {
       "2000",
     ),
   };
+}
+
+/**
+ * TRUSTED_PROXIES, and TRUST_PROXY refused unless 0: its hop count believed X-Forwarded-For from
+ * any peer, so a client reaching an instance directly chose its own rate-limit key
+ * (docs/operations.md, "Rate limits"). A start that still sets it stops and says what replaces it.
+ */
+function readTrustedProxies(env: Env): readonly string[] {
+  const old = env.TRUST_PROXY?.trim();
+  if (old !== undefined && old !== "" && old !== "0") {
+    throw new ConfigError(
+      "TRUST_PROXY",
+      `is replaced by TRUSTED_PROXIES, the proxies' CIDRs, e.g. 10.0.0.0/8 (got ${JSON.stringify(old)})`,
+    );
+  }
+  return read(
+    env,
+    "TRUSTED_PROXIES",
+    list(isCidrOrAddress, "CIDRs or addresses (e.g. 10.0.0.0/8, 192.0.2.7)"),
+    "",
+  );
+}
+
+function isCidrOrAddress(s: string): boolean {
+  return s.includes("/") ? isCidr(s) : ipaddr.isValid(s);
 }
 
 /** pino's levels; `silent` logs nothing. */

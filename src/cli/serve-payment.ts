@@ -16,6 +16,10 @@ export interface PaymentSetup {
   /** The networks the challenge offers (CAIP-2), and whether they are the devnet: for the page. */
   networks: readonly string[];
   devnet: boolean;
+  /** Where verify and settle go: /ready checks it is still there (serve-liveness.ts). */
+  facilitatorUrl: string;
+  /** Devnet mode: the chain's JSON-RPC URL, which its facilitator settles on; checked likewise. */
+  devnetRpcUrl?: string;
   /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
   howToPay?: (serviceUrl: string) => string;
   /** Stops the devnet when this start brought it up; after the server has closed. */
@@ -45,8 +49,9 @@ export async function setupPayment(
     ...(publicUrl !== undefined && { publicUrl }),
   };
   if (config.payTo) {
+    const gateOptions = paymentGateOptionsFromConfig(config);
     const gate = createPaymentGate({
-      ...paymentGateOptionsFromConfig(config),
+      ...gateOptions,
       ...paidRecordOptionsFromConfig(config),
       ...common,
     });
@@ -57,6 +62,7 @@ export async function setupPayment(
       gate,
       networks: config.networks.map((name) => NETWORK_IDS[name]),
       devnet: false,
+      facilitatorUrl: gateOptions.facilitatorUrl,
       mode: `x402 on ${config.networks.join(", ")}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
       close: async () => {},
     };
@@ -82,6 +88,8 @@ export async function setupPayment(
       gate,
       networks: [devnet.network],
       devnet: true,
+      facilitatorUrl: devnet.facilitatorUrl,
+      devnetRpcUrl: devnet.rpcUrl,
       mode:
         `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
         `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +

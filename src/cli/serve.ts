@@ -13,6 +13,7 @@ import {
   metricsApp,
   startServer,
   type NodeFront,
+  type PeriodicCheck,
   type ReadinessCheck,
   type RequestObserver,
   type RunningServer,
@@ -23,6 +24,7 @@ import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type CliOutput, type Command } from "./command.js";
 import { createLogger } from "./logger.js";
 import { rateLimitedLog } from "./rate-limited-log.js";
+import { livenessChecks } from "./serve-liveness.js";
 import { setupPayment, type PaymentSetup } from "./serve-payment.js";
 
 /** In-flight requests get the whole snapshot deadline plus this much to finish on shutdown. */
@@ -75,6 +77,8 @@ interface Service {
   engine: SnapshotEngine;
   payment: PaymentSetup;
   shared: SharedState;
+  /** /ready's background checks, stopped on shutdown. */
+  liveness: PeriodicCheck[];
 }
 
 interface Listeners {
@@ -103,6 +107,8 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
   const urlPolicy = createUrlPolicy(config.snapshot);
   const { gate } = payment;
   const admission = new SnapshotAdmission(config.ops.snapshotMaxConcurrency);
+  const live = livenessChecks(payment);
+  const liveness = [live.facilitator, ...(live.devnet ? [live.devnet] : [])];
   const rateLimit = new ClientRateLimit(
     shared.limiterFor({
       keyPrefix: "client",
@@ -122,16 +128,18 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
     log: appLog,
     admission,
-    readinessChecks: readinessChecks(gate, shared),
+    readinessChecks: readinessChecks(gate, live),
+    // The shared state's store for now; the payment record store's writable() once it is wired.
+    ...(shared.kind === "redis" && { storeWritable: () => shared.writable() }),
     rateLimit,
-    trustProxy: config.ops.trustProxy,
+    trustedProxies: config.ops.trustedProxies,
   });
   const front = createChallengeFastPath({
     urlPolicy,
     unpaidChallenge: gate.unpaidChallenge,
     log: appLog,
     rateLimit,
-    trustProxy: config.ops.trustProxy,
+    trustedProxies: config.ops.trustedProxies,
   });
   const observe = createRequestObserver({
     routes: ROUTES,
@@ -139,7 +147,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     logger,
     priceUsdc: config.payment.priceUsdc,
   });
-  return { app, front, observe, metrics, admission, engine, payment, shared };
+  return { app, front, observe, metrics, admission, engine, payment, shared, liveness };
 }
 
 /** The shared state, then the payment side on it; the state is closed again if payment cannot start. */
@@ -163,13 +171,20 @@ async function openStateAndPayment(
   }
 }
 
-/** What /ready asks: the facilitator, and Redis when the state is there. */
-function readinessChecks(gate: PaymentGate, shared: SharedState): ReadinessCheck[] {
+/**
+ * What /ready asks besides the store: the facilitator (its /supported known and checked, and
+ * still answering), and in devnet mode the chain it settles on.
+ */
+function readinessChecks(
+  gate: PaymentGate,
+  live: ReturnType<typeof livenessChecks>,
+): ReadinessCheck[] {
   return [
-    { name: "facilitator", check: () => gate.facilitatorReady() },
-    ...(shared.kind === "redis"
-      ? [{ name: "redis", check: async () => (await shared.ping()) === "ok" }]
-      : []),
+    {
+      name: "facilitator",
+      check: async () => (await live.facilitator.check()) && (await gate.facilitatorReady()),
+    },
+    ...(live.devnet ? [live.devnet] : []),
   ];
 }
 
@@ -197,6 +212,7 @@ async function listen(
       });
     }
   } catch (err) {
+    for (const check of service.liveness) check.stop();
     await Promise.allSettled([
       server?.close(0),
       service.engine.close(),
@@ -237,6 +253,7 @@ async function shutDown(
   if (received === "SIGTERM") await sleep(config.ops.shutdownGraceMs);
   await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
   await metricsServer?.close(0);
+  for (const check of service.liveness) check.stop();
   await service.engine.close();
   await service.payment.close();
   await service.shared.close();

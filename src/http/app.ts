@@ -22,13 +22,13 @@ import { SERVICE_VERSION } from "../version.js";
 import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
 import { SnapshotAdmission } from "./admission.js";
 import { readBodyText } from "./body.js";
-import { clientAddress } from "./client-ip.js";
+import { TrustedProxies, clientAddress } from "./client-ip.js";
 import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { STATIC_CACHE_CONTROL, createOpenApiDocument } from "./openapi.js";
 import { HealthSchema, ReadinessSchema } from "./openapi-components.js";
 import { ClientRateLimit } from "./rate-limit.js";
-import { readinessAnswer, type ReadinessCheck } from "./readiness.js";
+import { cachedCheck, readinessAnswer, type ReadinessCheck } from "./readiness.js";
 import {
   DemoSnapshotResultSchema,
   SnapshotErrorBodySchema,
@@ -73,10 +73,15 @@ export interface AppDeps {
   admission?: SnapshotAdmission;
   /** What GET /ready checks besides draining (the facilitator, a shared store); default none. */
   readinessChecks?: readonly ReadinessCheck[];
+  /**
+   * Whether the payment record store accepts writes now (PaymentRecordStore.writable()): /ready
+   * is 503 naming `store` while it does not. Asked at most once per STORE_CHECK_TTL_MS.
+   */
+  storeWritable?: () => Promise<boolean>;
   /** Per-client budget of free answers (RATE_LIMIT_PER_MINUTE); default none. */
   rateLimit?: ClientRateLimit;
-  /** Proxies whose X-Forwarded-For entries name the client (TRUST_PROXY); default 0. */
-  trustProxy?: number;
+  /** CIDRs of the proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES); default none. */
+  trustedProxies?: readonly string[];
 }
 
 /** The methods each known path answers; everything else on these paths is 405 with Allow. */
@@ -100,7 +105,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const admission = deps.admission ?? new SnapshotAdmission();
   app.use("*", corsMiddleware());
-  if (deps.rateLimit) app.use("*", rateLimitMiddleware(deps.rateLimit, deps.trustProxy ?? 0));
+  if (deps.rateLimit) {
+    const trusted = new TrustedProxies(deps.trustedProxies ?? []);
+    app.use("*", rateLimitMiddleware(deps.rateLimit, trusted));
+  }
   addSnapshotRoute(app, deps, admission, checkShape);
   addFreeRoutes(app, deps, admission, checkShape);
   addPageRoutes(app, deps);
@@ -134,13 +142,13 @@ function nodeResponse(c: Context): ServerResponse | undefined {
  */
 function rateLimitMiddleware(
   limit: ClientRateLimit,
-  trustProxy: number,
+  trusted: TrustedProxies,
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = (name: string) => c.req.header(name);
     if (ClientRateLimit.exempt(c.req.path)) return next();
     const peer = nodeResponse(c)?.req.socket.remoteAddress;
-    const client = clientAddress(peer, header("x-forwarded-for"), trustProxy);
+    const client = clientAddress(peer, header("x-forwarded-for"), trusted);
     // A proof elsewhere than the paid route buys nothing, so it is a free answer like any other.
     if (c.req.path === PAID_PATH && c.req.method === "POST" && carriesProof(header)) {
       const spent = await limit.refusedProofsSpent(client);
@@ -154,6 +162,9 @@ function rateLimitMiddleware(
     await next();
   };
 }
+
+/** How long /ready keeps the store's answer to "writable?" (a load balancer polls often). */
+const STORE_CHECK_TTL_MS = 1_000;
 
 /** The one paid route. */
 const PAID_PATH = "/v1/snapshot";
@@ -264,8 +275,12 @@ function addFreeRoutes(
     return toResponse(jsonAnswer(200, body));
   });
   app.get("/openapi.json", etag(), () => toResponse(openApiAnswer));
+  const checks = [
+    ...(deps.readinessChecks ?? []),
+    ...(deps.storeWritable ? [cachedCheck("store", deps.storeWritable, STORE_CHECK_TTL_MS)] : []),
+  ];
   app.get("/ready", async () => {
-    const answer = await readinessAnswer(deps.readinessChecks ?? [], admission);
+    const answer = await readinessAnswer(checks, admission);
     checkShape(ReadinessSchema, JSON.parse(answer.body), "Readiness");
     return toResponse(answer);
   });

@@ -3,7 +3,7 @@ import type { PaymentGate } from "../payment/index.js";
 import type { UrlPolicy } from "../snapshot/index.js";
 import type { Answer } from "../payment/index.js";
 import { readNodeBody, type BodyText } from "./body.js";
-import { clientAddress } from "./client-ip.js";
+import { TrustedProxies, clientAddress } from "./client-ip.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { sendNodeAnswer } from "./node-answer.js";
 import type { ClientRateLimit } from "./rate-limit.js";
@@ -22,8 +22,8 @@ export interface ChallengeFastPathOptions {
   log?: (message: string, error?: unknown) => void;
   /** The app's per-client budget, taken here too: these answers are free (RATE_LIMIT_PER_MINUTE). */
   rateLimit?: ClientRateLimit;
-  /** Proxies whose X-Forwarded-For entries name the client (TRUST_PROXY); default 0. */
-  trustProxy?: number;
+  /** CIDRs of the proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES); default none. */
+  trustedProxies?: readonly string[];
 }
 
 const SNAPSHOT_PATH = "/v1/snapshot";
@@ -87,7 +87,7 @@ export function createChallengeFastPath(options: ChallengeFastPathOptions): Node
   const log = options.log ?? ((message, error) => console.error(message, error ?? ""));
   const verdicts = new InputVerdicts(options.urlPolicy);
   const { rateLimit } = options;
-  const trustProxy = options.trustProxy ?? 0;
+  const trusted = new TrustedProxies(options.trustedProxies ?? []);
   const noLimit = Promise.resolve(undefined);
 
   return (req, res, requestId) => {
@@ -96,7 +96,7 @@ export function createChallengeFastPath(options: ChallengeFastPathOptions): Node
 
     // Counted while the body arrives: one consume, no extra wait for the memory limiter.
     const limited = rateLimit
-      ? rateLimit.take(clientAddress(req.socket.remoteAddress, forwardedFor(req), trustProxy))
+      ? rateLimit.take(clientAddress(req.socket.remoteAddress, forwardedFor(req), trusted))
       : noLimit;
     void Promise.all([readNodeBody(req, MAX_BODY_BYTES), limited]).then(([read, tooMany]) => {
       try {

@@ -4,27 +4,70 @@ import ipaddr from "ipaddr.js";
 const IPV6_KEY_PREFIX = 64;
 
 /**
- * The client address a request is counted under (docs/operations.md, "Rate limits"). The
- * socket's peer, or with `trustedHops` proxies in front, the entry of `X-Forwarded-For` that the
- * outermost trusted proxy wrote: each proxy appends the address it saw, so the right-most
- * `trustedHops` addresses (the socket peer included) are proxies and the one left of them is the
- * client. Entries further left were sent by the client and are never believed. Hand-written:
- * proxy-addr does the same, but is not a dependency and this is the whole rule.
+ * The proxies whose `X-Forwarded-For` is believed (TRUSTED_PROXIES): CIDRs, or single
+ * addresses. An IPv4-mapped IPv6 peer is matched as its IPv4 address.
+ */
+export class TrustedProxies {
+  private readonly ranges: Array<[ipaddr.IPv4 | ipaddr.IPv6, number]>;
+  /** Verdicts of recently seen addresses: the peer is one of a few proxies, parsed once. */
+  private readonly seen = new Map<string, boolean>();
+
+  constructor(cidrs: readonly string[]) {
+    this.ranges = cidrs.map((cidr) => {
+      if (cidr.includes("/")) return ipaddr.parseCIDR(cidr);
+      const address = ipaddr.parse(cidr);
+      return [address, address.kind() === "ipv4" ? 32 : 128];
+    });
+  }
+
+  get empty(): boolean {
+    return this.ranges.length === 0;
+  }
+
+  has(address: string): boolean {
+    let verdict = this.seen.get(address);
+    if (verdict === undefined) {
+      verdict = this.match(address);
+      if (address.length <= MAX_ADDRESS_LENGTH) {
+        if (this.seen.size >= RECENT_KEYS_MAX) this.seen.clear();
+        this.seen.set(address, verdict);
+      }
+    }
+    return verdict;
+  }
+
+  private match(address: string): boolean {
+    if (!ipaddr.isValid(address)) return false;
+    const parsed = ipaddr.process(address);
+    return this.ranges.some(
+      ([range, bits]) => range.kind() === parsed.kind() && parsed.match(range, bits),
+    );
+  }
+}
+
+/**
+ * The client address a request is counted under (docs/operations.md, "Rate limits"): the
+ * socket's peer, unless that peer is a trusted proxy. Then `X-Forwarded-For` is walked from the
+ * right (each proxy appends the address it saw), skipping the entries that are trusted proxies
+ * themselves: the first one that is not is the client. Entries left of it were sent by the
+ * client and are never believed, and a peer outside the trusted ranges is never asked for the
+ * header at all, so a client that reaches an instance directly cannot choose its own key.
+ * Hand-written: proxy-addr does the same, but is not a dependency and this is the whole rule.
  */
 export function clientAddress(
   peer: string | undefined,
   forwardedFor: string | undefined,
-  trustedHops: number,
+  trusted: TrustedProxies | undefined,
 ): string {
   let address = peer ?? "";
-  if (trustedHops > 0 && forwardedFor) {
-    const chain = forwardedFor
-      .split(",")
-      .map((entry) => entry.trim())
-      .filter(Boolean);
-    // chain[length - 1] was written by the proxy we talk to (hop 1), and so on leftwards.
-    const index = Math.max(0, chain.length - trustedHops);
-    address = chain[index] ?? address;
+  if (trusted !== undefined && forwardedFor && !trusted.empty && trusted.has(address)) {
+    const chain = forwardedFor.split(",");
+    for (let i = chain.length - 1; i >= 0; i--) {
+      const entry = chain[i]!.trim();
+      if (entry === "") continue;
+      address = entry;
+      if (!trusted.has(entry)) break;
+    }
   }
   return rateKey(address);
 }

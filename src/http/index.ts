@@ -14,9 +14,10 @@ export {
   SnapshotResultSchema,
 } from "./report-schemas.js";
 export { ClientRateLimit } from "./rate-limit.js";
+export { PeriodicCheck } from "./readiness.js";
 export type { ReadinessCheck } from "./readiness.js";
 export { startServer } from "./server.js";
-export type { RunningServer } from "./server.js";
+export type { RunningServer, ServerTimeouts } from "./server.js";
 export { MAX_BODY_BYTES } from "./snapshot-input.js";
 export type { SnapshotInput } from "./snapshot-input.js";
 export { ServiceMetrics, metricsApp } from "./metrics.js";

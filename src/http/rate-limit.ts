@@ -19,11 +19,14 @@ const EXEMPT_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
  */
 export class ClientRateLimit {
   private readonly limiter: RateLimiterAbstract;
-  /** Shared store only: clients it last said are over budget, until when (epoch ms). */
+  /** Answers per client and window (the wrapper of a shared store forgets them). */
+  private readonly points: number;
+  /** Shared store only: clients it said are over budget, until when (epoch ms). */
   private readonly blockedUntil = new Map<string, number>();
-  /** Shared store only: answers served per client since the last flush. */
-  private uncounted = new Map<string, number>();
-  private flushTimer: NodeJS.Timeout | undefined;
+  /** Shared store only: per client, the requests waiting for the store's next word. */
+  private readonly waiting = new Map<string, ClientQueue>();
+  /** Shared store only: after a failure, free answers pass without asking it until then. */
+  private storeDownUntil = 0;
 
   constructor(
     limiter: RateLimiterAbstract,
@@ -31,6 +34,7 @@ export class ClientRateLimit {
     /** Told of every 429 (a metric). */
     private readonly onLimited: () => void = () => {},
   ) {
+    this.points = limiter.points;
     // In memory, one consume stays the whole cost of the hot 402; a store out of process is bounded.
     this.limiter =
       limiter instanceof RateLimiterMemory
@@ -57,7 +61,7 @@ export class ClientRateLimit {
       return tooManyRefusedProofs(until - Date.now());
     }
     const spent = await this.limiter.get(key);
-    if (spent === null || spent.consumedPoints < this.limiter.points) return undefined;
+    if (spent === null || spent.consumedPoints < this.points) return undefined;
     this.onLimited();
     return tooManyRefusedProofs(spent.msBeforeNext);
   }
@@ -65,12 +69,12 @@ export class ClientRateLimit {
   /** Counts one proof refused with a 402 against `client`. */
   countRefusedProof(client: string): void {
     const key = REFUSED_PROOF_PREFIX + client;
-    if (this.limiter instanceof RateLimiterMemory) {
-      // Over budget is the expected rejection here: it is read by refusedProofsSpent.
-      this.limiter.consume(key, 1).catch(() => {});
-      return;
-    }
-    this.count(key);
+    // Over budget is the expected rejection here: it is read by refusedProofsSpent.
+    this.limiter.consume(key, 1).catch((rejection: unknown) => {
+      if (this.limiter instanceof RateLimiterMemory) return;
+      if (rejection instanceof RateLimiterRes) this.block(key, rejection.msBeforeNext);
+      else this.log(`rate limit store failed, proof not counted: ${describe(rejection)}`);
+    });
   }
 
   /**
@@ -93,12 +97,14 @@ export class ClientRateLimit {
   }
 
   /**
-   * With a shared store no free answer waits for it (a 402 stays a local answer): the request is
-   * decided by what the store last said of this client, and counted in the background, in one
-   * call per client every FLUSH_MS. Across instances the budget holds to within the requests of
-   * one such interval.
+   * With a shared store, every free answer is counted there before it is given, so the budget
+   * is one budget across instances, exact (docs/operations.md, "Rate limits"). The cost stays
+   * one store call per client at a time, not per request: the requests of one client that
+   * arrive while its call is out wait together for the next, which takes them all in one
+   * `consume(client, n)`; the store's count says how many of them fit. A client the store said
+   * is over budget is refused here until its window ends, without asking again.
    */
-  private takeShared(client: string): Answer | undefined {
+  private takeShared(client: string): Promise<Answer | undefined> | Answer | undefined {
     const now = Date.now();
     const until = this.blockedUntil.get(client);
     if (until !== undefined) {
@@ -108,30 +114,59 @@ export class ClientRateLimit {
       }
       this.blockedUntil.delete(client);
     }
-    this.count(client);
-    return undefined;
+    if (now < this.storeDownUntil) return undefined;
+    return new Promise((resolve) => {
+      let queue = this.waiting.get(client);
+      if (queue === undefined) {
+        queue = { asking: false, next: [] };
+        this.waiting.set(client, queue);
+      }
+      queue.next.push(resolve);
+      if (!queue.asking) void this.ask(client, queue);
+    });
   }
 
-  private count(key: string): void {
-    this.uncounted.set(key, (this.uncounted.get(key) ?? 0) + 1);
-    this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS).unref();
-  }
-
-  /** Sends what this instance served since the last flush to the shared store. */
-  private flush(): void {
-    this.flushTimer = undefined;
-    const batch = this.uncounted;
-    this.uncounted = new Map();
-    for (const [client, served] of batch) {
-      this.limiter.consume(client, served).catch((rejection: unknown) => {
-        if (rejection instanceof RateLimiterRes) {
-          if (this.blockedUntil.size >= MAX_BLOCKED) this.forgetExpired();
-          this.blockedUntil.set(client, Date.now() + rejection.msBeforeNext);
-        } else {
-          this.log(`rate limit store failed, request let through: ${describe(rejection)}`);
-        }
-      });
+  /** One store call for every request of `client` waiting now; again while more arrived meanwhile. */
+  private async ask(client: string, queue: ClientQueue): Promise<void> {
+    queue.asking = true;
+    while (queue.next.length > 0) {
+      const batch = queue.next;
+      queue.next = [];
+      const verdicts = await this.consumeShared(client, batch.length);
+      batch.forEach((resolve, i) => resolve(verdicts(i)));
     }
+    queue.asking = false;
+    this.waiting.delete(client);
+  }
+
+  /** Consumes `n` units; the verdict of the i-th of them (served first to last). */
+  private async consumeShared(
+    client: string,
+    n: number,
+  ): Promise<(i: number) => Answer | undefined> {
+    try {
+      await this.limiter.consume(client, n);
+      return () => undefined;
+    } catch (rejection) {
+      if (!(rejection instanceof RateLimiterRes)) {
+        this.log(`rate limit store failed, request let through: ${describe(rejection)}`);
+        this.storeDownUntil = Date.now() + STORE_RETRY_MS;
+        return () => undefined;
+      }
+      // The count after this call: the units before it that were within budget are served.
+      const fits = Math.max(0, this.points - (rejection.consumedPoints - n));
+      this.block(client, rejection.msBeforeNext);
+      return (i) => {
+        if (i < fits) return undefined;
+        this.onLimited();
+        return rateLimited(rejection.msBeforeNext);
+      };
+    }
+  }
+
+  private block(key: string, msBeforeNext: number): void {
+    if (this.blockedUntil.size >= MAX_BLOCKED) this.forgetExpired();
+    this.blockedUntil.set(key, Date.now() + msBeforeNext);
   }
 
   private forgetExpired(): void {
@@ -146,11 +181,17 @@ export class ClientRateLimit {
   }
 }
 
+/** One client's requests waiting on the shared store (at most one call out per client). */
+interface ClientQueue {
+  asking: boolean;
+  next: Array<(verdict: Answer | undefined) => void>;
+}
+
+/** After a shared store failed, how long free answers pass without asking it. */
+const STORE_RETRY_MS = 1_000;
+
 /** The budget of a client's refused payment proofs is kept under this prefix of its key. */
 const REFUSED_PROOF_PREFIX = "proof|";
-
-/** How often a shared store is told what this instance served (one call per client). */
-const FLUSH_MS = 50;
 
 /** Bound on the local memory of blocked clients (shared store only). */
 const MAX_BLOCKED = 100_000;

@@ -1,3 +1,4 @@
+import { performance } from "node:perf_hooks";
 import { jsonAnswer, type Answer } from "../payment/index.js";
 import type { SnapshotAdmission } from "./admission.js";
 
@@ -41,4 +42,79 @@ async function passes(check: ReadinessCheck): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * A check run in the background, every `everyMs` with `timeoutMs` to answer, whose last verdict
+ * is what /ready reads: a dependency that goes away (the facilitator, the devnet's chain) turns
+ * /ready 503 within one period, and neither /ready nor any other request waits on it. Until
+ * the first probe has answered, /ready waits for it (bounded by the probe's own time-out).
+ */
+export class PeriodicCheck implements ReadinessCheck {
+  private last: Promise<boolean>;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+
+  constructor(
+    readonly name: string,
+    private readonly probe: (signal: AbortSignal) => Promise<boolean>,
+    private readonly everyMs: number,
+    private readonly timeoutMs: number,
+  ) {
+    this.last = this.run();
+    this.timer = setInterval(() => this.tick(), everyMs).unref();
+  }
+
+  check(): Promise<boolean> {
+    return this.last;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  private tick(): void {
+    // A probe still out after a whole period keeps its place: never two at once.
+    if (this.running) return;
+    const next = this.run();
+    // The verdict changes only once the probe has answered, never to "pending".
+    void next.then(() => {
+      this.last = next;
+    });
+  }
+
+  private async run(): Promise<boolean> {
+    this.running = true;
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    try {
+      return await this.probe(signal);
+    } catch {
+      return false;
+    } finally {
+      this.running = false;
+    }
+  }
+}
+
+/**
+ * A check whose verdict is kept `ttlMs`: /ready polled by several load balancers (or a client)
+ * costs the checked store at most one probe per period.
+ */
+export function cachedCheck(
+  name: string,
+  check: () => Promise<boolean>,
+  ttlMs: number,
+): ReadinessCheck {
+  let kept: { at: number; verdict: Promise<boolean> } | undefined;
+  return {
+    name,
+    check() {
+      const now = performance.now();
+      if (kept === undefined || now - kept.at >= ttlMs) {
+        kept = { at: now, verdict: check().catch(() => false) };
+      }
+      return kept.verdict;
+    },
+  };
 }

@@ -28,6 +28,11 @@ export interface SharedState {
   payerBudget(perMinute: number): PayerBudget;
   /** "down" when Redis does not answer a PING within the command timeout; memory is always up. */
   ping(): Promise<"ok" | "down">;
+  /**
+   * Whether the store takes a write now: one short-lived probe key is SET. A Redis that answers
+   * PING may still refuse writes (a read-only replica, out of memory, too few replicas).
+   */
+  writable(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -39,6 +44,10 @@ export interface SharedStateOptions {
   /** Told of every error of the Redis connection (a metric). */
   onError?: () => void;
 }
+
+/** The key `writable()` sets; it lives a few seconds, as every key here has a TTL. */
+const WRITE_PROBE_KEY = `${KEY_PREFIX}ready-probe`;
+const WRITE_PROBE_TTL_MS = 5_000;
 
 /** How long a start waits for Redis's first answer; past it the paid route is 503 until then. */
 const FIRST_CONNECT_WAIT_MS = 3_000;
@@ -90,6 +99,7 @@ function memorySharedState(): SharedState {
     limiterFor,
     payerBudget: payerBudgetOver(limiterFor),
     ping: () => Promise.resolve("ok"),
+    writable: () => Promise.resolve(true),
     close: () => Promise.resolve(),
   };
 }
@@ -129,6 +139,11 @@ function redisSharedState(
       client.ping().then(
         () => "ok" as const,
         () => "down" as const,
+      ),
+    writable: () =>
+      client.set(WRITE_PROBE_KEY, "1", "PX", WRITE_PROBE_TTL_MS).then(
+        (reply) => reply === "OK",
+        () => false,
       ),
     close: async () => {
       await client.quit().catch(() => client.disconnect());

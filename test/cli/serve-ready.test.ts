@@ -5,7 +5,9 @@
  * is refused with nothing charged, the paid request in flight still finishes and settles on
  * chain, then the process exits 0.
  */
+import { spawn } from "node:child_process";
 import { connect, type Socket } from "node:net";
+import { fileURLToPath } from "node:url";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
@@ -100,6 +102,119 @@ it(
     } finally {
       child.kill("SIGKILL");
       await facilitator?.close();
+    }
+  },
+);
+
+/** Polls /ready until its status is `status` (at most 20 s); the last answer. */
+async function untilStatus(
+  base: string,
+  status: number,
+): Promise<{ status: number; body: unknown }> {
+  for (let i = 0; ; i++) {
+    const answer = await ready(base);
+    if (answer.status === status || i === 100) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+it(
+  "a facilitator that goes away after it was known: /ready 503 naming it, 200 once it is back",
+  { timeout: 60_000 },
+  async () => {
+    const facilitatorPort = await closedPort("127.0.0.1");
+    let facilitator = await startSupportedFacilitator(["eip155:84532"], facilitatorPort);
+    const child = spawnCli(
+      ["serve"],
+      cleanEnv({
+        PORT: "0",
+        HOST: "127.0.0.1",
+        X402_PAY_TO: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+        X402_NETWORKS: "base-sepolia",
+        X402_FACILITATOR_URL: `http://127.0.0.1:${facilitatorPort}`,
+        SHUTDOWN_GRACE_MS: "0",
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      const first = await waitForLine(child.stdout, /listening on/);
+      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      expect(await untilStatus(base, 200)).toEqual({ status: 200, body: { status: "ready" } });
+
+      // Its /supported was fetched once and is kept: only the background check can see this.
+      await facilitator.close();
+      expect(await untilStatus(base, 503)).toEqual({
+        status: 503,
+        body: { status: "not_ready", down: ["facilitator"] },
+      });
+
+      facilitator = await startSupportedFacilitator(["eip155:84532"], facilitatorPort);
+      expect(await untilStatus(base, 200)).toEqual({ status: 200, body: { status: "ready" } });
+
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+      await facilitator.close().catch(() => {});
+    }
+  },
+);
+
+/** A devnet in a process of its own (test/fixtures/devnet-child.ts), as another instance's. */
+async function devnetChild(rpcPort: number, facilitatorPort: number) {
+  const fixture = fileURLToPath(new URL("../fixtures/devnet-child.ts", import.meta.url));
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", fixture, "wait", String(rpcPort), String(facilitatorPort)],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  await waitForLine(child.stdout, /"rpcUrl"/);
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  return {
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+it(
+  "devnet mode reusing another process's devnet: /ready 503 once that devnet is gone, 200 when it is back",
+  { timeout: 180_000 },
+  async () => {
+    const rpcPort = await closedPort("127.0.0.1");
+    const facilitatorPort = await closedPort("127.0.0.1");
+    let devnet = await devnetChild(rpcPort, facilitatorPort);
+    const child = spawnCli(
+      ["serve"],
+      cleanEnv({
+        PORT: "0",
+        HOST: "127.0.0.1",
+        DEVNET_RPC_PORT: String(rpcPort),
+        DEVNET_FACILITATOR_PORT: String(facilitatorPort),
+        SHUTDOWN_GRACE_MS: "0",
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    try {
+      const first = await waitForLine(child.stdout, /listening on/);
+      expect(first).toMatch(/\(reused\)/);
+      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      expect(await untilStatus(base, 200)).toEqual({ status: 200, body: { status: "ready" } });
+
+      await devnet.stop();
+      const gone = await untilStatus(base, 503);
+      expect(gone.status).toBe(503);
+      expect((gone.body as { down: string[] }).down).toContain("facilitator");
+
+      devnet = await devnetChild(rpcPort, facilitatorPort);
+      expect(await untilStatus(base, 200)).toEqual({ status: 200, body: { status: "ready" } });
+
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+      await devnet.stop();
     }
   },
 );

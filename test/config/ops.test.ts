@@ -20,7 +20,7 @@ describe("operations configuration", () => {
   it("has the documented defaults; SNAPSHOT_MAX_CONCURRENCY is 64 per available core", () => {
     expect(loadOpsConfig({})).toEqual({
       rateLimitPerMinute: 600,
-      trustProxy: 0,
+      trustedProxies: [],
       snapshotMaxConcurrency: 64 * availableParallelism(),
       shutdownGraceMs: 2000,
     });
@@ -31,13 +31,13 @@ describe("operations configuration", () => {
     expect(
       loadOpsConfig({
         RATE_LIMIT_PER_MINUTE: "30",
-        TRUST_PROXY: "2",
+        TRUSTED_PROXIES: "10.0.0.0/8, 192.0.2.7,2001:db8::/32",
         SNAPSHOT_MAX_CONCURRENCY: "7",
         SHUTDOWN_GRACE_MS: "0",
       }),
     ).toEqual({
       rateLimitPerMinute: 30,
-      trustProxy: 2,
+      trustedProxies: ["10.0.0.0/8", "192.0.2.7", "2001:db8::/32"],
       snapshotMaxConcurrency: 7,
       shutdownGraceMs: 0,
     });
@@ -46,8 +46,9 @@ describe("operations configuration", () => {
   it.each([
     ["RATE_LIMIT_PER_MINUTE", "0"],
     ["RATE_LIMIT_PER_MINUTE", "ten"],
-    ["TRUST_PROXY", "-1"],
-    ["TRUST_PROXY", "true"],
+    ["TRUSTED_PROXIES", "10.0.0.0/33"],
+    ["TRUSTED_PROXIES", "proxy.example"],
+    ["TRUST_PROXY", "1"],
     ["SNAPSHOT_MAX_CONCURRENCY", "0"],
     ["SNAPSHOT_MAX_CONCURRENCY", "1.5"],
     ["SHUTDOWN_GRACE_MS", "-5"],
@@ -56,5 +57,10 @@ describe("operations configuration", () => {
     const error = configError({ [name]: value });
     expect(error.variable).toBe(name);
     expect(error.message).toContain(JSON.stringify(value));
+  });
+
+  it("TRUST_PROXY=0 (its old default) is accepted; any other value names what replaced it", () => {
+    expect(loadOpsConfig({ TRUST_PROXY: "0" }).trustedProxies).toEqual([]);
+    expect(configError({ TRUST_PROXY: "2" }).message).toMatch(/TRUSTED_PROXIES/);
   });
 });

@@ -3,7 +3,7 @@
  * the unpaid-challenge fast path in front of the app and a payment gate against a real HTTP
  * /supported. Over the budget a free answer is 429 `rate_limited` with Retry-After, on both
  * serving paths; the health checks are never counted, a paid request only by its refused proofs; the
- * client is the socket peer, or the X-Forwarded-For entry TRUST_PROXY allows.
+ * client is the socket peer, or, from a peer in TRUSTED_PROXIES, the X-Forwarded-For entry it wrote.
  */
 import { Redis } from "ioredis";
 import {
@@ -20,7 +20,7 @@ import {
   type NodeFront,
   type RunningServer,
 } from "../../src/http/index.js";
-import { clientAddress } from "../../src/http/client-ip.js";
+import { TrustedProxies, clientAddress } from "../../src/http/client-ip.js";
 import { createPaymentGate, type PaymentGate } from "../../src/payment/index.js";
 import { createUrlPolicy } from "../../src/snapshot/index.js";
 import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
@@ -59,14 +59,14 @@ interface Limited {
 
 async function serve(opts: {
   perMinute?: number;
-  trustProxy?: number;
+  trustedProxies?: string[];
   limiter?: RateLimiterAbstract;
 }): Promise<Limited> {
   const logged: string[] = [];
   const limiter =
     opts.limiter ?? new RateLimiterMemory({ points: opts.perMinute ?? 3, duration: 60 });
   const rateLimit = new ClientRateLimit(limiter, (line) => logged.push(line));
-  const trustProxy = opts.trustProxy ?? 0;
+  const trustedProxies = opts.trustedProxies ?? [];
   const urlPolicy = createUrlPolicy({ allowedPorts: DEFAULT_PORTS, allowCidrs: [] });
   const app = createApp({
     engine: new ScriptedEngine(async (raw) => sampleResult(raw)),
@@ -74,13 +74,13 @@ async function serve(opts: {
     paymentMiddleware: gate.middleware,
     log: () => {},
     rateLimit,
-    trustProxy,
+    trustedProxies,
   });
   const fastPath = createChallengeFastPath({
     urlPolicy,
     unpaidChallenge: gate.unpaidChallenge,
     rateLimit,
-    trustProxy,
+    trustedProxies,
   });
   let fast = 0;
   const front: NodeFront = (req, res) => {
@@ -220,7 +220,7 @@ describe("a budget of N free answers per client and minute", () => {
 });
 
 describe.skipIf(!redisServerBinary)("one budget across instances (Redis)", () => {
-  it("two instances sharing one Redis count one client together; neither waits on Redis", async () => {
+  it("two instances sharing one Redis count one client together, exactly", async () => {
     const redisServer = await startRedis();
     const clients = [0, 1].map(() => new Redis(redisServer.url, { maxRetriesPerRequest: 1 }));
     try {
@@ -241,31 +241,59 @@ describe.skipIf(!redisServerBinary)("one budget across instances (Redis)", () =>
       for (const base of [a.base, b.base, a.base, b.base]) {
         expect((await unpaid(base)).status).toBe(402);
       }
-      // … which Redis counted for both (each consume lands in the background).
-      const counted = async () => {
-        const [key] = await redisServer.inspect.keys("shared-test:*");
-        return key === undefined ? 0 : Number(await redisServer.inspect.get(key));
+      const [key] = await redisServer.inspect.keys("shared-test:*");
+      expect(Number(await redisServer.inspect.get(key!))).toBe(4);
+      // … so the next one is refused on either instance, at once.
+      await expectRateLimited(await unpaid(a.base));
+      await expectRateLimited(await unpaid(b.base));
+      await expectRateLimited(await fetch(`${b.base}/demo/snapshot`));
+    } finally {
+      for (const c of clients) c.disconnect();
+      await redisServer.close();
+    }
+  });
+
+  it("a burst from one client at two instances: at most the budget is answered, the rest 429", async () => {
+    const redisServer = await startRedis();
+    const clients = [0, 1].map(() => new Redis(redisServer.url, { maxRetriesPerRequest: 1 }));
+    const budget = 25;
+    try {
+      const instances = await Promise.all(
+        clients.map((storeClient) =>
+          serve({
+            trustedProxies: ["127.0.0.1/32"],
+            limiter: new RateLimiterRedis({
+              storeClient,
+              keyPrefix: "burst",
+              points: budget,
+              duration: 60,
+            }),
+          }),
+        ),
+      );
+      // One client behind a proxy, 80 requests at concurrency 20, alternating instances and
+      // routes (the fast path's 402 and the app's demo draw on the same budget).
+      const statuses: number[] = [];
+      let next = 0;
+      const worker = async () => {
+        while (next < 80) {
+          const i = next++;
+          const base = instances[i % 2]!.base;
+          const headers = { "x-forwarded-for": "203.0.113.7" };
+          const answer =
+            i % 3 === 0
+              ? await fetch(`${base}/demo/snapshot`, { headers })
+              : await unpaid(base, headers);
+          statuses.push(answer.status);
+          await answer.arrayBuffer();
+        }
       };
-      await until(async () => (await counted()) >= 4);
-      // The next one, on either instance, is counted over budget and that instance then refuses.
-      const over = await unpaid(a.base);
-      expect(over.status).toBe(402);
-      let refused: Response | undefined;
-      await until(async () => {
-        const answer = await unpaid(a.base);
-        if (answer.status === 429) refused = answer;
-        return refused !== undefined;
-      });
-      await expectRateLimited(refused as Response);
-      // Instance b learns it on its next count.
-      await unpaid(b.base);
-      let refusedByB: Response | undefined;
-      await until(async () => {
-        const answer = await unpaid(b.base);
-        if (answer.status === 429) refusedByB = answer;
-        return refusedByB !== undefined;
-      });
-      await expectRateLimited(refusedByB as Response);
+      await Promise.all(Array.from({ length: 20 }, worker));
+      const answered = statuses.filter((s) => s !== 429).length;
+      expect(statuses.every((s) => s === 402 || s === 200 || s === 429)).toBe(true);
+      // One budget: give or take one per instance for requests racing at the same instant.
+      expect(answered).toBeLessThanOrEqual(budget + 2);
+      expect(answered).toBeGreaterThanOrEqual(budget - 2);
     } finally {
       for (const c of clients) c.disconnect();
       await redisServer.close();
@@ -313,9 +341,12 @@ async function until(check: () => boolean | Promise<boolean>): Promise<void> {
   }
 }
 
-describe("the client behind proxies", () => {
-  it("TRUST_PROXY=1: clients behind one proxy are counted apart by X-Forwarded-For", async () => {
-    const service = await serve({ perMinute: 2, trustProxy: 1 });
+describe("the client behind proxies (TRUSTED_PROXIES)", () => {
+  // The test's requests come from 127.0.0.1: that is the proxy when it is trusted.
+  const viaProxy = ["127.0.0.0/8"];
+
+  it("from a trusted proxy, clients are counted apart by X-Forwarded-For", async () => {
+    const service = await serve({ perMinute: 2, trustedProxies: viaProxy });
     const a = { "x-forwarded-for": "203.0.113.5" };
     const b = { "x-forwarded-for": "203.0.113.6" };
     expect((await unpaid(service.base, a)).status).toBe(402);
@@ -326,8 +357,8 @@ describe("the client behind proxies", () => {
     await expectRateLimited(await fetch(`${service.base}/demo/snapshot`, { headers: b }));
   });
 
-  it("TRUST_PROXY=1: a client's own X-Forwarded-For entries never become its key", async () => {
-    const service = await serve({ perMinute: 2, trustProxy: 1 });
+  it("behind a trusted proxy, a client's own X-Forwarded-For entries never become its key", async () => {
+    const service = await serve({ perMinute: 2, trustedProxies: viaProxy });
     // The proxy appends the address it saw (203.0.113.5) to whatever the client sent.
     const spoofing = (i: number) => ({ "x-forwarded-for": `198.51.100.${i}, 203.0.113.5` });
     expect((await unpaid(service.base, spoofing(1))).status).toBe(402);
@@ -336,8 +367,9 @@ describe("the client behind proxies", () => {
     await expectRateLimited(await unpaid(service.base, { "x-forwarded-for": "203.0.113.5" }));
   });
 
-  it("TRUST_PROXY=0: X-Forwarded-For is ignored, the socket peer is the client", async () => {
-    const service = await serve({ perMinute: 2, trustProxy: 0 });
+  it("a peer outside the trusted ranges cannot spoof X-Forwarded-For: the peer is the client", async () => {
+    // Proxies are configured, but this client reaches the instance directly.
+    const service = await serve({ perMinute: 2, trustedProxies: ["10.0.0.0/8", "192.0.2.7"] });
     const from = (i: number) => ({ "x-forwarded-for": `198.51.100.${i}` });
     expect((await unpaid(service.base, from(1))).status).toBe(402);
     expect((await unpaid(service.base, from(2))).status).toBe(402);
@@ -345,19 +377,32 @@ describe("the client behind proxies", () => {
     await expectRateLimited(await fetch(`${service.base}/demo/snapshot`, { headers: from(4) }));
   });
 
-  it("the key: the right entry per hop count, IPv4-mapped as IPv4, IPv6 by its /64", () => {
-    expect(clientAddress("127.0.0.1", "1.1.1.1, 2.2.2.2", 0)).toBe("127.0.0.1");
-    expect(clientAddress("127.0.0.1", "1.1.1.1, 2.2.2.2", 1)).toBe("2.2.2.2");
-    expect(clientAddress("127.0.0.1", "1.1.1.1, 2.2.2.2", 2)).toBe("1.1.1.1");
-    // Fewer entries than trusted hops: the left-most there is.
-    expect(clientAddress("127.0.0.1", "2.2.2.2", 3)).toBe("2.2.2.2");
-    expect(clientAddress("127.0.0.1", undefined, 1)).toBe("127.0.0.1");
-    expect(clientAddress("::ffff:10.1.2.3", undefined, 0)).toBe("10.1.2.3");
-    expect(clientAddress("2001:db8:1:2:aaaa::1", undefined, 0)).toBe(
-      clientAddress("2001:db8:1:2:bbbb::9", undefined, 0),
+  it("without TRUSTED_PROXIES, X-Forwarded-For is ignored", async () => {
+    const service = await serve({ perMinute: 1 });
+    expect((await unpaid(service.base, { "x-forwarded-for": "198.51.100.1" })).status).toBe(402);
+    await expectRateLimited(await unpaid(service.base, { "x-forwarded-for": "198.51.100.2" }));
+  });
+
+  it("the key: the chain walked from the right past trusted hops; IPv4-mapped as IPv4, IPv6 by its /64", () => {
+    const proxies = new TrustedProxies(["10.0.0.0/8", "2001:db8:ffff::/48"]);
+    const none = new TrustedProxies([]);
+    // Peer not trusted: the header is never read.
+    expect(clientAddress("127.0.0.1", "1.1.1.1, 2.2.2.2", proxies)).toBe("127.0.0.1");
+    expect(clientAddress("10.0.0.1", "1.1.1.1, 2.2.2.2", none)).toBe("10.0.0.1");
+    // Peer trusted: the right-most entry that is not a trusted proxy.
+    expect(clientAddress("10.0.0.1", "1.1.1.1, 2.2.2.2", proxies)).toBe("2.2.2.2");
+    expect(clientAddress("10.0.0.1", "1.1.1.1, 2.2.2.2, 10.9.9.9", proxies)).toBe("2.2.2.2");
+    expect(clientAddress("::ffff:10.0.0.1", "2.2.2.2", proxies)).toBe("2.2.2.2");
+    expect(clientAddress("2001:db8:ffff::1", "3.3.3.3", proxies)).toBe("3.3.3.3");
+    // Every entry a proxy: the left-most there is; no header: the peer.
+    expect(clientAddress("10.0.0.1", "10.1.1.1, 10.2.2.2", proxies)).toBe("10.1.1.1");
+    expect(clientAddress("10.0.0.1", undefined, proxies)).toBe("10.0.0.1");
+    expect(clientAddress("::ffff:10.1.2.3", undefined, none)).toBe("10.1.2.3");
+    expect(clientAddress("2001:db8:1:2:aaaa::1", undefined, none)).toBe(
+      clientAddress("2001:db8:1:2:bbbb::9", undefined, none),
     );
-    expect(clientAddress("2001:db8:1:2::1", undefined, 0)).not.toBe(
-      clientAddress("2001:db8:1:3::1", undefined, 0),
+    expect(clientAddress("2001:db8:1:2::1", undefined, none)).not.toBe(
+      clientAddress("2001:db8:1:3::1", undefined, none),
     );
   });
 });

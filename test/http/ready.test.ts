@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  PeriodicCheck,
   SnapshotAdmission,
   createApp,
   startServer,
@@ -23,8 +24,13 @@ afterAll(async () => {
   await Promise.all(opened.map((x) => x.close()));
 });
 
-async function serve(checks: readonly ReadinessCheck[], admission = new SnapshotAdmission()) {
+async function serve(
+  checks: readonly ReadinessCheck[],
+  admission = new SnapshotAdmission(),
+  storeWritable?: () => Promise<boolean>,
+) {
   const app = createApp({
+    ...(storeWritable && { storeWritable }),
     engine: new ScriptedEngine(async (raw) => sampleResult(raw)),
     urlPolicy: createUrlPolicy({ allowedPorts: DEFAULT_PORTS, allowCidrs: [] }),
     log: () => {},
@@ -129,5 +135,85 @@ describe("GET /ready", () => {
     const post = await fetch(`${base}/ready`, { method: "POST" });
     expect(post.status).toBe(405);
     expect(post.headers.get("allow")).toBe("GET, HEAD, OPTIONS");
+  });
+});
+
+/** Polls /ready until its status is `status`, for at most 15 s; the last answer. */
+async function untilStatus(base: string, status: number) {
+  const end = Date.now() + 15_000;
+  for (;;) {
+    const answer = await ready(base);
+    if (answer.status === status || Date.now() > end) return answer;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("/ready follows what it depends on after the start", () => {
+  it("a facilitator that goes away after it was known: 503 naming it, 200 once it is back", async () => {
+    const port = await closedPort("127.0.0.1");
+    let facilitator = await startSupportedFacilitator(["eip155:84532"], port);
+    const url = `http://127.0.0.1:${port}`;
+    // As serve wires it: a background probe of the facilitator, read by /ready.
+    const alive = new PeriodicCheck(
+      "facilitator",
+      async (signal) => (await fetch(`${url}/supported`, { signal })).status < 500,
+      100,
+      1_000,
+    );
+    opened.push({ close: async () => alive.stop() });
+    try {
+      const base = await serve([alive]);
+      expect(await untilStatus(base, 200)).toMatchObject({ status: 200 });
+      await facilitator.close();
+      expect(await untilStatus(base, 503)).toMatchObject({
+        status: 503,
+        body: { status: "not_ready", down: ["facilitator"] },
+      });
+      facilitator = await startSupportedFacilitator(["eip155:84532"], port);
+      expect(await untilStatus(base, 200)).toMatchObject({
+        status: 200,
+        body: { status: "ready" },
+      });
+    } finally {
+      await facilitator.close().catch(() => {});
+    }
+  });
+
+  it("a probe that never answers counts as down, and a new one is not started meanwhile", async () => {
+    let started = 0;
+    const hung = new PeriodicCheck(
+      "devnet",
+      (signal) => {
+        started++;
+        return new Promise<boolean>((_resolve, reject) =>
+          signal.addEventListener("abort", () => reject(signal.reason as Error)),
+        );
+      },
+      50,
+      60_000,
+    );
+    opened.push({ close: async () => hung.stop() });
+    const base = await serve([hung]);
+    expect(await ready(base)).toMatchObject({ status: 503, body: { down: ["devnet"] } });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(started).toBe(1);
+  });
+
+  it("a store that refuses writes: 503 naming `store`, 200 once it takes them again", async () => {
+    let writable = false;
+    let asked = 0;
+    const base = await serve([], new SnapshotAdmission(), async () => {
+      asked++;
+      return writable;
+    });
+    expect(await ready(base)).toMatchObject({
+      status: 503,
+      body: { status: "not_ready", down: ["store"] },
+    });
+    // Kept a while: a burst of probes asks the store once.
+    for (let i = 0; i < 3; i++) await ready(base);
+    expect(asked).toBeLessThan(4);
+    writable = true;
+    expect(await untilStatus(base, 200)).toMatchObject({ status: 200, body: { status: "ready" } });
   });
 });

@@ -91,7 +91,7 @@ describe.skipIf(!redisServerBinary || !haproxy)(
       a = await startInstance({ name: "a", env: withDataDir() });
       b = await startInstance({ name: "b", env: withDataDir() });
       // HAProxy takes its port first (the instances are DOWN until they start).
-      lb = await startLoadBalancer(haproxy!, [a, b], { port: lbPort, check: "plain" });
+      lb = await startLoadBalancer(haproxy!, [a, b], { port: lbPort });
       await Promise.all([a.start(), b.start()]);
       // What the plain check sends; said plainly here rather than as a timeout waiting for UP.
       const check = await rawStatusLine(a.port, "GET /ready HTTP/1.0\r\n\r\n");

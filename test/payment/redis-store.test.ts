@@ -177,6 +177,10 @@ describe.each(variants)("shared state in %s", (kind) => {
   it.skipIf(skip)("ping answers ok", async () => {
     expect(await (await shared(kind)).ping()).toBe("ok");
   });
+
+  it.skipIf(skip)("writable() is true while the store takes writes", async () => {
+    expect(await (await shared(kind)).writable()).toBe(true);
+  });
 });
 
 describe.skipIf(!redisServerBinary)("Redis keys", () => {
@@ -194,8 +198,9 @@ describe.skipIf(!redisServerBinary)("Redis keys", () => {
     await budget.reserve("0xabc");
     await budget.refund("0xabc");
     await state.limiterFor({ keyPrefix: "ip", points: 10, durationSeconds: 60 }).consume("1.2.3.4");
+    expect(await state.writable()).toBe(true);
     const ttls = await keysWithTtl();
-    expect(ttls.size).toBe(5);
+    expect(ttls.size).toBe(6);
     for (const [name, ttl] of ttls) {
       expect(name.startsWith(KEY_PREFIX)).toBe(true);
       expect(ttl, name).toBeGreaterThan(0);
@@ -204,6 +209,23 @@ describe.skipIf(!redisServerBinary)("Redis keys", () => {
 });
 
 describe.skipIf(!redisServerBinary)("Redis faults", () => {
+  it("a Redis that answers PING but refuses writes: writable() is false, true once it takes them", async () => {
+    const own = await startRedis();
+    const state = await createSharedState({ redisUrl: own.url });
+    try {
+      expect(await state.writable()).toBe(true);
+      // No replica can acknowledge: Redis refuses every write (NOREPLICAS) and still answers PING.
+      await own.inspect.config("SET", "min-replicas-to-write", "1");
+      expect(await state.ping()).toBe("ok");
+      expect(await state.writable()).toBe(false);
+      await own.inspect.config("SET", "min-replicas-to-write", "0");
+      expect(await state.writable()).toBe(true);
+    } finally {
+      await state.close();
+      await own.close();
+    }
+  });
+
   it("stopped: every call rejects at once and ping says down; started again: used again, no new client", async () => {
     const own = await startRedis();
     const lines: string[] = [];
@@ -216,6 +238,7 @@ describe.skipIf(!redisServerBinary)("Redis faults", () => {
       await expect(state.replay.getRecord(key("down"))).rejects.toThrow();
       await expect(state.payerBudget(5).reserve("0xabc")).rejects.toThrow();
       expect(await state.ping()).toBe("down");
+      expect(await state.writable()).toBe(false);
       // Generous bound: a failure, not a wait for Redis.
       expect(performance.now() - started).toBeLessThan(10 * REDIS_COMMAND_TIMEOUT_MS);
 
