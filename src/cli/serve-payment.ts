@@ -16,6 +16,8 @@ export interface PaymentSetup {
   /** The networks the challenge offers (CAIP-2), and whether they are the devnet: for the page. */
   networks: readonly string[];
   devnet: boolean;
+  /** Who is paid: for the 402's example in /openapi.json. */
+  payTo: `0x${string}`;
   /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
   howToPay?: (serviceUrl: string) => string;
   /** Stops the devnet when this start brought it up; after the server has closed. */
@@ -57,6 +59,7 @@ export async function setupPayment(
       gate,
       networks: config.networks.map((name) => NETWORK_IDS[name]),
       devnet: false,
+      payTo: config.payTo,
       mode: `x402 on ${config.networks.join(", ")}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
       close: async () => {},
     };
@@ -82,6 +85,7 @@ export async function setupPayment(
       gate,
       networks: [devnet.network],
       devnet: true,
+      payTo: devnet.payTo,
       mode:
         `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
         `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +
