@@ -18,7 +18,6 @@ export type { SharedState } from "./shared-state.js";
 export { carriesProof } from "./proof.js";
 export { usdcAmount } from "./route.js";
 export { challengeExample } from "./challenge-example.js";
-export type { ChallengeExample } from "./challenge-example.js";
 export type {
   FacilitatorOperation,
   FacilitatorResult,
