@@ -80,10 +80,11 @@ export function llmsTxt(baseUrl: string, facts: ServiceFacts): string {
 ## How to pay over MCP
 
 - \`POST ${baseUrl}/mcp\`: the service as a Model Context Protocol server (Streamable HTTP,
-  stateless). Tools: \`snapshot\` ({url}; paid with x402 over MCP: an unpaid call returns the
-  PaymentRequired as the tool's error result, and the retry carries the payment in
-  \`params._meta["x402/payment"]\`; the settlement comes back in
-  \`result._meta["x402/payment-response"]\`) and \`demo_snapshot\` (free).
+  stateless). Tools: \`snapshot\` ({url}, output SnapshotResult; paid with x402 over MCP: an
+  unpaid call returns \`isError: true\` with the PaymentRequired as \`structuredContent\` and as
+  JSON text, the retry carries the PaymentPayload in \`params._meta["x402/payment"]\`, and the
+  settlement comes back in \`result._meta["x402/payment-response"]\`; an invalid or blocked URL
+  is an error result with the SnapshotError, never charged) and \`demo_snapshot\` (free).
 - \`secsnap mcp\`: a stdio MCP server for MCP hosts (Claude Desktop, Cursor, VS Code) that pays
   this API with the wallet in \`SECSNAP_PRIVATE_KEY\`, within per-call and per-session caps.
   Tools: \`snapshot\`, \`demo_snapshot\`, \`wallet\`.
