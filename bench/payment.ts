@@ -13,6 +13,7 @@
  *    replay (the kept answer), which must be ≥ 10× faster.
  *
  *   tsx bench/payment.ts            exits 1 if a ratio misses its target
+ *   tsx bench/payment.ts challenge  part 1 only (the 402 beside GET /health)
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
@@ -450,6 +451,7 @@ async function main(): Promise<number> {
       `payment benchmark — devnet ${devnet.rpcUrl}, facilitator ${devnet.facilitatorUrl}`,
     );
     const ratio = await challengeBench(devnet.facilitatorUrl, devnet.payTo);
+    if (process.argv.slice(2).includes("challenge")) return ratio >= CHALLENGE_TARGET_RATIO ? 0 : 1;
     const { v1Ratio, replaySpeedup } = await paidBench(devnet);
     return ratio >= CHALLENGE_TARGET_RATIO &&
       v1Ratio <= V1_PAID_TARGET_RATIO &&

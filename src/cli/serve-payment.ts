@@ -20,6 +20,8 @@ export interface PaymentSetup {
   facilitatorUrl: string;
   /** Devnet mode: the chain's JSON-RPC URL, which its facilitator settles on; checked likewise. */
   devnetRpcUrl?: string;
+  /** Who is paid: for the 402's example in /openapi.json. */
+  payTo: `0x${string}`;
   /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
   howToPay?: (serviceUrl: string) => string;
   /** Stops the devnet when this start brought it up; after the server has closed. */
@@ -63,6 +65,7 @@ export async function setupPayment(
       networks: config.networks.map((name) => NETWORK_IDS[name]),
       devnet: false,
       facilitatorUrl: gateOptions.facilitatorUrl,
+      payTo: config.payTo,
       mode: `x402 on ${config.networks.join(", ")}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
       close: async () => {},
     };
@@ -90,6 +93,7 @@ export async function setupPayment(
       devnet: true,
       facilitatorUrl: devnet.facilitatorUrl,
       devnetRpcUrl: devnet.rpcUrl,
+      payTo: devnet.payTo,
       mode:
         `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
         `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +

@@ -125,6 +125,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     priceUsdc: config.payment.priceUsdc,
     networks: payment.networks,
     devnet: payment.devnet,
+    payTo: payment.payTo,
     ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
     log: appLog,
     admission,

@@ -47,9 +47,10 @@ export interface AnvilProcess {
 const LISTENING = /Listening on 127\.0\.0\.1:(\d+)/;
 
 /**
- * Starts anvil on 127.0.0.1:port (0 = any free port) as a Base Sepolia look-alike and resolves
- * once it listens. Not started with --quiet: the "Listening on" line is how the real port is
- * learned; the rest of its output is read and dropped.
+ * Starts anvil on 127.0.0.1:port (0 = any free port) as a Base Sepolia look-alike, its clock
+ * kept to the wall clock, and resolves once it listens. Not started with --quiet: the
+ * "Listening on" line is how the real port is learned; the rest of its output is read and
+ * dropped.
  */
 export function startAnvil(opts: { port: number; timeoutMs?: number }): Promise<AnvilProcess> {
   const timeoutMs = opts.timeoutMs ?? 30_000;
@@ -65,6 +66,16 @@ export function startAnvil(opts: { port: number; timeoutMs?: number }): Promise<
     ANVIL_MNEMONIC,
     "--accounts",
     "10",
+    // The chain's clock follows the wall clock (docs/contract.md §7.7): an empty block every
+    // second while idle, so a proof signed `validAfter = now − 60` (or − 1) is valid on chain
+    // after any pause. Mixed mining keeps automine beside it: a settlement is still mined the
+    // moment it is sent, not at the next tick. Without pruning, anvil keeps every block's state
+    // in memory, ≈ 50 KB a second at that pace (GBs a day); nothing here reads an old state
+    // (simulations, balances and authorizationState read the latest one; receipts and logs stay).
+    "--block-time",
+    "1",
+    "--mixed-mining",
+    "--prune-history",
   ];
   // Its own process group: a Ctrl-C in the terminal signals the whole foreground group, and the
   // chain must outlive the owner's drain (settlements of running requests); the owner stops it.

@@ -25,7 +25,9 @@ import { readBodyText } from "./body.js";
 import { TrustedProxies, clientAddress } from "./client-ip.js";
 import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
-import { STATIC_CACHE_CONTROL, createOpenApiDocument } from "./openapi.js";
+import { llmsTxt, wellKnownX402 } from "./agent-documents.js";
+import { FAVICON_CACHE_CONTROL, FAVICON_ICO, FAVICON_SVG } from "./favicon.js";
+import { STATIC_CACHE_CONTROL, createOpenApiDocument, type ServiceFacts } from "./openapi.js";
 import { HealthSchema, ReadinessSchema } from "./openapi-components.js";
 import { ClientRateLimit } from "./rate-limit.js";
 import { cachedCheck, readinessAnswer, type ReadinessCheck } from "./readiness.js";
@@ -67,6 +69,8 @@ export interface AppDeps {
   networks?: readonly string[];
   /** The networks are the embedded devnet (docs/contract.md §7.7), for the page. */
   devnet?: boolean;
+  /** Who is paid (X402_PAY_TO, or the devnet's payee), for the 402's example in /openapi.json. */
+  payTo?: `0x${string}`;
   /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
   log?: Logger;
   /** Snapshot requests in flight and draining (back-pressure); default unlimited, never draining. */
@@ -84,6 +88,9 @@ export interface AppDeps {
   trustedProxies?: readonly string[];
 }
 
+/** The x402 crawlers' resource list (docs/contract.md §7.9). */
+const WELL_KNOWN_X402 = "/.well-known/x402";
+
 /** The methods each known path answers; everything else on these paths is 405 with Allow. */
 const ALLOWED_METHODS = {
   "/v1/snapshot": "POST, OPTIONS",
@@ -91,6 +98,10 @@ const ALLOWED_METHODS = {
   "/health": "GET, HEAD, OPTIONS",
   "/ready": "GET, HEAD, OPTIONS",
   "/openapi.json": "GET, HEAD, OPTIONS",
+  [WELL_KNOWN_X402]: "GET, HEAD, OPTIONS",
+  "/llms.txt": "GET, HEAD, OPTIONS",
+  "/favicon.ico": "GET, HEAD, OPTIONS",
+  "/favicon.svg": "GET, HEAD, OPTIONS",
   "/": "GET, HEAD, OPTIONS",
   [REFERENCE_PATH]: "GET, HEAD, OPTIONS",
 } as const;
@@ -112,6 +123,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   addSnapshotRoute(app, deps, admission, checkShape);
   addFreeRoutes(app, deps, admission, checkShape);
   addPageRoutes(app, deps);
+  addAgentRoutes(app, deps);
   addFallbacks(app, log);
   return app;
 }
@@ -262,11 +274,7 @@ function addFreeRoutes(
   checkShape(DemoSnapshotResultSchema, demo, "DemoSnapshotResult");
   const cacheable = { "cache-control": STATIC_CACHE_CONTROL };
   const demoAnswer = jsonAnswer(200, demo, cacheable);
-  const openApiAnswer = jsonAnswer(
-    200,
-    createOpenApiDocument(deps.priceUsdc, deps.publicUrl),
-    cacheable,
-  );
+  const openApiAnswer = jsonAnswer(200, createOpenApiDocument(serviceFacts(deps)), cacheable);
 
   app.get("/demo/snapshot", etag(), () => toResponse(demoAnswer));
   app.get("/health", () => {
@@ -284,6 +292,64 @@ function addFreeRoutes(
     checkShape(ReadinessSchema, JSON.parse(answer.body), "Readiness");
     return toResponse(answer);
   });
+}
+
+/** What the documents for clients and agents say of the offer, from the app's dependencies. */
+function serviceFacts(deps: AppDeps): ServiceFacts {
+  return {
+    ...(deps.priceUsdc !== undefined && { priceUsdc: deps.priceUsdc }),
+    ...(deps.publicUrl !== undefined && { publicUrl: deps.publicUrl }),
+    ...(deps.networks !== undefined && { networks: deps.networks }),
+    ...(deps.devnet !== undefined && { devnet: deps.devnet }),
+    ...(deps.payTo !== undefined && { payTo: deps.payTo }),
+  };
+}
+
+/**
+ * The service's public base URL as the 402 and the OpenAPI document choose it: PUBLIC_URL, else
+ * the URL the request was made to.
+ */
+function baseUrlOf(deps: AppDeps, c: Context): string {
+  return deps.publicUrl ?? new URL(c.req.url).origin;
+}
+
+/** Made once per base URL: without PUBLIC_URL it is the request's, so remember the last one. */
+function perBaseUrl<T>(make: (baseUrl: string) => T): (baseUrl: string) => T {
+  let last: { baseUrl: string; value: T } | undefined;
+  return (baseUrl) => {
+    if (last?.baseUrl !== baseUrl) last = { baseUrl, value: make(baseUrl) };
+    return last.value;
+  };
+}
+
+/**
+ * Discovery for agents (docs/contract.md §7.9): the x402 resource list, llms.txt, and the icon.
+ * Cacheable like the other fixed documents.
+ */
+function addAgentRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
+  const facts = serviceFacts(deps);
+  const cacheable = { "cache-control": STATIC_CACHE_CONTROL };
+  const resourceList = perBaseUrl((baseUrl) =>
+    jsonAnswer(200, wellKnownX402(baseUrl, facts), cacheable),
+  );
+  const guide = perBaseUrl((baseUrl) => llmsTxt(baseUrl, facts));
+  app.get(WELL_KNOWN_X402, (c) => toResponse(resourceList(baseUrlOf(deps, c))));
+  app.get("/llms.txt", etag(), (c) =>
+    c.body(guide(baseUrlOf(deps, c)), 200, {
+      "content-type": "text/plain; charset=utf-8",
+      ...cacheable,
+    }),
+  );
+  const icon = (body: string | Uint8Array, type: string) => () =>
+    new Response(body, {
+      headers: {
+        "content-type": type,
+        "cache-control": FAVICON_CACHE_CONTROL,
+        "x-content-type-options": "nosniff",
+      },
+    });
+  app.get("/favicon.ico", icon(new Uint8Array(FAVICON_ICO), "image/x-icon"));
+  app.get("/favicon.svg", icon(FAVICON_SVG, "image/svg+xml"));
 }
 
 /** GET / (the page) and GET /reference (the interactive API reference); HTML, not JSON. */

@@ -48,60 +48,95 @@ const ServiceErrorSchema = z
   .object({ error: z.string().describe("Human-readable message.") })
   .describe("Error that is not about the submitted URL.");
 
-/** One offer of the x402 v1 challenge (the SDK's PaymentRequirementsV1Schema, described). */
-const PaymentRequirementsV1Schema = z.object({
-  scheme: z.literal("exact"),
-  network: z
-    .enum(Object.keys(NETWORK_IDS) as [keyof typeof NETWORK_IDS])
-    .describe("x402 v1 network name."),
-  maxAmountRequired: z.string().describe("USDC units (6 decimals)."),
-  resource: z.string().describe("Full URL of this endpoint."),
-  description: z.string(),
-  mimeType: z.string(),
-  outputSchema: z
-    .record(z.string(), z.unknown())
-    .describe(
-      "`input`: how to call this endpoint; `output`: the report by reference (`format`: its schema in this document and the demo that shows one).",
-    ),
-  payTo: z.string(),
-  maxTimeoutSeconds: z.number().int(),
-  asset: z.string().describe("USDC contract address."),
-  extra: z
-    .object({ name: z.string(), version: z.string() })
-    .describe("EIP-712 domain of the token, which the payer signs over."),
-});
-
-/** The 402 body: the x402 v1 challenge, with the same offers as the v2 PAYMENT-REQUIRED header. */
-const PaymentRequiredV1Schema = z
-  .object({
-    x402Version: z.literal(1),
-    error: z.string().describe("Why payment is required, or why the proof was refused."),
-    accepts: z.array(PaymentRequirementsV1Schema),
-  })
-  .describe("x402 v1 PaymentRequired.");
-
-const COMPONENTS = {
-  SnapshotRequest: SnapshotRequestSchema.describe(
-    `Other fields are ignored. The whole body may be at most ${MAX_BODY_BYTES / 1024} KiB.`,
-  ),
-  SnapshotResult: SnapshotResultSchema,
-  DemoSnapshotResult: DemoSnapshotResultSchema,
-  SnapshotError: SnapshotErrorBodySchema,
-  Health: HealthSchema,
-  Readiness: ReadinessSchema,
-  RateLimited: RateLimitedSchema,
-  ServiceError: ServiceErrorSchema,
-  PaymentRequiredV1: PaymentRequiredV1Schema,
-} as const;
-export type ComponentName = keyof typeof COMPONENTS;
+/** The x402 v1 names of the networks (`base`, `base-sepolia`). */
+type V1Network = keyof typeof NETWORK_IDS;
 
 /**
- * The zod schemas as JSON Schema 2020-12 (OpenAPI 3.1's dialect), referencing each other by $ref.
+ * One offer of the x402 v1 challenge (the SDK's PaymentRequirementsV1Schema, described), on the
+ * networks offered (in devnet mode its one chain: no document names another, §7.7).
  */
-export function componentSchemas(): Record<ComponentName, Record<string, unknown>> {
-  const registry = z.registry<{ id: string }>();
-  for (const [id, schema] of Object.entries(COMPONENTS)) registry.add(schema, { id });
+function paymentRequirementsV1Schema(networks: readonly V1Network[]) {
+  return z.object({
+    scheme: z.literal("exact"),
+    network: z.enum(networks as [V1Network, ...V1Network[]]).describe("x402 v1 network name."),
+    maxAmountRequired: z.string().describe("USDC units (6 decimals)."),
+    resource: z.string().describe("Full URL of this endpoint."),
+    description: z.string(),
+    mimeType: z.string(),
+    outputSchema: z
+      .record(z.string(), z.unknown())
+      .describe(
+        "`input`: how to call this endpoint; `output`: the report (`format`: its schema in this document and the demo; `example`: a compact one).",
+      ),
+    payTo: z.string(),
+    maxTimeoutSeconds: z.number().int(),
+    asset: z.string().describe("USDC contract address."),
+    extra: z
+      .object({
+        name: z.string(),
+        version: z.string(),
+        devnet: z
+          .literal(true)
+          .optional()
+          .describe("Only on the service's local devnet (docs/contract.md §7.7)."),
+      })
+      .describe("EIP-712 domain of the token, which the payer signs over."),
+  });
+}
+
+/** The 402 body: the x402 v1 challenge, with the same offers as the v2 PAYMENT-REQUIRED header. */
+function paymentRequiredV1Schema(networks: readonly V1Network[]) {
+  return z
+    .object({
+      x402Version: z.literal(1),
+      error: z.string().describe("Why payment is required, or why the proof was refused."),
+      accepts: z.array(paymentRequirementsV1Schema(networks)),
+    })
+    .describe("x402 v1 PaymentRequired.");
+}
+
+/** The components, the v1 challenge's on the offered networks. */
+function components(v1Networks: readonly V1Network[]) {
+  return {
+    SnapshotRequest: SnapshotRequestSchema.describe(
+      `Other fields are ignored. The whole body may be at most ${MAX_BODY_BYTES / 1024} KiB.`,
+    ),
+    SnapshotResult: SnapshotResultSchema,
+    DemoSnapshotResult: DemoSnapshotResultSchema,
+    SnapshotError: SnapshotErrorBodySchema,
+    Health: HealthSchema,
+    Readiness: ReadinessSchema,
+    RateLimited: RateLimitedSchema,
+    ServiceError: ServiceErrorSchema,
+    PaymentRequiredV1: paymentRequiredV1Schema(v1Networks),
+  } as const;
+}
+export type ComponentName = keyof ReturnType<typeof components>;
+
+/** The v1 names of CAIP-2 network ids; ids without one are left out. */
+function v1Names(networks: readonly string[]): V1Network[] {
+  return (Object.keys(NETWORK_IDS) as V1Network[]).filter((name) =>
+    networks.includes(NETWORK_IDS[name]),
+  );
+}
+
+/** One realistic value per component, shown as its `example` (a test validates each). */
+export type ComponentExamples = Record<ComponentName, unknown>;
+
+/**
+ * The zod schemas as JSON Schema 2020-12 (OpenAPI 3.1's dialect), referencing each other by $ref,
+ * each with its example.
+ */
+export function componentSchemas(
+  examples: ComponentExamples,
+  networks: readonly string[],
+): Record<ComponentName, Record<string, unknown>> {
+  const registry = z.registry<{ id: string; example: unknown }>();
+  for (const [id, schema] of Object.entries(components(v1Names(networks)))) {
+    registry.add(schema, { id, example: examples[id as ComponentName] });
+  }
   const { schemas } = z.toJSONSchema(registry, {
+    metadata: registry,
     target: "draft-2020-12",
     uri: (id) => `#/components/schemas/${id}`,
   });

@@ -1,36 +1,121 @@
 import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
-import { NO_STORE, usdcAmount } from "../payment/index.js";
+import { NO_STORE, challengeExample, usdcAmount } from "../payment/index.js";
+import { demoSnapshot } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
-import { componentSchemas, json, jsonAnyOf, type ComponentName } from "./openapi-components.js";
+import {
+  componentSchemas,
+  json,
+  jsonAnyOf,
+  type ComponentExamples,
+  type ComponentName,
+} from "./openapi-components.js";
 import { MAX_BODY_BYTES } from "./snapshot-input.js";
 
 /** Static answers (demo, OpenAPI) may be cached by browsers and proxies for an hour. */
 export const STATIC_CACHE_CONTROL = "public, max-age=3600";
 
+/** What the service offers, as the documents for clients and agents state it. */
+export interface ServiceFacts {
+  /** The configured price (X402_PRICE_USDC); default the configuration's default. */
+  priceUsdc?: string;
+  /** The public base URL (PUBLIC_URL), no trailing slash; default none (the request's own). */
+  publicUrl?: string;
+  /** The networks the challenge offers, as CAIP-2 ids; default the configuration's default. */
+  networks?: readonly string[];
+  /** The networks are the embedded devnet (docs/contract.md §7.7). */
+  devnet?: boolean;
+  /** Who is paid, for the 402's example; default the devnet's payee. */
+  payTo?: `0x${string}`;
+}
+
+/** The devnet's payee (anvil's test account 1): the example's payee when none is configured. */
+const EXAMPLE_PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+/** The base URL the examples name when the service has no public one. */
+const EXAMPLE_BASE_URL = "https://secsnap.example";
+
+const NETWORK_NAMES: Readonly<Record<string, string>> = {
+  [NETWORK_IDS.base]: "Base",
+  [NETWORK_IDS["base-sepolia"]]: "Base Sepolia",
+};
+
 /**
- * The OpenAPI 3.1 document served at GET /openapi.json, stating the configured price (without
- * one, the configuration's own default) and, with a public URL (PUBLIC_URL), that URL as its
- * one server; without, no `servers`, which OpenAPI reads as the document's own origin.
- * Each operation, and each answer or header given in more than one place, is built by its own
- * function below, so adding or changing one is a local change.
+ * The offered networks in words, e.g. "Base `eip155:8453` or Base Sepolia `eip155:84532`"; in
+ * devnet mode the one local chain, said to be that (docs/contract.md §7.7).
  */
-export function createOpenApiDocument(
-  priceUsdc: string = DEFAULT_PRICE_USDC,
-  publicUrl?: string,
-): Record<string, unknown> {
+export function networksInWords(networks: readonly string[], devnet: boolean): string {
+  if (devnet) {
+    return networks
+      .map(
+        (id) => `the service's local devnet \`${id}\` (a Base Sepolia look-alike; no real money)`,
+      )
+      .join(" or ");
+  }
+  return networks.map((id) => `${NETWORK_NAMES[id] ?? id} \`${id}\``).join(" or ");
+}
+
+/**
+ * The OpenAPI 3.1 document served at GET /openapi.json, stating the configured price and
+ * networks (without them, the configuration's defaults) and, with a public URL (PUBLIC_URL),
+ * that URL as its one server; without, no `servers`, which OpenAPI reads as the document's own
+ * origin. Each operation, and each answer or header given in more than one place, is built by
+ * its own function below, so adding or changing one is a local change.
+ */
+export function createOpenApiDocument(facts: ServiceFacts = {}): Record<string, unknown> {
+  const priceUsdc = facts.priceUsdc ?? DEFAULT_PRICE_USDC;
+  const networks = facts.networks ?? Object.values(NETWORK_IDS);
+  const devnet = facts.devnet ?? false;
+  const challenge = challengeExample(
+    {
+      payTo: facts.payTo ?? EXAMPLE_PAY_TO,
+      networks: networks as `${string}:${string}`[],
+      priceUsdc,
+      devnet,
+    },
+    facts.publicUrl ?? EXAMPLE_BASE_URL,
+  );
   return {
     openapi: "3.1.0",
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
-    ...(publicUrl !== undefined && { servers: [{ url: publicUrl }] }),
-    info: documentInfo(priceUsdc),
+    ...(facts.publicUrl !== undefined && { servers: [{ url: facts.publicUrl }] }),
+    info: documentInfo(priceUsdc, networksInWords(networks, devnet)),
     paths: {
-      "/v1/snapshot": { post: snapshotOperation(priceUsdc) },
-      "/demo/snapshot": { get: demoOperation() },
-      "/health": { get: healthOperation() },
-      "/ready": { get: readyOperation() },
-      "/openapi.json": { get: openApiOperation() },
+      "/v1/snapshot": { post: snapshotOperation(priceUsdc, challenge.header) },
+      "/demo/snapshot": { get: free(demoOperation()) },
+      "/health": { get: free(healthOperation()) },
+      "/ready": { get: free(readyOperation()) },
+      "/openapi.json": { get: free(openApiOperation()) },
     },
-    components: { schemas: componentSchemas() },
+    components: { schemas: componentSchemas(componentExamples(challenge.v1), networks) },
+  };
+}
+
+/** A free operation: no credential and no payment (`security: []`, docs/contract.md §7.9). */
+function free<Operation extends object>(operation: Operation) {
+  return { ...operation, security: [] };
+}
+
+/** The examples of the components: the demo report, real errors, the real challenge. */
+function componentExamples(challengeV1: unknown): ComponentExamples {
+  const { _demo: _marker, _note: _why, ...report } = demoSnapshot();
+  return {
+    SnapshotRequest: { url: "https://example.com" },
+    SnapshotResult: report,
+    DemoSnapshotResult: demoSnapshot(),
+    SnapshotError: {
+      requested_url: "http://169.254.169.254/latest/meta-data",
+      error: "169.254.169.254 is a private, reserved or otherwise non-public address.",
+      error_type: "ssrf",
+    },
+    Health: { status: "ok", version: SERVICE_VERSION },
+    Readiness: { status: "ready" },
+    RateLimited: {
+      error: "Too many requests from this address; retry in 60 s. Paid requests are not limited.",
+      error_type: "rate_limited",
+    },
+    ServiceError: {
+      error: "Payment infrastructure unavailable (facilitator unreachable); retry later.",
+    },
+    PaymentRequiredV1: challengeV1,
   };
 }
 
@@ -38,7 +123,7 @@ export function createOpenApiDocument(
 const perCall = (priceUsdc: string) => `${priceUsdc} USDC`;
 
 /** The service in a paragraph: what it does, what it costs, how it is paid, what is free. */
-function documentInfo(priceUsdc: string) {
+function documentInfo(priceUsdc: string, networks: string) {
   const price = perCall(priceUsdc);
   return {
     title: "secsnap",
@@ -47,23 +132,37 @@ function documentInfo(priceUsdc: string) {
     description:
       "POST /v1/snapshot fetches one public URL and reports reachability, HTTPS, six security " +
       `headers and three well-known files. It costs ${price} per call, paid with the x402 ` +
-      "protocol version 2 (scheme `exact`, USDC on Base " +
-      `\`${NETWORK_IDS.base}\` or Base Sepolia \`${NETWORK_IDS["base-sepolia"]}\`). Input ` +
+      `protocol version 2 or 1 (scheme \`exact\`, USDC on ${networks}). Input ` +
       "is checked before payment is asked for, and a 400 is never charged. GET /demo/snapshot, " +
       "GET /health and GET /ready are free. Every answer is JSON; CORS allows any origin.",
+    "x-guidance": guidance(price),
     license: { name: "MIT", identifier: "MIT" },
   };
 }
 
+/** How an agent uses the service, in three sentences (docs/contract.md §7.9). */
+export function guidance(price: string): string {
+  return (
+    'POST {"url": "<site>"} to /v1/snapshot: the first answer is a 402 whose x402 challenge ' +
+    "(v2 in the PAYMENT-REQUIRED header, v1 in the body) an x402 client pays, " +
+    `${price} per report, by sending the same request again with PAYMENT-SIGNATURE (v2) or ` +
+    "X-PAYMENT (v1). " +
+    "A URL that is invalid or blocked gets a 400 SnapshotError before any payment and is never " +
+    "charged. " +
+    "The report is a SnapshotResult (every field always present; findings with fixes, a score " +
+    "and a grade): GET /demo/snapshot shows one for free."
+  );
+}
+
 /** POST /v1/snapshot: the input checked first, then paid with x402; every answer it can give. */
-function snapshotOperation(priceUsdc: string) {
+function snapshotOperation(priceUsdc: string, challengeHeaderExample: string) {
   return {
     operationId: "createSnapshot",
     summary: `Run a live security snapshot of one URL (x402, ${perCall(priceUsdc)}).`,
     description:
       `Checks, in order and before any payment: body at most ${MAX_BODY_BYTES / 1024} KiB, ` +
-      "`Content-Type: " +
-      "application/json`, a JSON object with a string `url`, then the URL rules (a blocked " +
+      "`Content-Type` `application/json`, `text/plain` or none (the body is read as JSON " +
+      "either way), a JSON object with a string `url`, then the URL rules (a blocked " +
       "target is `ssrf`). Any failure is 400 `invalid_url` (or `ssrf`) with " +
       '`requested_url` = the submitted `url` string, or `""` when there was none. Then the ' +
       "x402 payment is verified, the snapshot runs, and the payment is settled only if the " +
@@ -81,10 +180,16 @@ function snapshotOperation(priceUsdc: string) {
       ),
     ],
     requestBody: { required: true, content: json("SnapshotRequest") },
+    // How much and how: read by agents and x402 catalogues (docs/contract.md §7.9). No security
+    // scheme: the proof is made per request from the 402, not a credential held beforehand.
+    "x-payment-info": {
+      price: { mode: "fixed", currency: "USD", amount: priceUsdc },
+      protocols: [{ x402: {} }],
+    },
     responses: {
       "200": paidReport(),
       "400": snapshotFailed(),
-      "402": paymentRequired(priceUsdc),
+      "402": paymentRequired(priceUsdc, challengeHeaderExample),
       "405": notAllowed(),
       "409": paymentAlreadyUsed(),
       "429": payerOverBudget(),
@@ -179,7 +284,7 @@ function snapshotFailed() {
 }
 
 /** 402: the challenge of both protocol generations in one answer, or why a proof was refused. */
-function paymentRequired(priceUsdc: string) {
+function paymentRequired(priceUsdc: string, challengeHeaderExample: string) {
   return {
     description:
       "Payment required; never charged. One answer serves both protocol generations: " +
@@ -192,7 +297,7 @@ function paymentRequired(priceUsdc: string) {
       "id, `payment_proof_exhausted` after too many refused snapshots); " +
       "`Payment settlement failed: <reason>` (the facilitator refused the " +
       "settlement, or the authorization was canceled).",
-    headers: challengeHeader(priceUsdc),
+    headers: challengeHeader(priceUsdc, challengeHeaderExample),
     content: jsonAnyOf("PaymentRequiredV1", "ServiceError"),
   };
 }
@@ -276,15 +381,17 @@ function proofHeader(name: string, description: string) {
 }
 
 /** The x402 v2 challenge of a 402, stating the price in USDC units. */
-function challengeHeader(priceUsdc: string) {
+function challengeHeader(priceUsdc: string, example: string) {
   return {
     "PAYMENT-REQUIRED": {
       description:
         "Base64-encoded JSON PaymentRequired (`x402Version` 2): one `accepts` " +
         `entry per network, scheme \`exact\`, USDC amount \`${usdcAmount(priceUsdc)}\` ` +
-        "(6 decimals).",
+        "(6 decimals), and the Bazaar discovery extension (the input's schema, an example " +
+        "report).",
       required: true,
       schema: { type: "string" },
+      example,
     },
   };
 }

@@ -73,7 +73,8 @@ export const PAGE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   "content-security-policy": [
     "default-src 'none'",
     `style-src ${CSS_HASH}`,
-    "img-src data:",
+    // The icon (/favicon.svg), from this origin.
+    "img-src 'self' data:",
     "object-src 'none'",
     "base-uri 'none'",
     "form-action 'none'",
@@ -185,7 +186,7 @@ export function renderPage(facts: PageFacts): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>secsnap: a website's security hygiene, paid per call</title>
-<link rel="icon" href="data:,">
+<link rel="icon" href="/favicon.svg" type="image/svg+xml">
 <style>${raw(CSS)}</style>
 </head>
 <body>

@@ -78,7 +78,7 @@ export function addReferenceRoutes<E extends Env>(app: Hono<E>, documentPath: st
       // Everything from our origin: no web fonts, no telemetry, no request proxy.
       withDefaultFonts: false,
       telemetry: false,
-      favicon: "data:,",
+      favicon: "/favicon.svg",
     });
     const rendered = await render(c, async () => {});
     const document = rendered ? await rendered.text() : "";

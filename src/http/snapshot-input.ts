@@ -22,9 +22,16 @@ export interface SnapshotInput {
 export type InputCheck =
   { ok: true; input: SnapshotInput } | { ok: false; error: SnapshotErrorBody };
 
-function isJsonContentType(header: string | undefined): boolean {
-  const mediaType = header?.split(";", 1)[0]?.trim().toLowerCase();
-  return mediaType === "application/json";
+/**
+ * The media types whose body is read as JSON (docs/contract.md §3.1): JSON itself, and plain
+ * text or none at all, which some x402 clients send on the paid retry after dropping the
+ * caller's `Content-Type` (fetch labels a string body `text/plain;charset=UTF-8`).
+ */
+const BODY_READ_AS_JSON: ReadonlySet<string> = new Set(["application/json", "text/plain", ""]);
+
+function isReadAsJson(header: string | undefined): boolean {
+  const mediaType = (header ?? "").split(";", 1)[0]!.trim().toLowerCase();
+  return BODY_READ_AS_JSON.has(mediaType);
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -59,8 +66,10 @@ export function checkSnapshotRequest(
   }
   const raw = isPlainObject(body) && typeof body.url === "string" ? body.url : undefined;
   // Content type is checked after parsing only so the error can still name the submitted url.
-  if (!isJsonContentType(contentType)) {
-    return refuse(invalidInput(raw ?? "", "Content-Type must be application/json"));
+  if (!isReadAsJson(contentType)) {
+    return refuse(
+      invalidInput(raw ?? "", "Content-Type must be application/json (or text/plain, or none)"),
+    );
   }
   if (!isJson) return refuse(invalidInput("", "request body is not valid JSON"));
   if (!isPlainObject(body)) {

@@ -1,6 +1,6 @@
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import * as z from "zod";
-import { MAX_URL_LENGTH } from "../snapshot/index.js";
+import { MAX_URL_LENGTH, demoSnapshot, type SnapshotResult } from "../snapshot/index.js";
 
 /**
  * The request body of POST /v1/snapshot (docs/contract.md §3.1: `{url}`), as /openapi.json
@@ -36,44 +36,62 @@ function embeddedJsonSchema(schema: z.ZodType): Record<string, unknown> {
 }
 
 /**
- * How every challenge names the report (Bazaar `info.output.format`, v1 `outputSchema.output`):
- * by reference to its published schema and the free demo, not by an embedded example, which
- * would be a third of the PAYMENT-REQUIRED header sent with every unpaid request
- * (docs/payment.md "The report by reference").
+ * How every challenge names the report in full (Bazaar `info.output.format`, v1
+ * `outputSchema.output.format`): its published schema and the free demo. The example beside it
+ * (COMPACT_EXAMPLE) shows the shape; the reference has every field's type and meaning.
  */
 const REPORT_FORMAT =
   "SnapshotResult: schema GET /openapi.json (components.schemas.SnapshotResult), example GET /demo/snapshot";
 
-/** The Bazaar's `info.output` (type + format, as its spec shapes it) and the schema part for it. */
-const DISCOVERED_OUTPUT = { type: "json", format: REPORT_FORMAT };
-const DISCOVERED_OUTPUT_SCHEMA = {
-  type: "object",
-  properties: { type: { type: "string" }, format: { type: "string" } },
-  required: ["type"],
-};
+/**
+ * The demo report (docs/contract.md §2.4) as the challenge's output example: every field of a
+ * SnapshotResult, without the demo's `_demo`/`_note` markers, its findings cut to two — the most
+ * and the least severe, so both ends of the scale show — and its notes to theirs. Compact because
+ * it travels, base64-encoded, in the PAYMENT-REQUIRED header of every unpaid request
+ * (docs/payment.md "The output example").
+ */
+function compactExample(): SnapshotResult {
+  const { _demo: _marker, _note: _why, ...report } = demoSnapshot();
+  const findings = [report.findings[0], report.findings.at(-1)].filter((f) => f !== undefined);
+  const messages = new Set(findings.map((f) => f.message));
+  return { ...report, notes: report.notes.filter((n) => messages.has(n)), findings };
+}
+
+/** The Bazaar's `info.output` (type, format and example, as its spec shapes it), made once. */
+const DISCOVERED_OUTPUT = { type: "json", format: REPORT_FORMAT, example: compactExample() };
 
 /**
- * The `extensions` entry of the route: Bazaar discovery of the JSON input (example + schema) and
- * of the report by reference (REPORT_FORMAT); the SDK's declaration covers the input only, so
- * the output and its part of the schema are added here.
+ * The `extensions` entry of the route: Bazaar discovery of the JSON input (example + schema)
+ * and of the output (a compact example, and REPORT_FORMAT naming the full schema). The SDK's
+ * declaration builds both; `format` is added to the output and its part of the schema.
  */
 export function snapshotDiscoveryExtension(): Record<string, unknown> {
   const declared = declareDiscoveryExtension({
     bodyType: "json",
     input: { url: "https://example.com" },
     inputSchema: embeddedJsonSchema(DiscoveredRequestSchema),
+    output: { example: DISCOVERED_OUTPUT.example },
   }) as unknown as {
     bazaar: { info: Record<string, unknown>; schema: Record<string, unknown> };
   };
   // The schema's `$schema` (draft 2020-12, the extension's own) is left out: every byte
   // travels in each challenge, and validators read the schema the same without it.
   const { $schema: _draft, properties, ...schema } = declared.bazaar.schema;
+  const { output, ...declaredProperties } = properties as {
+    output: { properties: Record<string, unknown> };
+  };
   return {
     bazaar: {
       info: { ...declared.bazaar.info, output: DISCOVERED_OUTPUT },
       schema: {
         ...schema,
-        properties: { ...(properties as object), output: DISCOVERED_OUTPUT_SCHEMA },
+        properties: {
+          ...declaredProperties,
+          output: {
+            ...output,
+            properties: { ...output.properties, format: { type: "string" } },
+          },
+        },
       },
     },
   };
@@ -81,7 +99,7 @@ export function snapshotDiscoveryExtension(): Record<string, unknown> {
 
 /**
  * x402 v1's `outputSchema` of the route, as v1 discovery reads it: how to call it (`input`) and
- * what it returns (`output`, by reference as in the v2 header).
+ * what it returns (`output`: the same type, format and compact example as the v2 header's).
  */
 export function snapshotOutputSchemaV1(): Record<string, unknown> {
   const input = embeddedJsonSchema(DiscoveredRequestSchema);

@@ -17,6 +17,7 @@ export { createSharedState } from "./shared-state.js";
 export type { SharedState } from "./shared-state.js";
 export { carriesProof } from "./proof.js";
 export { usdcAmount } from "./route.js";
+export { challengeExample } from "./challenge-example.js";
 export type {
   FacilitatorOperation,
   FacilitatorResult,

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -236,6 +237,73 @@ describe("startDevnet from nothing", () => {
     const flipped =
       `${r}${(n - BigInt(s)).toString(16).padStart(64, "0")}${yParity === 0 ? "1c" : "1b"}` as `0x${string}`;
     await expect(call(fresh, flipped)).rejects.toThrow(/invalid signature/);
+  });
+});
+
+describe("the chain's clock (docs/contract.md §7.7)", () => {
+  /** Idle time, and how far before now the proof becomes valid: idle > margin > a tick's lag. */
+  const IDLE_MS = 6_000;
+  const MARGIN_S = 4n;
+
+  /** A v2 exact payment of 0.05 devnet USDC by `payer`, valid from `validAfter` (unix seconds). */
+  async function signedPayment(payerKey: `0x${string}`, validAfter: bigint) {
+    const payer = privateKeyToAccount(payerKey);
+    const requirements = {
+      scheme: "exact",
+      network: devnet.network,
+      amount: "50000",
+      asset: DEVNET_USDC_ADDRESS,
+      payTo: devnet.payTo,
+      maxTimeoutSeconds: 300,
+      extra: { name: "USDC", version: "2" },
+    };
+    const authorization = {
+      from: payer.address,
+      to: devnet.payTo,
+      value: 50_000n,
+      validAfter,
+      validBefore: validAfter + 600n,
+      nonce: `0x${randomBytes(32).toString("hex")}` as `0x${string}`,
+    };
+    const signature = await payer.signTypedData({
+      domain: {
+        name: "USDC",
+        version: "2",
+        chainId: 84532,
+        verifyingContract: DEVNET_USDC_ADDRESS,
+      },
+      types: authorizationTypes,
+      primaryType: "TransferWithAuthorization",
+      message: authorization,
+    });
+    const payload = {
+      signature,
+      authorization: Object.fromEntries(
+        Object.entries(authorization).map(([k, v]) => [k, String(v)]),
+      ),
+    };
+    return {
+      x402Version: 2,
+      paymentPayload: { x402Version: 2, accepted: requirements, payload },
+      paymentRequirements: requirements,
+    };
+  }
+
+  it("follows the wall clock while idle: a proof valid from a few seconds ago verifies after a pause", async () => {
+    // A block now, then the chain sits idle longer than the proof's margin. A chain whose clock
+    // stopped at its last block (anvil's automine alone) would still be before validAfter, and
+    // the facilitator's simulation would refuse the proof as "not yet valid"; one that mines a
+    // block every second is at most a tick or two behind, well inside the margin.
+    await client().request({ method: "evm_mine" as never });
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    const validAfter = BigInt(Math.floor(Date.now() / 1000)) - MARGIN_S;
+    const res = await fetch(`${devnet.facilitatorUrl}/verify`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(await signedPayment(devnet.payerPrivateKeys[7]!, validAfter)),
+    });
+    const verdict = (await res.json()) as { isValid: boolean; invalidReason?: string };
+    expect(verdict, JSON.stringify(verdict)).toMatchObject({ isValid: true });
   });
 });
 

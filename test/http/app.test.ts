@@ -236,10 +236,10 @@ describe("POST /v1/snapshot input (docs/contract.md §3): always 400, never the 
     ["userinfo", '{"url": "https://user:pw@example.com/"}', "https://user:pw@example.com/"],
     ["gopher to loopback", '{"url": "gopher://127.0.0.1/"}', "gopher://127.0.0.1/"],
     [
-      "text/plain content type",
+      "multipart content type",
       '{"url": "https://example.com/"}',
       "https://example.com/",
-      "text/plain",
+      "multipart/form-data; boundary=x",
     ],
     [
       "form content type",
@@ -282,6 +282,22 @@ describe("POST /v1/snapshot input (docs/contract.md §3): always 400, never the 
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error_type: "ssrf", requested_url: url });
     expect(engine.calls.length).toBe(before);
+  });
+
+  // docs/contract.md §3.1: some x402 clients drop the caller's Content-Type on the paid retry.
+  it.each([
+    ["text/plain (what fetch sends for a string body)", "text/plain;charset=UTF-8"],
+    ["no Content-Type at all", undefined],
+  ])("reads the body as JSON with %s", async (_name, contentType) => {
+    const before = engine.calls.length;
+    const res = await fetch(`${served.url}/v1/snapshot`, {
+      method: "POST",
+      ...(contentType !== undefined && { headers: { "content-type": contentType } }),
+      // Bytes, not a string: fetch labels a string body text/plain, bytes not at all.
+      body: new TextEncoder().encode(JSON.stringify({ url: "https://example.com/" })),
+    });
+    expect(res.status).toBe(200);
+    expect(engine.calls.slice(before)).toEqual(["https://example.com/"]);
   });
 
   it("accepts application/json with a charset and ignores other fields", async () => {

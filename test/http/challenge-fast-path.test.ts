@@ -167,8 +167,11 @@ describe("unpaid challenge fast path", () => {
     ["an array body", post(JSON.stringify(["https://example.com/"]))],
     ["invalid JSON", post('{"url": "https://example.com/"')],
     ["an empty body", post("")],
-    ["a text/plain body", post(VALID, { "content-type": "text/plain" })],
-    ["no Content-Type", post(VALID, { "content-type": "" })],
+    ["a form body", post(VALID, { "content-type": "application/x-www-form-urlencoded" })],
+    [
+      "a blocked address in a text/plain body",
+      post(JSON.stringify({ url: "http://[::1]/" }), { "content-type": "text/plain" }),
+    ],
     [
       "two Content-Types",
       post(VALID, { "content-type": "application/json\r\ncontent-type: text/plain" }),
@@ -186,6 +189,21 @@ describe("unpaid challenge fast path", () => {
     expect(comparable(answer)).toEqual(comparable(viaHono));
     expect(fast).toBe(true);
   });
+
+  // docs/contract.md §3.1: a body labelled text/plain, or not labelled, is read as JSON.
+  it.each([
+    ["text/plain", post(VALID, { "content-type": "text/plain; charset=utf-8" })],
+    ["no Content-Type", post(VALID, { "content-type": "" })],
+  ])(
+    "answers a valid body sent as %s with the challenge, as the route does",
+    async (_what, request) => {
+      await both(post(VALID));
+      const { viaHono, fronted: answer, fast } = await both(request);
+      expect(viaHono.status).toBe(402);
+      expect(comparable(answer)).toEqual(comparable(viaHono));
+      expect(fast).toBe(true);
+    },
+  );
 
   it("serves a valid body at exactly the size limit, and leaves a larger declared body to Hono", async () => {
     const prefix = '{"url":"https://example.com/","pad":"';

@@ -129,8 +129,10 @@ describe("GET / (the page)", () => {
     const styles = elements(body, "style");
     expect(styles).toHaveLength(1);
     expect(csp.get("style-src")).toEqual([sha256(styles[0]!.text)]);
-    // No resource from another origin: every src/href is relative, a data: URL or a plain link.
-    for (const link of elements(body, "link")) expect(link.attrs.href).toBe("data:,");
+    // No resource from another origin: the one linked resource is the service's own icon.
+    const links = elements(body, "link");
+    expect(links.map((link) => link.attrs.href)).toEqual(["/favicon.svg"]);
+    expect(csp.get("img-src")).toContain("'self'");
   });
 
   it("renders the demo: its grade, score, each of the ten checks and its findings", async () => {
