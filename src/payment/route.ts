@@ -1,5 +1,5 @@
 import type { RouteConfig } from "@x402/core/server";
-import type { Network, PaymentRequirements } from "@x402/core/types";
+import type { Network } from "@x402/core/types";
 import { getDefaultAsset } from "@x402/evm";
 import {
   declarePaymentIdentifierExtension,
@@ -67,22 +67,6 @@ function usdcOn(
   if (!asset) throw new Error(`no USDC address known for network ${network}`);
   const { name, version } = getDefaultAsset(network);
   return { asset, extra: { name, version, ...(devnet && { devnet: true as const }) } };
-}
-
-/** The `exact` requirement the route offers on `network`, or undefined if it is not offered. */
-export function offeredRequirement(
-  offer: RouteOffer,
-  network: Network,
-): PaymentRequirements | undefined {
-  if (!offer.networks.includes(network)) return undefined;
-  return {
-    scheme: "exact",
-    network,
-    amount: usdcAmount(offer.priceUsdc),
-    payTo: offer.payTo,
-    maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
-    ...usdcOn(network, offer.devnet),
-  };
 }
 
 /** The SDK's configuration of the paid route: one `exact` USDC entry per network. */

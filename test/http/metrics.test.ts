@@ -33,6 +33,7 @@ import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 import { closedPort } from "../fixtures/targets.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -71,6 +72,7 @@ beforeAll(async () => {
   const logger = createLogger("info", { write: (line: string) => logged.push(line) });
   const metrics = new ServiceMetrics();
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",
@@ -399,6 +401,7 @@ describe("counters move with real requests", () => {
     // A second service on the same devnet whose payers may cause one unpaid snapshot a minute.
     const metrics = new ServiceMetrics();
     const gate = createPaymentGate({
+      store: new MemoryPaymentRecordStore(),
       payTo: devnet.payTo,
       networks: [devnet.network],
       priceUsdc: "0.05",
