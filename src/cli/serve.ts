@@ -125,7 +125,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
     log: appLog,
     admission,
-    readinessChecks: readinessChecks(gate, shared),
+    readinessChecks: readinessChecks(gate, shared, records),
     rateLimit,
     trustProxy: config.ops.trustProxy,
   });
@@ -176,10 +176,16 @@ async function openStateAndPayment(
   }
 }
 
-/** What /ready asks: the facilitator, and Redis when the state is there. */
-function readinessChecks(gate: PaymentGate, shared: SharedState): ReadinessCheck[] {
+/** What /ready asks: the facilitator, the payment records' store, and Redis when the state is there. */
+function readinessChecks(
+  gate: PaymentGate,
+  shared: SharedState,
+  records: PaymentRecordStore,
+): ReadinessCheck[] {
   return [
     { name: "facilitator", check: () => gate.facilitatorReady() },
+    // A store that refuses writes would make every paid call a 503: out of the balancer.
+    { name: "payment_records", check: () => records.writable().catch(() => false) },
     ...(shared.kind === "redis"
       ? [{ name: "redis", check: async () => (await shared.ping()) === "ok" }]
       : []),
@@ -252,9 +258,12 @@ async function shutDown(
   stderr.write(`${received}: shutting down, waiting for running requests\n`);
   if (received === "SIGTERM") await sleep(config.ops.shutdownGraceMs);
   const { gate } = service.payment;
-  // The listener waits for running requests up to the snapshot deadline; a settlement may take
-  // longer (the facilitator's settle bound), and its transfer must be recorded before the exit.
-  await Promise.all([server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS), gate.drain()]);
+  await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
+  // The listener waited for running requests up to the snapshot deadline; a settlement may take
+  // longer (the facilitator's settle bound), and its outcome must be recorded before the exit.
+  const underWay = gate.paidCallsUnderWay();
+  if (underWay > 0) stderr.write(`waiting for ${underWay} paid call(s) still settling\n`);
+  await gate.drain();
   gate.close();
   await metricsServer?.close(0);
   await service.engine.close();

@@ -65,6 +65,8 @@ export interface PaymentGate {
    * facilitator time-outs (the settle one the longest).
    */
   drain(): Promise<void>;
+  /** Paid calls under way on this instance (what `drain` waits for). */
+  paidCallsUnderWay(): number;
   /** Stops the background reconciler (the store is the caller's to close). */
   close(): void;
 }
@@ -145,6 +147,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     warmUp: () => readiness.warmUp(),
     facilitatorReady: () => readiness.check(),
     drain: () => ledger.drain(),
+    paidCallsUnderWay: () => ledger.underWay,
     close: () => reconciler.stop(),
   };
 }
