@@ -211,7 +211,11 @@ export class PaymentLedger {
       log(`payment record store failed: ${describeError(error)}`);
       return { kind: "store_down" };
     }
-    if (acquired.held) return inProgress(acquired.record);
+    if (acquired.held) {
+      // A copy of a proof in use by another request (metrics: replayed).
+      this.parts.events.payment(call.version, "replayed");
+      return inProgress(acquired.record);
+    }
     const lease = new HeldLease(store, call.key, owner, this.leaseMs, this.parts.recordTtlMs, log);
     lease.current = acquired.record;
     let outcome: PaidOutcome = { kind: "store_down" };

@@ -301,7 +301,9 @@ describe("counters move with real requests", () => {
     const statuses = (await Promise.all([post(targetUrl, proof), post(targetUrl, proof)])).map(
       (r) => r.status,
     );
-    expect(statuses.sort()).toEqual([200, 402]);
+    // The copy finds it in progress (409) or already served (402): replayed either way.
+    expect(statuses.sort()[0]).toBe(200);
+    expect([402, 409]).toContain(statuses[1]);
     // And once more after it was served.
     expect((await post(targetUrl, proof)).status).not.toBe(200);
     expect(await balanceOf(from)).toBe(fromBefore - PRICE_UNITS);

@@ -204,9 +204,10 @@ describe.skipIf(!binary)("two instances sharing one Redis", () => {
     expect(target.hits() - hitsBefore).toBe(1);
     expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
 
+    // The rate counters are in Redis; the payment records are in the shared record store.
+    // TODO(lead): store factory — with the Redis record store, check its keys here too.
     const keys = await redis.inspect.keys(`${KEY_PREFIX}*`);
-    expect(keys.some((k) => k.startsWith(`${KEY_PREFIX}record:`))).toBe(true);
-    expect(keys.some((k) => k.startsWith(`${KEY_PREFIX}claim:`))).toBe(true);
+    expect(keys.some((k) => k.startsWith(`${KEY_PREFIX}payer`))).toBe(true);
     for (const key of keys) expect(await redis.inspect.pttl(key), key).toBeGreaterThan(0);
   });
 
