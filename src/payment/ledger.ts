@@ -129,7 +129,7 @@ interface Call {
 type Settled =
   | { kind: "settled"; settlement: SettleResponse }
   | { kind: "refused"; reason: string }
-  | { kind: "used" }
+  | { kind: "used"; reason: string }
   | { kind: "unknown"; why: string; transaction: string | undefined };
 
 export class PaymentLedger {
@@ -345,6 +345,8 @@ export class PaymentLedger {
   /** settling → settle → settled, free (refused) or still settling (unknown). */
   private async settle(call: Call, lease: HeldLease, record: PaymentRecord): Promise<PaidOutcome> {
     const { events, log } = this.parts;
+    // A settle of this authorization may have gone out before (the record was settling).
+    const sentBefore = record.state === "settling";
     const settling: PaymentRecord = { ...record, state: "settling" };
     if (!(await lease.write(settling))) return { kind: "store_down" };
     const answer = await this.settleOnce(call);
@@ -359,8 +361,9 @@ export class PaymentLedger {
           .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
         return refused(answer.reason, `Payment settlement failed: ${answer.reason}`);
       case "used":
-        // "Already used": by our own earlier settlement, or canceled by the payer: the chain says.
-        return this.resolve(call, lease, settling, true);
+        // "Already used": by our own earlier settlement (or another's: paid to us all the same),
+        // or canceled by the payer: the chain says.
+        return this.resolve(call, lease, settling, { reason: answer.reason, sentBefore });
       case "unknown": {
         log(`x402 settlement outcome unknown: ${answer.why}`);
         // The transaction, when one is known, lets the retry and the reconciler read its receipt.
@@ -398,7 +401,7 @@ export class PaymentLedger {
       return { kind: "unknown", why: reason, transaction: settlement.transaction || undefined };
     }
     if (AUTHORIZATION_USED.test(`${reason} ${settlement.errorMessage ?? ""}`)) {
-      return { kind: "used" };
+      return { kind: "used", reason };
     }
     return { kind: "refused", reason };
   }
@@ -406,13 +409,14 @@ export class PaymentLedger {
   /**
    * A record whose settlement may have moved money (report_kept, settling): the chain decides;
    * not used → settle (again: EIP-3009 moves money once at most); without an RPC, settle and
-   * read the facilitator's answer. `afterUsed`: a settle just said "already used".
+   * read the facilitator's answer. `afterUsed`: a settle just said "already used" (and whether
+   * one of ours had gone out before).
    */
   private async resolve(
     call: Call,
     lease: HeldLease,
     record: PaymentRecord,
-    afterUsed = false,
+    afterUsed?: { reason: string; sentBefore: boolean },
   ): Promise<PaidOutcome> {
     const { events, log } = this.parts;
     const answer = await this.parts.chain.read(call.auth, record.transaction);
@@ -433,9 +437,18 @@ export class PaymentLedger {
         log(`x402 settlement still unknown: ${answer.kind === "pending" ? "pending" : answer.why}`);
         return unknownOutcome();
       case "no_rpc":
-        // The facilitator's "already used" is all there is to go by: taken as paid.
-        if (afterUsed) return this.settled(call, lease, record, chainSettlement(call, ""));
-        return this.settle(call, lease, record);
+        if (!afterUsed) return this.settle(call, lease, record);
+        // The facilitator's word is all there is: "already used" after a settle of ours went
+        // out is taken as paid; on our first settle it cannot be ours (a cancel, or a copy
+        // settled elsewhere), so it is refused — nothing more can move for it either way.
+        if (afterUsed.sentBefore) {
+          return this.settled(call, lease, record, chainSettlement(call, ""));
+        }
+        events.payment(call.version, "refused");
+        await lease
+          .write({ ...record, state: "free" })
+          .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
+        return refused(afterUsed.reason, `Payment settlement failed: ${afterUsed.reason}`);
       case "unused":
         // Used, says the facilitator, unused, says the chain: not known yet.
         if (afterUsed) return unknownOutcome();

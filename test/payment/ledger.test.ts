@@ -285,6 +285,22 @@ describe("a settlement with no known outcome", () => {
     expect(h.calls).toEqual({ verify: 1, settle: 2, run: 1 });
   });
 
+  it("'already used' on the first settle, without an RPC, is not taken as paid", async () => {
+    const h = harness();
+    const payload = proof();
+    h.settle = () =>
+      Promise.resolve({
+        success: false,
+        errorReason: "nonce_already_used",
+        transaction: "",
+        network: NETWORK,
+      });
+    expect(await call(h, payload)).toMatchObject({
+      kind: "refused",
+      reason: "nonce_already_used",
+    });
+  });
+
   it("the chain says unused: the retry settles the kept report, no second snapshot", async () => {
     const h = harness();
     const payload = proof();
