@@ -39,6 +39,7 @@ import { createSnapshotEngine, createUrlPolicy } from "../src/snapshot/index.js"
 import type { EngineOptions } from "../src/snapshot/index.js";
 import { bundledServer } from "./lib/bundled.js";
 import { summarise, type Summary } from "./lib/stats.js";
+import { MemoryPaymentRecordStore } from "../src/store/index.js";
 
 const CHALLENGE_TARGET_RATIO = 0.85;
 const V1_PAID_TARGET_RATIO = 1.1;
@@ -334,6 +335,7 @@ async function paidBench(
   const v1Timings: PaidRequestTimings[] = [];
   let paying: "v1" | "v2" = "v2";
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",

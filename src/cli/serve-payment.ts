@@ -1,5 +1,6 @@
 import { NETWORK_IDS, type PaymentConfig } from "../config.js";
 import type { ServiceMetrics } from "../http/index.js";
+import type { PaymentRecordStore } from "../store/index.js";
 import {
   createPaymentGate,
   paidRecordOptionsFromConfig,
@@ -38,12 +39,13 @@ export async function setupPayment(
   config: PaymentConfig,
   publicUrl: string | undefined,
   shared: SharedState,
+  store: PaymentRecordStore,
   log: (line: string) => void,
   metrics: ServiceMetrics,
 ): Promise<PaymentSetup> {
   const common = {
     log,
-    replayStore: shared.replay,
+    store,
     payerBudget: shared.payerBudget(config.refusedPerPayerPerMinute),
     events: metrics,
     proofReleases: config.proofReleases,

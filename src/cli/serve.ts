@@ -20,6 +20,11 @@ import {
 } from "../http/index.js";
 import { createSharedState, type PaymentGate, type SharedState } from "../payment/index.js";
 import { createSnapshotEngine, createUrlPolicy, type SnapshotEngine } from "../snapshot/index.js";
+import {
+  RedisPaymentRecordStore,
+  createPaymentRecordStore,
+  type PaymentRecordStore,
+} from "../store/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type CliOutput, type Command } from "./command.js";
 import { createLogger } from "./logger.js";
@@ -79,6 +84,8 @@ interface Service {
   shared: SharedState;
   /** /ready's background checks, stopped on shutdown. */
   liveness: PeriodicCheck[];
+  /** The payment records (docs/payment.md, "The payment record"). */
+  records: PaymentRecordStore;
 }
 
 interface Listeners {
@@ -102,7 +109,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
   const log = rateLimitedLog((line) => logger.warn(line));
   const appLog = (message: string, error?: unknown) =>
     log(error === undefined ? message : `${message}: ${describe(error)}`);
-  const { shared, payment } = await openStateAndPayment(config, log, metrics);
+  const { shared, records, payment } = await openStateAndPayment(config, log, metrics);
   const engine = metrics.instrumentEngine(createSnapshotEngine(config.snapshot));
   const urlPolicy = createUrlPolicy(config.snapshot);
   const { gate } = payment;
@@ -130,8 +137,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     log: appLog,
     admission,
     readinessChecks: readinessChecks(gate, live),
-    // The shared state's store for now; the payment record store's writable() once it is wired.
-    ...(shared.kind === "redis" && { storeWritable: () => shared.writable() }),
+    storeWritable: () => records.writable(),
     rateLimit,
     trustedProxies: config.ops.trustedProxies,
   });
@@ -148,7 +154,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     logger,
     priceUsdc: config.payment.priceUsdc,
   });
-  return { app, front, observe, metrics, admission, engine, payment, shared, liveness };
+  return { app, front, observe, metrics, admission, engine, payment, shared, liveness, records };
 }
 
 /** The shared state, then the payment side on it; the state is closed again if payment cannot start. */
@@ -156,18 +162,39 @@ async function openStateAndPayment(
   config: Config,
   log: (line: string) => void,
   metrics: ServiceMetrics,
-): Promise<{ shared: SharedState; payment: PaymentSetup }> {
-  // Created once: the gate's proof claims and records, and the rate counters, live here.
+): Promise<{ shared: SharedState; records: PaymentRecordStore; payment: PaymentSetup }> {
+  // Created once: the rate counters live here.
   const shared = await createSharedState({
     redisUrl: config.redisUrl,
     log,
     onError: () => metrics.redisError(),
   });
-  try {
-    const payment = await setupPayment(config.payment, config.publicUrl, shared, log, metrics);
-    return { shared, payment };
-  } catch (err) {
+  // The durable payment records: the embedded database in DATA_DIR, or Redis with REDIS_URL.
+  const records = await createPaymentRecordStore({
+    redisUrl: config.redisUrl,
+    dataDir: config.dataDir,
+    recordTtlMs: config.payment.paidRecordTtlSeconds * 1000,
+    log,
+  }).catch(async (err: unknown) => {
     await shared.close();
+    throw err;
+  });
+  if (records instanceof RedisPaymentRecordStore) {
+    const warning = await records.persistenceWarning().catch(() => undefined);
+    if (warning !== undefined) log(warning);
+  }
+  try {
+    const payment = await setupPayment(
+      config.payment,
+      config.publicUrl,
+      shared,
+      records,
+      log,
+      metrics,
+    );
+    return { shared, records, payment };
+  } catch (err) {
+    await Promise.allSettled([shared.close(), records.close()]);
     throw err;
   }
 }
@@ -214,11 +241,13 @@ async function listen(
     }
   } catch (err) {
     for (const check of service.liveness) check.stop();
+    service.payment.gate.close();
     await Promise.allSettled([
       server?.close(0),
       service.engine.close(),
       service.payment.close(),
       service.shared.close(),
+      service.records.close(),
     ]);
     const code = (err as NodeJS.ErrnoException).code ?? "error";
     stderr.write(`cannot listen on ${listening}: ${code}\n`);
@@ -237,8 +266,9 @@ function announce({ server, metricsServer }: Listeners, payment: PaymentSetup, s
 }
 
 /**
- * On the signal: drain, wait the grace (SIGTERM only), then close in order: the listeners, the
- * engine, payment, the shared state.
+ * On the signal: drain, wait the grace (SIGTERM only), stop accepting and let running requests
+ * answer, wait for the settlements still under way (docs/payment.md, "Draining"), then close in
+ * order: the metrics listener, the engine, payment, the shared state and the payment records.
  */
 async function shutDown(
   received: NodeJS.Signals,
@@ -252,12 +282,20 @@ async function shutDown(
   service.admission.drain();
   stderr.write(`${received}: shutting down, waiting for running requests\n`);
   if (received === "SIGTERM") await sleep(config.ops.shutdownGraceMs);
+  const { gate } = service.payment;
   await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
+  // The listener waited for running requests up to the snapshot deadline; a settlement may take
+  // longer (the facilitator's settle bound), and its outcome must be recorded before the exit.
+  const underWay = gate.paidCallsUnderWay();
+  if (underWay > 0) stderr.write(`waiting for ${underWay} paid call(s) still settling\n`);
+  await gate.drain();
+  gate.close();
   await metricsServer?.close(0);
   for (const check of service.liveness) check.stop();
   await service.engine.close();
   await service.payment.close();
   await service.shared.close();
+  await service.records.close();
   stderr.write("stopped\n");
 }
 
@@ -270,7 +308,8 @@ export const serveCommand: Command = {
     "request on stdout (LOG_LEVEL). Metrics: GET /metrics on METRICS_HOST:METRICS_PORT",
     "(default 127.0.0.1:9464; off: none), never on the public port.",
     "SIGTERM/SIGINT: /ready turns 503 and new paid work is refused; after SHUTDOWN_GRACE_MS",
-    "(SIGTERM only) stop accepting, let running requests finish, exit 0.",
+    "(SIGTERM only) stop accepting, let running requests finish, wait for settlements under",
+    "way, exit 0.",
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {

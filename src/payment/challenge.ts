@@ -1,5 +1,6 @@
 import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/core/http";
 import type { x402HTTPResourceServer } from "@x402/core/server";
+import type { PaymentRequired } from "@x402/core/types";
 import { HonoAdapter } from "@x402/hono";
 import type { Context } from "hono";
 import { answerOf, errorAnswer, type Answer } from "./answer.js";
@@ -67,6 +68,70 @@ function errorOf(body: string): string {
   return "Payment required.";
 }
 
+/** The route's challenge as the SDK builds it for a request without a proof. */
+export interface OfferedChallenge {
+  readonly required: PaymentRequired;
+  /** The SDK's headers of that 402, names in lower case. */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/**
+ * The challenge the SDK would answer this request with had it carried no proof: the offers a
+ * proof is matched against and refused with. Undefined when the SDK cannot build one.
+ */
+export async function offeredChallenge(
+  httpServer: x402HTTPResourceServer,
+  c: Context,
+  log: (line: string) => void,
+): Promise<OfferedChallenge | undefined> {
+  const result = await httpServer
+    .processHTTPRequest({
+      adapter: new ProoflessAdapter(c),
+      path: c.req.path,
+      method: c.req.method,
+    })
+    .catch((error: unknown) => {
+      log(`x402 challenge failed: ${describeError(error)}`);
+      return undefined;
+    });
+  if (result?.type !== "payment-error") {
+    log(`no x402 challenge for a paid request (${result?.type ?? "error"})`);
+    return undefined;
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(result.response.headers)) {
+    headers[name.toLowerCase()] = value;
+  }
+  const header = headers["payment-required"];
+  if (!header) return undefined;
+  try {
+    return { required: decodePaymentRequiredHeader(header), headers };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A 402 refusing a proof: the route's challenge with `reason` as its `error`, and a JSON body
+ * whose `error` is `message` — for every request but one with a v2 proof, the v1 challenge
+ * (`v1OutputSchema` given), so one 402 serves both generations.
+ */
+export function refusalAnswer(
+  offered: OfferedChallenge,
+  reason: string,
+  message: string,
+  v1OutputSchema?: Record<string, unknown>,
+): Answer {
+  const required = encodePaymentRequiredHeader({ ...offered.required, error: reason });
+  const headers = {
+    ...offered.headers,
+    "content-type": "application/json",
+    "payment-required": required,
+  };
+  const v1 = v1OutputSchema && v1Challenge(required, message, v1OutputSchema);
+  return { status: 402, headers, body: JSON.stringify(v1 ?? { error: message }) };
+}
+
 /**
  * The route's challenge for a request whose proof could not be read, its `error` (header and
  * body) saying why. Without a challenge to send (the SDK failed), a plain 402 saying why.
@@ -78,30 +143,8 @@ export async function unreadableProofAnswer(
   log: (line: string) => void,
 ): Promise<Answer> {
   const message = `Unreadable payment proof: ${why}.`;
-  const result = await httpServer
-    .processHTTPRequest({
-      adapter: new ProoflessAdapter(c),
-      path: c.req.path,
-      method: c.req.method,
-    })
-    .catch((error: unknown) => {
-      log(`x402 challenge for an unreadable proof failed: ${describeError(error)}`);
-      return undefined;
-    });
-  const sdkHeaders = result?.type === "payment-error" ? result.response.headers : {};
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(sdkHeaders)) headers[name.toLowerCase()] = value;
-  const required = headers["payment-required"];
-  if (!required) {
-    log(`no challenge to refuse an unreadable proof with (${result?.type ?? "error"})`);
-    return errorAnswer(402, message);
-  }
-  headers["content-type"] = "application/json";
-  headers["payment-required"] = encodePaymentRequiredHeader({
-    ...decodePaymentRequiredHeader(required),
-    error: message,
-  });
-  return { status: 402, headers, body: JSON.stringify({ error: message }) };
+  const offered = await offeredChallenge(httpServer, c, log);
+  return offered ? refusalAnswer(offered, message, message) : errorAnswer(402, message);
 }
 
 /** The request as the SDK would see it without a proof: its answer is the plain challenge. */

@@ -5,11 +5,6 @@ import type { PaymentEvents } from "./telemetry.js";
 const OVER_BUDGET_STATUS = 429;
 /** Answer while payment cannot be processed (docs/contract.md §7.5). */
 const UNAVAILABLE_STATUS = 503;
-/** Statuses the gate answers in place of the snapshot, which then never ran. */
-export const NOT_RUN_STATUSES: ReadonlySet<number> = new Set([
-  OVER_BUDGET_STATUS,
-  UNAVAILABLE_STATUS,
-]);
 
 export const PAYMENT_FAILED = errorAnswer(500, "Payment processing failed.");
 /** Why a paid request is a 503 while the shared store (memory, or Redis) fails. */

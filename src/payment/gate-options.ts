@@ -1,6 +1,7 @@
 import type { Network } from "@x402/core/types";
 import { NETWORK_IDS } from "../config.js";
 import type { PaymentConfig } from "../config.js";
+import type { PaymentRecordStore } from "../store/index.js";
 import { createCdpAuthHeaders } from "./cdp-auth.js";
 import {
   DEFAULT_FACILITATOR_TIMEOUT_MS,
@@ -8,7 +9,6 @@ import {
 } from "./facilitator-client.js";
 import type { FacilitatorClientOptions } from "./facilitator-client.js";
 import { memoryPayerBudget, type PayerBudget } from "./payer-budget.js";
-import type { ReplayStore } from "./replay-guard.js";
 import type { RouteOffer } from "./route.js";
 import type { PaymentEvents } from "./telemetry.js";
 
@@ -21,7 +21,7 @@ const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
 export const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
 
 export interface PaidRequestTimings {
-  /** Facilitator /verify plus the replay claim (processHTTPRequest of the SDK). */
+  /** The record's lease and facilitator /verify. */
   verifyMs: number;
   /** The snapshot handler (everything downstream of this middleware). */
   handlerMs: number;
@@ -50,10 +50,17 @@ export interface PaymentGateOptions extends RouteOffer {
   supportedRetryMs?: number;
   /** `Retry-After` (seconds) on 503 answers. */
   retryAfterSeconds?: number;
-  /** Proof claims and paid records (kept answers, unsettled payments); default in memory. */
-  replayStore?: ReplayStore;
-  /** How long a paid record lives (kept answer of a payment id, unsettled report); default 1 h. */
+  /**
+   * The durable payment records (docs/payment.md, "The payment record"): one per authorization,
+   * written before each outside step. The embedded database, Redis, or memory in tests.
+   */
+  store: PaymentRecordStore;
+  /** How long a payment record lives after its last write; default 1 h. */
   paidRecordTtlMs?: number;
+  /** How long a request's claim on a proof lives unrenewed; default 15 s. */
+  leaseMs?: number;
+  /** How often the reconciler reads the chain for unresolved settlements; default 15 s, 0 off. */
+  reconcileIntervalMs?: number;
   /**
    * JSON-RPC URL per network id (CAIP-2), to read on chain whether an unsettled payment was
    * made (EIP-3009 authorizationState); without one a retry settles again.

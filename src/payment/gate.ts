@@ -1,8 +1,23 @@
+import { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
-import type { x402HTTPResourceServer } from "@x402/core/server";
+import { encodePaymentResponseHeader } from "@x402/core/http";
+import type { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
+import type { PaymentPayloadV1 } from "@x402/core/schemas";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { HonoAdapter } from "@x402/hono";
-import { toResponse, type Answer } from "./answer.js";
-import { PreparedChallenges, unreadableProofAnswer } from "./challenge.js";
+import { answerOf, errorAnswer, toResponse, type Answer } from "./answer.js";
+import { paymentIdOf } from "./authorization.js";
+import { RpcChainReader } from "./chain.js";
+import {
+  PreparedChallenges,
+  challengeAnswer,
+  offeredChallenge,
+  refusalAnswer,
+  unreadableProofAnswer,
+  type OfferedChallenge,
+} from "./challenge.js";
+import { describeError } from "./describe-error.js";
+import { snapshotOutputSchemaV1 } from "./discovery.js";
 import { FacilitatorReadiness } from "./facilitator-readiness.js";
 import { requiredKinds } from "./facilitator-support.js";
 import { GateAnswers, PAYMENT_FAILED } from "./gate-answers.js";
@@ -13,16 +28,12 @@ import {
   payerBudgetFor,
   type PaymentGateOptions,
 } from "./gate-options.js";
-import { SettlementRecovery, paidIdentity } from "./paid-records.js";
-import { PaidStore } from "./paid-store.js";
-import { PayingOnce } from "./paying-once.js";
+import { DEFAULT_LEASE_MS, PaymentLedger, type PaidOutcome } from "./ledger.js";
 import { readRequestProof } from "./proof.js";
-import { MemoryReplayStore } from "./replay-guard.js";
-import { createHttpResourceServer } from "./resource-server.js";
-import { SettlementsUnderWay } from "./settlements-under-way.js";
+import { Reconciler } from "./reconciler.js";
+import { createSdkServers } from "./resource-server.js";
 import { NO_PAYMENT_EVENTS, versionOf, type PaymentEvents } from "./telemetry.js";
-import { V1_PROOF_HEADER, renameReceiptForV1 } from "./v1.js";
-import { createVerifyRunSettle, type VerifyRunSettle } from "./verify-run-settle.js";
+import { V1_RECEIPT_HEADER, V2_RECEIPT_HEADER, v1AsSdkPayload, v1ProofNetwork } from "./v1.js";
 
 export interface PaymentGate {
   /** Hono middleware for POST /v1/snapshot, mounted after input validation. */
@@ -48,24 +59,35 @@ export interface PaymentGate {
    * last failure is older than `supportedRetryMs`: GET /ready's `facilitator` check.
    */
   facilitatorReady(): Promise<boolean>;
+  /**
+   * Resolves once no paid call is under way on this instance: on SIGTERM, after the listener
+   * stopped accepting, so no settlement is cut off by the exit. Each call is bounded by its own
+   * facilitator time-outs (the settle one the longest).
+   */
+  drain(): Promise<void>;
+  /** Paid calls under way on this instance (what `drain` waits for). */
+  paidCallsUnderWay(): number;
+  /** Stops the background reconciler (the store is the caller's to close). */
+  close(): void;
 }
 
+/** Default pace of the reconciler: about one lease, so an orphaned settlement waits little. */
+const DEFAULT_RECONCILE_INTERVAL_MS = 15_000;
+
 /**
- * x402 payment for POST /v1/snapshot: @x402/hono's own middleware (over the SDK's
- * x402HTTPResourceServer) does the protocol and the order — verify → handler → settle only a
- * successful answer → PAYMENT-RESPONSE; a handler answer of 400 or more is never settled. What
- * docs/contract.md §7.2–§7.5 ask beyond it lives in SDK hooks and in this thin wrapper:
- *  - replay guard (replay-guard.ts): a proof is served once, and released a bounded number of
- *    times after snapshots nobody paid for;
- *  - a proof nobody can read is a 402 saying why, and a payer over its unpaid budget a 429;
- *  - the facilitator down, slow or failing is 503 + Retry-After (the SDK answers 502), and a dead
- *    facilitator costs no /supported round trip per request (the SDK would retry on each);
- *  - the unpaid challenge is built once per resource URL (challenge.ts), not per request;
- *  - a rejected payment's 402 says why in its JSON body (the SDK leaves it `{}`).
- *  - paying once (paying-once.ts): a payment id's answer is kept and served again, and a report
- *    whose settlement had no known outcome is kept until the retry learns it was paid.
- * x402 v1 is served beside v2 by a thin translation (v1.ts). A new protocol generation adds
- * its proof header and reader in proof.ts.
+ * x402 payment for POST /v1/snapshot: a thin Hono adapter over the payment ledger (ledger.ts),
+ * the state machine that owns each step of a paid call over its durable record.
+ *
+ * Why not @x402/hono's middleware: it runs verify → handler → settle as one opaque step, so
+ * nothing can be written between them, a lost or `settlement_pending` settle answer becomes a
+ * refusal, and its settlePayment retries a pending settlement on its own. Here the SDK does what
+ * it is good at — building the 402 challenge (x402HTTPResourceServer), matching a proof to an
+ * offer (findMatchingRequirements) and verifying (verifyPayment) — and /settle is called through
+ * our facilitator client directly, so the ledger reads every answer itself.
+ *
+ * Beside it: a proof nobody can read is a 402 saying why; the facilitator down is a 503 +
+ * Retry-After, and a dead one costs no /supported round trip per request; the unpaid challenge
+ * is built once per resource URL (challenge.ts); x402 v1 is served beside v2 (v1.ts).
  */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const log = options.log ?? ((line: string) => console.error(line));
@@ -74,15 +96,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const events = options.events ?? NO_PAYMENT_EVENTS;
   const answers = new GateAnswers(String(options.retryAfterSeconds ?? 5), perMinute, events);
   const facilitator = facilitatorClientFor(options, events);
-  const store = options.replayStore ?? new MemoryReplayStore();
-  const records = new PaidStore(store, options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS, log);
-  const underWay = new SettlementsUnderWay(records);
-  const httpServer = createHttpResourceServer(
-    options,
-    facilitator,
-    { store, maxReleases, underWay },
-    log,
-  );
+  const { resourceServer, httpServer } = createSdkServers(options, facilitator);
   const readiness = new FacilitatorReadiness(
     httpServer,
     facilitator,
@@ -90,41 +104,51 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     options.supportedRetryMs ?? 1000,
     log,
   );
-  const challenges = new PreparedChallenges();
-  const verifyRunSettle = createVerifyRunSettle({
-    httpServer,
+  const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  const chain = new RpcChainReader(options.rpcUrls ?? {});
+  const ledger = new PaymentLedger({
+    store: options.store,
+    verify: (payload, requirements) => resourceServer.verifyPayment(payload, requirements),
+    settle: (payload, requirements) => facilitator.settle(payload, requirements),
+    chain,
     budget,
-    answers,
-    challenges,
     events,
     maxReleases,
-    onPaidRequest: options.onPaidRequest,
+    recordTtlMs,
+    leaseMs,
+    ...(options.onPaidRequest && { onPaidRequest: options.onPaidRequest }),
     log,
   });
-  const payingOnce = new PayingOnce({
-    records,
-    underWay,
-    recovery: new SettlementRecovery(facilitator, options.rpcUrls ?? {}, log),
-    budget,
-    answers,
-    events,
+  const reconciler = new Reconciler({
+    store: options.store,
+    chain,
+    leaseMs,
+    recordTtlMs,
+    newOwner: () => ledger.newOwner("reconciler"),
     log,
-    verifyRunSettle,
   });
+  const interval = options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
+  if (interval > 0) reconciler.start(interval);
+  const challenges = new PreparedChallenges();
   return {
     middleware: paidRouteMiddleware({
       readiness,
       challenges,
       httpServer,
+      resourceServer,
       answers,
       events,
       log,
-      payingOnce,
-      verifyRunSettle,
+      ledger,
+      v1OutputSchema: snapshotOutputSchemaV1(),
     }),
     unpaidChallenge: (resourceUrl, header) => challenges.get(resourceUrl, header),
     warmUp: () => readiness.warmUp(),
     facilitatorReady: () => readiness.check(),
+    drain: () => ledger.drain(),
+    paidCallsUnderWay: () => ledger.underWay,
+    close: () => reconciler.stop(),
   };
 }
 
@@ -133,21 +157,20 @@ interface GateParts {
   readiness: FacilitatorReadiness;
   challenges: PreparedChallenges;
   httpServer: x402HTTPResourceServer;
+  resourceServer: x402ResourceServer;
   answers: GateAnswers;
   events: PaymentEvents;
   log: (line: string) => void;
-  payingOnce: PayingOnce;
-  verifyRunSettle: VerifyRunSettle;
+  ledger: PaymentLedger;
+  v1OutputSchema: Record<string, unknown>;
 }
 
 /**
  * The paid route's order of work: facilitator ready → prepared challenge → priced route →
- * readable proof → paid once (a proof with an EIP-3009 authorization), else verify, snapshot,
- * settle.
+ * readable proof → matched offer and payment id → the ledger (verify, snapshot, settle).
  */
 function paidRouteMiddleware(parts: GateParts): MiddlewareHandler {
-  const { readiness, challenges, httpServer, answers, events, log, payingOnce, verifyRunSettle } =
-    parts;
+  const { readiness, challenges, httpServer, answers, events, log, ledger } = parts;
   return async (c, next) => {
     if (!(await readiness.check())) {
       return toResponse(answers.unavailable("facilitator unreachable"));
@@ -161,28 +184,187 @@ function paidRouteMiddleware(parts: GateParts): MiddlewareHandler {
       log(`payment gate mounted on unpriced route ${c.req.method} ${c.req.path}`);
       return toResponse(PAYMENT_FAILED);
     }
+    const proof = readRequestProof(header);
+    if (!proof) return toResponse(await unpaidChallenge(parts, c));
     // A proof the SDK cannot read, or that would make recursive code (the facilitator client's
     // JSON encoding) overflow, is refused here, in bounded work: a 402 saying why, never a 503.
-    const proof = readRequestProof(header);
-    if (proof && !proof.ok) {
+    if (!proof.ok) {
       events.payment(versionOf(c), "refused");
       log(`refused an unreadable payment proof: ${proof.why}`);
       return toResponse(await unreadableProofAnswer(httpServer, c, proof.why, log));
     }
-    const identity = proof && paidIdentity(proof.payload, requestBody(c));
-    if (identity && !identity.ok) {
+    const offered = await offeredChallenge(httpServer, c, log);
+    if (!offered) return toResponse(PAYMENT_FAILED);
+    const v1Body = proof.version === 2 ? undefined : parts.v1OutputSchema;
+    const matched = matchOffer(parts.resourceServer, proof.version, proof.payload, offered);
+    if (!matched) {
       events.payment(versionOf(c), "refused");
-      return toResponse(await unreadableProofAnswer(httpServer, c, identity.why, log));
+      const reason = "No matching payment requirements";
+      return toResponse(refusalAnswer(offered, reason, `Payment rejected: ${reason}`, v1Body));
     }
-    const answered =
-      proof && identity
-        ? await payingOnce.pay(c, next, proof.payer, identity.identity)
-        : await verifyRunSettle(c, next, proof?.payer);
-    if (header(V1_PROOF_HEADER) && !header("payment-signature")) {
-      renameReceiptForV1(answered ?? c.res);
+    const id = paymentIdOf(proof.payload);
+    if (!id.ok) {
+      events.payment(versionOf(c), "refused");
+      return toResponse(await unreadableProofAnswer(httpServer, c, id.why, log));
     }
-    return answered;
+    const outcome = await ledger.pay({
+      version: proof.version,
+      payload: matched.payload,
+      requirements: matched.requirements,
+      paymentId: id.id,
+      body: requestBody(c),
+      run: async () => {
+        await next();
+        return answerOf(c.res);
+      },
+      clientGone: () => c.req.raw.signal.aborted,
+    });
+    const response = answerFor(c, outcome, {
+      answers,
+      offered,
+      v1Body,
+      version: proof.version,
+      log,
+    });
+    // Once the handler ran, Hono keeps `c.res` and ignores a returned answer; the handler's own
+    // (already read) is replaced whole, not merged into ours.
+    c.res = undefined as unknown as Response;
+    c.res = response;
+    return response;
   };
+}
+
+/** The plain 402 for a request without a proof, as the SDK builds it; kept for the fast path. */
+async function unpaidChallenge(parts: GateParts, c: Context): Promise<Answer> {
+  const { httpServer, challenges, log } = parts;
+  const result = await httpServer
+    .processHTTPRequest({ adapter: new HonoAdapter(c), path: c.req.path, method: c.req.method })
+    .catch((error: unknown) => {
+      log(`x402 challenge failed: ${describeError(error)}`);
+      return undefined;
+    });
+  if (result?.type !== "payment-error") return PAYMENT_FAILED;
+  const { response } = result;
+  const html = response.isHtml === true;
+  const sdkAnswer = new Response(
+    html ? String(response.body) : JSON.stringify(response.body ?? {}),
+    {
+      status: response.status,
+      headers: {
+        ...response.headers,
+        "content-type": html ? "text/html; charset=utf-8" : "application/json",
+      },
+    },
+  );
+  const challenge = await challengeAnswer(sdkAnswer, () => undefined, parts.v1OutputSchema);
+  challenges.keep(c.req.url, (name) => c.req.header(name), challenge);
+  return challenge;
+}
+
+/**
+ * The proof in the SDK's form and the offer it matched: a v2 proof by the SDK's own matching
+ * (its `accepted` is the offer), a v1 proof by scheme and network, its v1 name made CAIP-2.
+ */
+function matchOffer(
+  resourceServer: x402ResourceServer,
+  version: 1 | 2,
+  payload: unknown,
+  offered: OfferedChallenge,
+): { payload: PaymentPayload; requirements: PaymentRequirements } | undefined {
+  const { accepts, resource } = offered.required;
+  if (version === 2) {
+    const v2 = payload as PaymentPayload;
+    const requirements = resourceServer.findMatchingRequirements(accepts, v2);
+    return requirements && { payload: v2, requirements };
+  }
+  const v1 = payload as PaymentPayloadV1 & { extensions?: Record<string, unknown> };
+  const network = v1ProofNetwork(v1);
+  const requirements = accepts.find((a) => a.network === network && a.scheme === v1.scheme);
+  return requirements && { payload: v1AsSdkPayload(v1, requirements, resource), requirements };
+}
+
+interface AnswerContext {
+  answers: GateAnswers;
+  offered: OfferedChallenge;
+  v1Body: Record<string, unknown> | undefined;
+  version: 1 | 2;
+  log: (line: string) => void;
+}
+
+/** The ledger's outcome as this route's answer; a paid one tells the ledger when it was sent. */
+function answerFor(c: Context, outcome: PaidOutcome, context: AnswerContext): Response {
+  const { answers, offered, v1Body, version } = context;
+  switch (outcome.kind) {
+    case "paid": {
+      const receipt = version === 1 ? V1_RECEIPT_HEADER : V2_RECEIPT_HEADER;
+      const { report, settlement } = outcome;
+      const cacheControl = report.headers["cache-control"];
+      const response = toResponse({
+        ...report,
+        headers: {
+          ...report.headers,
+          [receipt]: encodePaymentResponseHeader(settlement),
+          // Settlement metadata is the payer's own: never in a shared cache.
+          "cache-control": cacheControl ? `${cacheControl}, private` : "private",
+        },
+      });
+      whenSent(c, (delivered) => {
+        outcome.finish(delivered).catch((error: unknown) => {
+          context.log(`payment record store failed: ${describeError(error)}`);
+        });
+      });
+      return response;
+    }
+    case "unpaid":
+      return toResponse(outcome.answer);
+    case "client_gone":
+      // Nobody receives it; the status is for the log.
+      return toResponse(errorAnswer(499, "client closed the connection"));
+    case "refused":
+      return toResponse(refusalAnswer(offered, outcome.reason, outcome.message, v1Body));
+    case "conflict":
+      return toResponse(
+        errorAnswer(
+          409,
+          outcome.message,
+          outcome.retryAfterSeconds !== undefined
+            ? { "retry-after": String(outcome.retryAfterSeconds) }
+            : {},
+        ),
+      );
+    case "over_budget":
+      return toResponse(answers.overBudget(outcome.retryAfterMs));
+    case "unavailable":
+      return toResponse(answers.unavailable(outcome.why));
+    case "store_down":
+      return toResponse(answers.storeDown());
+  }
+}
+
+/**
+ * Calls `done(true)` once the answer was written out to the client, `done(false)` when its
+ * connection closed first. With @hono/node-server `env.outgoing` is the Node response; without
+ * one (a test's `app.request`) the answer is handed over as the Response itself.
+ */
+function whenSent(c: Context, done: (delivered: boolean) => void): void {
+  const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
+  if (!(outgoing instanceof ServerResponse)) {
+    done(true);
+    return;
+  }
+  let told = false;
+  const tell = (delivered: boolean) => {
+    if (told) return;
+    told = true;
+    done(delivered);
+  };
+  // Already closed (the client left while the call ran): not delivered.
+  if (outgoing.closed || outgoing.destroyed) {
+    tell(outgoing.writableFinished);
+    return;
+  }
+  outgoing.once("finish", () => tell(true));
+  outgoing.once("close", () => tell(outgoing.writableFinished));
 }
 
 /** The request body as the input check read it (the route's `snapshotInput`), for fingerprints. */

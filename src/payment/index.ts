@@ -12,7 +12,6 @@ export { paidRecordOptionsFromConfig, paymentGateOptionsFromConfig } from "./gat
 export type { PaidRequestTimings, PaymentGateOptions } from "./gate-options.js";
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
 export { KEY_PREFIX, REDIS_COMMAND_TIMEOUT_MS } from "../store/index.js";
-export { MemoryReplayStore, paymentProofKey, paymentProofTtlMs } from "./replay-guard.js";
 export { createSharedState } from "./shared-state.js";
 export type { SharedState } from "./shared-state.js";
 export { carriesProof } from "./proof.js";

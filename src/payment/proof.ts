@@ -17,13 +17,13 @@ interface PayloadSchema {
   safeParse(
     value: unknown,
   ):
-    | { success: true; data: { payload: unknown } }
+    | { success: true; data: { payload: unknown; extensions?: unknown } }
     | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } };
 }
 
-/** A readable proof: its payer and the decoded payload (what paying once is keyed by). */
+/** A readable proof: its generation, its payer and the decoded payload (what the ledger keys). */
 export type ProofReading =
-  { ok: true; payer: `0x${string}`; payload: unknown } | { ok: false; why: string };
+  { ok: true; version: 1 | 2; payer: `0x${string}`; payload: unknown } | { ok: false; why: string };
 
 /** One x402 protocol generation as the gate meets it: the request header its proof comes in. */
 export interface ProofGeneration {
@@ -40,11 +40,11 @@ export interface ProofGeneration {
 export const PROOF_GENERATIONS: readonly ProofGeneration[] = [
   {
     header: "payment-signature",
-    read: (value) => readProof(value, "PAYMENT-SIGNATURE", PaymentPayloadV2Schema, "x402 v2"),
+    read: (value) => readProof(value, "PAYMENT-SIGNATURE", PaymentPayloadV2Schema, 2),
   },
   {
     header: "x-payment",
-    read: (value) => readProof(value, "X-PAYMENT", PaymentPayloadV1Schema, "x402 v1"),
+    read: (value) => readProof(value, "X-PAYMENT", PaymentPayloadV1Schema, 1),
   },
 ];
 
@@ -69,8 +69,9 @@ function readProof(
   header: string,
   name: string,
   schema: PayloadSchema,
-  generation: string,
+  version: 1 | 2,
 ): ProofReading {
+  const generation = `x402 v${version}`;
   if (header.length > MAX_PROOF_HEADER_BYTES) {
     return refuse(`${name} is ${header.length} bytes; at most ${MAX_PROOF_HEADER_BYTES} are read`);
   }
@@ -101,7 +102,13 @@ function readProof(
   if (!payer) {
     return refuse(`${name} carries no EIP-3009 authorization (payload.authorization.from)`);
   }
-  return { ok: true, payer, payload: parsed.data };
+  // The v1 schema drops `extensions`; kept, so a v1 proof can carry a payment id too.
+  const extensions = (json as { extensions?: unknown }).extensions;
+  const payload =
+    typeof extensions === "object" && extensions !== null
+      ? { ...parsed.data, extensions }
+      : parsed.data;
+  return { ok: true, version, payer, payload };
 }
 
 function refuse(why: string): ProofReading {

@@ -69,7 +69,7 @@ function usdcOn(
   return { asset, extra: { name, version, ...(devnet && { devnet: true as const }) } };
 }
 
-/** The `exact` requirement the route offers on `network`, or undefined if it is not offered. */
+/** The requirement the route offers on `network` (undefined when not offered): the 402's entry. */
 export function offeredRequirement(
   offer: RouteOffer,
   network: Network,

@@ -4,8 +4,6 @@ import type { RateLimiterAbstract } from "rate-limiter-flexible";
 import { describeError } from "./describe-error.js";
 import { RateLimiterPayerBudget, type PayerBudget } from "./payer-budget.js";
 import { KEY_PREFIX, createRedisClient } from "../store/index.js";
-import { RedisReplayStore } from "./redis-store.js";
-import { MemoryReplayStore, type ReplayStore } from "./replay-guard.js";
 
 /** A rate budget: `points` per `durationSeconds` per key, counted under `keyPrefix`. */
 export interface LimiterOptions {
@@ -15,13 +13,12 @@ export interface LimiterOptions {
 }
 
 /**
- * What several instances of the service must share to act as one (docs/operations.md, "Shared
- * state in Redis"): proof claims and paid records (`replay`, the gate's ReplayStore) and rate
- * counters (`limiterFor`). In Redis when REDIS_URL is set, else in this process's memory.
+ * The rate counters several instances of the service share to act as one (docs/operations.md,
+ * "Shared state in Redis"): in Redis when REDIS_URL is set, else in this process's memory. The
+ * payment records have their own store (src/store/).
  */
 export interface SharedState {
   readonly kind: "memory" | "redis";
-  readonly replay: ReplayStore;
   /** A rate limiter over the shared counters (memory or Redis, the same API). */
   limiterFor(options: LimiterOptions): RateLimiterAbstract;
   /** The per-payer unpaid-snapshot budget (payer-budget.ts) over `limiterFor`. */
@@ -95,7 +92,6 @@ function memorySharedState(): SharedState {
     });
   return {
     kind: "memory",
-    replay: new MemoryReplayStore(),
     limiterFor,
     payerBudget: payerBudgetOver(limiterFor),
     ping: () => Promise.resolve("ok"),
@@ -132,7 +128,6 @@ function redisSharedState(
     });
   const state: SharedState = {
     kind: "redis",
-    replay: new RedisReplayStore(client),
     limiterFor,
     payerBudget: payerBudgetOver(limiterFor),
     ping: () =>

@@ -16,7 +16,7 @@ export type PaymentOutcome =
   | "settled"
   /** A proof the facilitator refused, or one nobody could read. */
   | "refused"
-  /** A proof already served or in use (the replay guard). */
+  /** A proof already served, or in use by another request (the payment ledger). */
   | "replayed"
   /** A kept answer served again for its payment id. */
   | "idempotent_hit"

@@ -36,6 +36,7 @@ import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwardi
 import { closedPort } from "../fixtures/targets.js";
 import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
 import { usdcBalance } from "../fixtures/usdc.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PRICE_UNITS = 50_000n;
 const BASE = "eip155:8453" as Network;
@@ -87,6 +88,7 @@ async function startService(offer: {
     allowCidrs: ["127.0.0.0/8"],
   });
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: offer.networks ?? [devnet.network],
     priceUsdc: "0.05",

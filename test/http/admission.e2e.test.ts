@@ -29,6 +29,7 @@ import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facili
 import { startTarget } from "../fixtures/held-target.js";
 import { closedPort } from "../fixtures/targets.js";
 import { usdcBalance } from "../fixtures/usdc.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -72,6 +73,7 @@ afterAll(async () => {
 
 async function startService(opts: { admission?: SnapshotAdmission; perMinute?: number }) {
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",

@@ -25,6 +25,7 @@ import {
   type RawResponse,
 } from "./helpers.js";
 import { exactKinds } from "../fixtures/supported-facilitator.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 let facilitator: Server;
 let gate: PaymentGate;
@@ -47,6 +48,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => facilitator.listen(0, "127.0.0.1", resolve));
   gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
     networks: ["eip155:84532"],
     priceUsdc: "0.05",

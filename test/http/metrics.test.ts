@@ -33,6 +33,7 @@ import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 import { closedPort } from "../fixtures/targets.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -71,6 +72,7 @@ beforeAll(async () => {
   const logger = createLogger("info", { write: (line: string) => logged.push(line) });
   const metrics = new ServiceMetrics();
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",
@@ -299,7 +301,9 @@ describe("counters move with real requests", () => {
     const statuses = (await Promise.all([post(targetUrl, proof), post(targetUrl, proof)])).map(
       (r) => r.status,
     );
-    expect(statuses.sort()).toEqual([200, 402]);
+    // The copy finds it in progress (409) or already served (402): replayed either way.
+    expect(statuses.sort()[0]).toBe(200);
+    expect([402, 409]).toContain(statuses[1]);
     // And once more after it was served.
     expect((await post(targetUrl, proof)).status).not.toBe(200);
     expect(await balanceOf(from)).toBe(fromBefore - PRICE_UNITS);
@@ -399,6 +403,7 @@ describe("counters move with real requests", () => {
     // A second service on the same devnet whose payers may cause one unpaid snapshot a minute.
     const metrics = new ServiceMetrics();
     const gate = createPaymentGate({
+      store: new MemoryPaymentRecordStore(),
       payTo: devnet.payTo,
       networks: [devnet.network],
       priceUsdc: "0.05",

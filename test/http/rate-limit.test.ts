@@ -27,6 +27,7 @@ import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js"
 import { redisServerBinary, startRedis } from "../fixtures/redis.js";
 import { closedPort, startSilentServer } from "../fixtures/targets.js";
 import { DEFAULT_PORTS, ScriptedEngine, sampleResult } from "./helpers.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>>;
 let gate: PaymentGate;
@@ -35,6 +36,7 @@ const opened: RunningServer[] = [];
 beforeAll(async () => {
   facilitator = await startSupportedFacilitator(["eip155:84532"]);
   gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
     networks: ["eip155:84532"],
     priceUsdc: "0.05",

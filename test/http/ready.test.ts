@@ -18,6 +18,7 @@ import { createUrlPolicy } from "../../src/snapshot/index.js";
 import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
 import { closedPort } from "../fixtures/targets.js";
 import { DEFAULT_PORTS, ScriptedEngine, sampleResult } from "./helpers.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const opened: Array<{ close(): Promise<void> }> = [];
 afterAll(async () => {
@@ -68,6 +69,7 @@ describe("GET /ready", () => {
   beforeAll(async () => {
     facilitatorPort = await closedPort("127.0.0.1");
     gate = createPaymentGate({
+      store: new MemoryPaymentRecordStore(),
       payTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
       networks: ["eip155:84532"],
       priceUsdc: "0.05",

@@ -21,6 +21,7 @@ import { createPaymentGate } from "../../src/payment/index.js";
 import { createUrlPolicy } from "../../src/snapshot/index.js";
 import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
 import { DEFAULT_PORTS, ScriptedEngine, sampleResult } from "./helpers.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 let server: RunningServer | undefined;
@@ -180,6 +181,7 @@ it("the fast path's 402 echoes the request id, and nothing is set on a response 
     const lines: string[] = [];
     const logger = createLogger("info", { write: (line: string) => lines.push(line) });
     const gate = createPaymentGate({
+      store: new MemoryPaymentRecordStore(),
       payTo: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
       networks: ["eip155:84532"],
       priceUsdc: "0.05",

@@ -25,6 +25,7 @@ import {
   sampleResult,
   type RawResponse,
 } from "./helpers.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>>;
@@ -44,6 +45,7 @@ async function service(
   opts: { publicUrl?: string; timeouts?: ServerTimeouts } = {},
 ): Promise<RunningServer & { gate: PaymentGate }> {
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: PAY_TO,
     networks: ["eip155:84532"],
     priceUsdc: "0.05",

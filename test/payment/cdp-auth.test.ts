@@ -19,6 +19,7 @@ import { createCdpAuthHeaders } from "../../src/payment/cdp-auth.js";
 import { createPaymentGate } from "../../src/payment/gate.js";
 import { paymentGateOptionsFromConfig } from "../../src/payment/gate-options.js";
 import { exactKinds } from "../fixtures/supported-facilitator.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const API_KEY_ID = "organizations/org-1/apiKeys/key-1";
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
@@ -249,6 +250,7 @@ async function startCdpStandIn(publicKey: KeyObject, alg: string): Promise<CdpSt
 /** The paid route as serve.ts builds it: gate options from the environment, then the handler. */
 async function startService(env: Record<string, string>) {
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     ...paymentGateOptionsFromConfig(loadPaymentConfig(env)),
     log: () => {},
   });

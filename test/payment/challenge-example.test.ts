@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { challengeExample } from "../../src/payment/challenge-example.js";
 import { createPaymentGate } from "../../src/payment/index.js";
 import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const closers: (() => Promise<unknown>)[] = [];
@@ -19,6 +20,7 @@ async function realChallenge(networks: string[], devnet: boolean) {
   const facilitator = await startSupportedFacilitator(networks);
   closers.push(() => facilitator.close());
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: PAY_TO,
     networks: networks as `${string}:${string}`[],
     priceUsdc: "0.05",

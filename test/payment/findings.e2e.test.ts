@@ -37,6 +37,7 @@ import {
 } from "../fixtures/targets.js";
 import { issueExpiredLeaf, issueLeaf, loadTestCa } from "../fixtures/tls.js";
 import { usdcBalance } from "../fixtures/usdc.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -162,6 +163,7 @@ beforeAll(async () => {
     dnsServers: [dns.address],
   });
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",

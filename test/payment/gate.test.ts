@@ -17,13 +17,10 @@ import {
 import { Hono } from "hono";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  createPaymentGate,
-  type PaymentGateOptions,
-  MemoryReplayStore,
-} from "../../src/payment/index.js";
+import { createPaymentGate, type PaymentGateOptions } from "../../src/payment/index.js";
 import { demoSnapshot } from "../../src/snapshot/index.js";
 import { exactKinds } from "../fixtures/supported-facilitator.js";
+import { MemoryPaymentRecordStore, type PaymentState } from "../../src/store/index.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 const BASE_SEPOLIA = "eip155:84532";
@@ -157,6 +154,7 @@ function base(facilitatorUrl: string, extra: Partial<PaymentGateOptions> = {}): 
     networks: [BASE_SEPOLIA],
     priceUsdc: "0.05",
     facilitatorUrl,
+    store: new MemoryPaymentRecordStore(),
     ...extra,
   };
 }
@@ -462,9 +460,13 @@ describe("order of work", () => {
         post(service, "https://example.com", proof).then((r) => r.status),
       ),
     );
+    // The others found it in progress (409, retry) or already served (402).
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
-    expect(statuses.filter((s) => s === 402)).toHaveLength(9);
+    expect(statuses.filter((s) => s === 409 || s === 402)).toHaveLength(9);
     expect(facilitator.calls.settle).toBe(settles + 1);
+    const again = await post(service, "https://example.com", proof);
+    expect(again.status).toBe(402);
+    expect((await challengeOf(again)).error).toBe("payment_already_used");
   });
 
   it("a failed settlement answers 402, not the report", async () => {
@@ -483,12 +485,22 @@ describe("order of work", () => {
   });
 });
 
+/** A memory store whose writes of `state` fail while `down()` says so. */
+function storeFailingWrites(state: PaymentState, down: () => boolean): MemoryPaymentRecordStore {
+  const store = new MemoryPaymentRecordStore();
+  const write = store.write.bind(store);
+  store.write = (key, owner, record, ttlMs) =>
+    record.state === state && down()
+      ? Promise.reject(new Error("store down"))
+      : write(key, owner, record, ttlMs);
+  return store;
+}
+
 describe("a settled payment always gets its report", () => {
-  it("even when the paid-record store fails to keep the answer of a payment id", async () => {
+  it("even when the store fails to record the settlement", async () => {
     const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
-    const failingStore = new MemoryReplayStore();
-    failingStore.putRecord = () => Promise.reject(new Error("store down"));
-    const service = await startService(base(facilitator.url, { replayStore: failingStore }));
+    const store = storeFailingWrites("settled", () => true);
+    const service = await startService(base(facilitator.url, { store }));
     try {
       const challenge = await challengeOf(await post(service, "https://example.com"));
       const client = new x402Client();
@@ -502,22 +514,6 @@ describe("a settled payment always gets its report", () => {
       const paid = await post(service, "https://example.com", headers);
       expect(paid.status).toBe(200);
       expect(await paid.json()).toEqual({ requested_url: "https://example.com" });
-    } finally {
-      await service.close();
-      await facilitator.close();
-    }
-  });
-
-  it("even when the replay store fails to mark the proof spent", async () => {
-    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
-    const failingStore = new MemoryReplayStore();
-    failingStore.markSpent = () => Promise.reject(new Error("store down"));
-    const service = await startService(base(facilitator.url, { replayStore: failingStore }));
-    try {
-      const challenge = await challengeOf(await post(service, "https://example.com"));
-      const paid = await post(service, "https://example.com", await signedHeaders(challenge));
-      expect(paid.status).toBe(200);
-      expect(await paid.json()).toEqual({ requested_url: "https://example.com" });
       expect(decodePaymentResponseHeader(paid.headers.get("PAYMENT-RESPONSE")!)).toMatchObject({
         success: true,
       });
@@ -528,14 +524,15 @@ describe("a settled payment always gets its report", () => {
   });
 });
 
-describe("the payment state store failing", () => {
+describe("the payment record store failing", () => {
   it("before verify: 503 with Retry-After, nothing verified or settled; the same proof works after", async () => {
     const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
-    const store = new MemoryReplayStore();
-    const claim = store.claim.bind(store);
+    const store = new MemoryPaymentRecordStore();
+    const acquire = store.acquire.bind(store);
     let down = true;
-    store.claim = (...args) => (down ? Promise.reject(new Error("store down")) : claim(...args));
-    const service = await startService(base(facilitator.url, { replayStore: store }));
+    store.acquire = (...args) =>
+      down ? Promise.reject(new Error("store down")) : acquire(...args);
+    const service = await startService(base(facilitator.url, { store }));
     try {
       const challenge = await challengeOf(await post(service, "https://example.com"));
       const headers = await signedHeaders(challenge);
@@ -556,14 +553,10 @@ describe("the payment state store failing", () => {
     }
   });
 
-  it("between verify and the proof's claim: 503, not a 402, and nothing settled", async () => {
+  it("after verify (the verified write fails): 503, not a 402, and no snapshot, nothing settled", async () => {
     const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
-    const store = new MemoryReplayStore();
-    const claim = store.claim.bind(store);
-    // The request's lock is taken; the proof's own claim (after verify) fails.
-    store.claim = (key, ...rest) =>
-      key.startsWith("paid-lock|") ? claim(key, ...rest) : Promise.reject(new Error("store down"));
-    const service = await startService(base(facilitator.url, { replayStore: store }));
+    const store = storeFailingWrites("verified", () => true);
+    const service = await startService(base(facilitator.url, { store }));
     try {
       const challenge = await challengeOf(await post(service, "https://example.com"));
       const settles = facilitator.calls.settle;
@@ -573,7 +566,36 @@ describe("the payment state store failing", () => {
       expect(((await refused.json()) as { error: string }).error).toContain(
         "payment state store unavailable",
       );
+      expect(service.handlerRuns).toBe(0);
       expect(facilitator.calls.settle).toBe(settles);
+    } finally {
+      await service.close();
+      await facilitator.close();
+    }
+  });
+
+  it("before settle (the settling write fails): 503, nothing settled; the retry settles the kept report", async () => {
+    const facilitator = await startScriptedFacilitator([BASE_SEPOLIA]);
+    let down = true;
+    const store = storeFailingWrites("settling", () => down);
+    const service = await startService(base(facilitator.url, { store }));
+    try {
+      const challenge = await challengeOf(await post(service, "https://example.com"));
+      const proof = await signedHeaders(challenge);
+      const settles = facilitator.calls.settle;
+      const refused = await post(service, "https://example.com", proof);
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).not.toHaveProperty("requested_url");
+      expect(facilitator.calls.settle).toBe(settles);
+      expect(service.handlerRuns).toBe(1);
+
+      down = false;
+      const paid = await post(service, "https://example.com", proof);
+      expect(paid.status).toBe(200);
+      expect(await paid.json()).toEqual({ requested_url: "https://example.com" });
+      // The kept report, settled once: the snapshot did not run again.
+      expect(service.handlerRuns).toBe(1);
+      expect(facilitator.calls.settle).toBe(settles + 1);
     } finally {
       await service.close();
       await facilitator.close();

@@ -35,6 +35,7 @@ import {
 import { startTarget } from "../fixtures/held-target.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 import { closedPort } from "../fixtures/targets.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -91,6 +92,7 @@ async function startService(
   let paidWaiters: ((t: PaidRequestTimings) => void)[] = [];
   let goneWaiters: (() => void)[] = [];
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",

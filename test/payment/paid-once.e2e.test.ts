@@ -36,6 +36,7 @@ import {
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
 import { usdcBalance } from "../fixtures/usdc.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -49,6 +50,7 @@ const opened: { close(): Promise<void> }[] = [];
 async function startService(options: Partial<PaymentGateOptions> = {}): Promise<string> {
   const allowedPorts = new Set([80, 443, Number(new URL(target.url).port), target.probePort]);
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",

@@ -33,6 +33,7 @@ import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 import { PROBE_FINDINGS } from "../../src/snapshot/findings/probes.js";
 import { gradeOf, scoreOf } from "../../src/snapshot/findings/score.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 /** The findings of the probes' judges (the response judges are tested elsewhere). */
 const PROBE_IDS = new Set(PROBE_FINDINGS.map((d) => d.id));
@@ -119,6 +120,7 @@ beforeAll(async () => {
     httpProbePort: plain.port,
   });
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",

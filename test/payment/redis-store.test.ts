@@ -1,8 +1,8 @@
 /**
  * The shared state's contract (docs/operations.md, "Shared state in Redis"), the same table run
- * against the in-memory store and against a real redis-server: claims are atomic, releases are
- * counted, records round-trip, every Redis key has a TTL; the payer budget is one budget across
- * instances; a Redis stopped or hung fails fast, and one started again is used again.
+ * against memory and against a real redis-server: every Redis key has a TTL; the payer budget
+ * and the rate budget are one budget across instances; a Redis stopped or hung fails fast, and
+ * one started again is used again. (The payment records have their own store, src/store/.)
  */
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -46,96 +46,11 @@ async function keysWithTtl(): Promise<Map<string, number>> {
 }
 
 let unique = 0;
-const key = (name: string) => `${name}-${process.pid}-${++unique}`;
 
 const variants = ["memory", "redis"] as const;
 
 describe.each(variants)("shared state in %s", (kind) => {
   const skip = kind === "redis" && !redisServerBinary;
-
-  it.skipIf(skip)("of many simultaneous claims of one key exactly one wins", async () => {
-    const state = await shared(kind);
-    const k = key("race");
-    const results = await Promise.all(
-      Array.from({ length: 20 }, () => state.replay.claim(k, 60_000)),
-    );
-    expect(results.filter(Boolean)).toHaveLength(1);
-  });
-
-  it.skipIf(skip)("a released claim can be claimed again; a spent one cannot", async () => {
-    const state = await shared(kind);
-    const k = key("spent");
-    expect(await state.replay.claim(k, 60_000)).toBe(true);
-    await state.replay.release(k);
-    expect(await state.replay.claim(k, 60_000)).toBe(true);
-    await state.replay.markSpent(k);
-    await state.replay.release(k); // a late release must not free a spent proof
-    expect(await state.replay.claim(k, 60_000)).toBe(false);
-  });
-
-  it.skipIf(skip)("counts releases after unpaid work and refuses past maxReleases", async () => {
-    const state = await shared(kind);
-    const k = key("count");
-    for (let i = 0; i < 3; i++) {
-      expect(await state.replay.claim(k, 60_000, 3)).toBe(true);
-      await state.replay.release(k, true);
-    }
-    expect(await state.replay.releases(k)).toBe(3);
-    expect(await state.replay.claim(k, 60_000, 3)).toBe(false);
-    // Releases that were not counted do not use the allowance up.
-    const q = key("uncounted");
-    expect(await state.replay.claim(q, 60_000, 1)).toBe(true);
-    await state.replay.release(q);
-    expect(await state.replay.releases(q)).toBe(0);
-    expect(await state.replay.claim(q, 60_000, 1)).toBe(true);
-    await state.replay.release(q, true);
-    expect(await state.replay.claim(q, 60_000, 1)).toBe(false);
-    expect(await state.replay.releases(key("unknown"))).toBe(0);
-  });
-
-  it.skipIf(skip)("a claimed proof is forgotten after its TTL", async () => {
-    const state = await shared(kind);
-    const k = key("ttl");
-    expect(await state.replay.claim(k, 50)).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(await state.replay.claim(k, 60_000)).toBe(true);
-  });
-
-  it.skipIf(skip)(
-    "a held claim's lease is renewed by extend; a free or spent one is not",
-    async () => {
-      const state = await shared(kind);
-      const k = key("lease");
-      expect(await state.replay.claim(k, 150)).toBe(true);
-      for (let i = 0; i < 4; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 75));
-        await state.replay.extend(k, 150);
-      }
-      // 300 ms after a 150 ms claim: still held, because it was renewed.
-      expect(await state.replay.claim(k, 60_000)).toBe(false);
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      expect(await state.replay.claim(k, 60_000)).toBe(true);
-      await state.replay.markSpent(k);
-      await state.replay.extend(k, 1);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(await state.replay.claim(k, 60_000)).toBe(false);
-    },
-  );
-
-  it.skipIf(skip)("records round-trip, are replaced, deleted and expire", async () => {
-    const state = await shared(kind);
-    const k = key("record");
-    expect(await state.replay.getRecord(k)).toBeUndefined();
-    await state.replay.putRecord(k, '{"state":"served"}', 60_000);
-    expect(await state.replay.getRecord(k)).toBe('{"state":"served"}');
-    await state.replay.putRecord(k, "second", 60_000);
-    expect(await state.replay.getRecord(k)).toBe("second");
-    await state.replay.deleteRecord(k);
-    expect(await state.replay.getRecord(k)).toBeUndefined();
-    await state.replay.putRecord(k, "short", 50);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(await state.replay.getRecord(k)).toBeUndefined();
-  });
 
   it.skipIf(skip)("one payer budget for two instances sharing the store", async () => {
     // Two instances: two SharedStates (two Redis clients); in memory, one process's budget.
@@ -187,20 +102,13 @@ describe.skipIf(!redisServerBinary)("Redis keys", () => {
   it("every key the store writes has a TTL, under the secsnap: prefix", async () => {
     const state = await shared("redis");
     await redis!.inspect.flushall();
-    const k = key("all");
-    await state.replay.claim(k, 60_000, 3);
-    await state.replay.release(k, true);
-    await state.replay.claim(k, 60_000, 3);
-    await state.replay.markSpent(k);
-    await state.replay.claim(key("held"), 300_000);
-    await state.replay.putRecord(key("rec"), "x", 3_600_000);
     const budget = state.payerBudget(5);
     await budget.reserve("0xabc");
     await budget.refund("0xabc");
     await state.limiterFor({ keyPrefix: "ip", points: 10, durationSeconds: 60 }).consume("1.2.3.4");
     expect(await state.writable()).toBe(true);
     const ttls = await keysWithTtl();
-    expect(ttls.size).toBe(6);
+    expect(ttls.size).toBe(2);
     for (const [name, ttl] of ttls) {
       expect(name.startsWith(KEY_PREFIX)).toBe(true);
       expect(ttl, name).toBeGreaterThan(0);
@@ -231,11 +139,12 @@ describe.skipIf(!redisServerBinary)("Redis faults", () => {
     const lines: string[] = [];
     const state = await createSharedState({ redisUrl: own.url, log: (l) => lines.push(l) });
     try {
-      expect(await state.replay.claim(key("before"), 60_000)).toBe(true);
+      expect((await state.payerBudget(5).reserve("0xbefore")).ok).toBe(true);
       await own.stop();
       const started = performance.now();
-      await expect(state.replay.claim(key("down"), 60_000)).rejects.toThrow();
-      await expect(state.replay.getRecord(key("down"))).rejects.toThrow();
+      await expect(
+        state.limiterFor({ keyPrefix: "ip", points: 10, durationSeconds: 60 }).consume("down"),
+      ).rejects.toThrow();
       await expect(state.payerBudget(5).reserve("0xabc")).rejects.toThrow();
       expect(await state.ping()).toBe("down");
       expect(await state.writable()).toBe(false);
@@ -249,7 +158,6 @@ describe.skipIf(!redisServerBinary)("Redis faults", () => {
       await own.start();
       await expect.poll(() => state.ping(), { timeout: 15_000, interval: 100 }).toBe("ok");
       await expect.poll(() => lines.at(-1)).toBe("redis answers again");
-      expect(await state.replay.claim(key("after"), 60_000)).toBe(true);
       expect((await state.payerBudget(5).reserve("0xabc")).ok).toBe(true);
     } finally {
       await state.close();
@@ -266,7 +174,7 @@ describe.skipIf(!redisServerBinary)("Redis faults", () => {
     try {
       await expect.poll(() => silent.accepted(), { timeout: 5_000 }).toBeGreaterThan(0);
       const started = performance.now();
-      await expect(state.replay.claim(key("hung"), 60_000)).rejects.toThrow();
+      await expect(state.payerBudget(5).reserve("0xhung")).rejects.toThrow();
       expect(await state.ping()).toBe("down");
       expect(performance.now() - started).toBeLessThan(10 * REDIS_COMMAND_TIMEOUT_MS);
     } finally {

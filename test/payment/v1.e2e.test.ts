@@ -41,6 +41,7 @@ import { createPaymentGate } from "../../src/payment/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { usdcBalance } from "../fixtures/usdc.js";
+import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -93,6 +94,7 @@ beforeAll(async () => {
     httpsProbePort: Number(new URL(target.closedPortUrl).port),
   });
   const gate = createPaymentGate({
+    store: new MemoryPaymentRecordStore(),
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",
@@ -311,7 +313,8 @@ describe("v1 proofs follow every v2 rule", () => {
       await Promise.all(Array.from({ length: 10 }, () => post(target.url, proof)))
     ).map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
-    expect(statuses.filter((s) => s === 402)).toHaveLength(9);
+    // The others found it in progress (409, retry) or already served (402).
+    expect(statuses.filter((s) => s === 409 || s === 402)).toHaveLength(9);
     expect(await balanceOf(from)).toBe(before - PRICE_UNITS);
   });
 
