@@ -6,7 +6,7 @@
  *   npm run bench -- snapshot [lines…]    one part; further arguments go to that part
  *   npm run bench -- payment
  *   npm run bench -- startup
- *   npm run bench -- fleet | redis402 | trickle
+ *   npm run bench -- fleet | redis402 | trickle | store
  *
  * Exits non-zero if any part fails (a missed target, a broken run).
  */
@@ -23,6 +23,7 @@ const PARTS = [
   "fleet",
   "redis402",
   "trickle",
+  "store",
 ] as const;
 type Part = (typeof PARTS)[number];
 

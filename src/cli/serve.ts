@@ -283,11 +283,13 @@ async function shutDown(
   stderr.write(`${received}: shutting down, waiting for running requests\n`);
   if (received === "SIGTERM") await sleep(config.ops.shutdownGraceMs);
   const { gate } = service.payment;
-  await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS);
-  // The listener waited for running requests up to the snapshot deadline; a settlement may take
-  // longer (the facilitator's settle bound), and its outcome must be recorded before the exit.
-  const underWay = gate.paidCallsUnderWay();
-  if (underWay > 0) stderr.write(`waiting for ${underWay} paid call(s) still settling\n`);
+  // Running requests get the snapshot deadline; a paid call still settling then may take longer
+  // (the facilitator's settle bound): its connection stays open until it has answered.
+  await server.close(config.snapshot.timeoutMs + SHUTDOWN_MARGIN_MS, async () => {
+    const underWay = gate.paidCallsUnderWay();
+    if (underWay > 0) stderr.write(`waiting for ${underWay} paid call(s) still settling\n`);
+    await gate.drain();
+  });
   await gate.drain();
   gate.close();
   await metricsServer?.close(0);

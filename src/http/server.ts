@@ -18,10 +18,15 @@ export interface RunningServer {
   port: number;
   /**
    * Graceful stop: no new connections, in-flight requests may finish for `graceMs`, then any
-   * connection still open is cut. Resolves once the server is fully closed.
+   * connection still open is cut — after `holdOpen` resolved, when given: the work that must
+   * still answer (paid calls settling, whose answers may come later than any request's bound).
+   * Resolves once the server is fully closed.
    */
-  close(graceMs: number): Promise<void>;
+  close(graceMs: number, holdOpen?: () => Promise<void>): Promise<void>;
 }
+
+/** After held work ended, how long its answers get to be written before connections are cut. */
+const ANSWER_WRITE_MARGIN_MS = 1_000;
 
 function displayHost(address: string): string {
   if (address === "0.0.0.0") return "127.0.0.1";
@@ -117,11 +122,18 @@ export async function startServer(opts: {
   const { address, port } = server.address() as AddressInfo;
 
   let closing: Promise<void> | undefined;
-  const close = (graceMs: number): Promise<void> =>
+  const close = (graceMs: number, holdOpen?: () => Promise<void>): Promise<void> =>
     (closing ??= new Promise<void>((resolve) => {
       // Keep-alive sockets that finish their last request while we wait are idle: close them too.
       const sweep = setInterval(() => server.closeIdleConnections(), 50);
-      const deadline = setTimeout(() => server.closeAllConnections(), graceMs);
+      const cut = () => server.closeAllConnections();
+      // The held work's answers are written just after it ends: a moment for them, then the cut.
+      const deadline = setTimeout(() => {
+        if (!holdOpen) return cut();
+        void holdOpen()
+          .then(() => new Promise((r) => setTimeout(r, ANSWER_WRITE_MARGIN_MS)))
+          .finally(cut);
+      }, graceMs);
       server.close(() => {
         clearInterval(sweep);
         clearTimeout(deadline);

@@ -3,10 +3,7 @@
  * its three implementations and the factory. Other folders import only from here.
  */
 export type {
-  Acquired,
   KeptAnswer,
-  Lease,
-  PaymentIdBinding,
   PaymentRecord,
   PaymentRecordStore,
   PaymentState,
