@@ -1,43 +1,21 @@
 /**
  * `secsnap mcp`: a stdio MCP server for MCP hosts (docs/contract.md §7.3, docs/mcp.md). Its tools
  * pay the HTTP API as `secsnap pay` does. stdout is the protocol: every line of ours goes to
- * stderr. Start-up loads the MCP SDK and the tool definitions only; x402 and viem are loaded on
- * the first call that needs them (mcp-pay.ts), so a host's first `tools/list` is answered fast.
+ * stderr. Start-up loads none of the SDK: the first answers come from the build's record
+ * (mcp-listing.ts) while the SDK and the tools load (mcp-server.ts); x402 and viem are loaded on
+ * the first call that needs them (mcp-pay.ts).
  */
+import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import * as z from "zod";
-import { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "../http/index.js";
-import { SERVICE_VERSION } from "../version.js";
-import { UsageError, type Command, type CliOutput } from "./command.js";
-import type { McpOptions, McpPayer } from "./mcp-pay.js";
+import { UsageError, type Command } from "./command.js";
+import { answerFirstRequests, readListing } from "./mcp-listing.js";
+import type { McpOptions } from "./mcp-pay.js";
 import { apiBase, httpUrl, parseNetwork, usdcOption } from "./pay-options.js";
 import { DEFAULT_PAY_TIMEOUT_S } from "./pay-send.js";
 
 /** The price it expects: `--max-usdc` defaults to it, so a dearer service is refused. */
 const EXPECTED_PRICE_USDC = "0.05";
 const DEFAULT_BUDGET_USDC = "1.00";
-
-const WalletOutputSchema = z.object({
-  address: z.string().nullable().describe("The payer's address; null when not known yet."),
-  key: z
-    .enum(["SECSNAP_PRIVATE_KEY", "devnet test account", "none"])
-    .describe("Where the signing key comes from."),
-  network: z.string().describe("CAIP-2 id of the network the balance is read on."),
-  asset: z.string().describe("The USDC contract read."),
-  balance_usdc: z.string().nullable().describe("USDC balance on chain; null when unreadable."),
-  spent_usdc: z.string().describe("USDC charged by this session's calls."),
-  budget_usdc: z.string().describe("--budget-usdc: the most this session may spend."),
-  budget_left_usdc: z
-    .string()
-    .describe("What is left of the budget; a call whose charge is unknown counts as spent."),
-  max_usdc_per_call: z.string(),
-  networks_allowed: z.array(z.string()),
-  paid_calls: z.number().int().min(0),
-  note: z.string().optional(),
-});
 
 export const mcpCommand: Command = {
   usage: [
@@ -59,12 +37,23 @@ export const mcpCommand: Command = {
   ].join("\n"),
 
   async run({ args, env, stderr }) {
-    const options = readOptions(args);
-    return serve(options, env, stderr);
+    const { options, writeListing } = readOptions(args);
+    const log = (line: string) => stderr.write(`secsnap mcp: ${line}\n`);
+    if (writeListing !== undefined) {
+      // The build's step (scripts/bundle.js): the SDK's first answers, recorded.
+      const { recordListing } = await import("./mcp-server.js");
+      writeFileSync(writeListing, JSON.stringify(await recordListing(options)));
+      return 0;
+    }
+    const listing = readListing();
+    const [early, { serve }] = listing
+      ? [await answerFirstRequests(listing), await import("./mcp-server.js")]
+      : [undefined, await import("./mcp-server.js")];
+    return serve(options, env, log, early);
   },
 };
 
-function readOptions(args: string[]): McpOptions {
+function readOptions(args: string[]): { options: McpOptions; writeListing?: string } {
   const { positionals, values } = parseArgs({
     args,
     options: {
@@ -74,6 +63,7 @@ function readOptions(args: string[]): McpOptions {
       network: { type: "string", multiple: true },
       rpc: { type: "string" },
       timeout: { type: "string", default: String(DEFAULT_PAY_TIMEOUT_S) },
+      "write-listing": { type: "string" },
     },
     allowPositionals: true,
   });
@@ -82,7 +72,7 @@ function readOptions(args: string[]): McpOptions {
   if (!/^\d{1,5}$/.test(values.timeout) || Number(values.timeout) < 1) {
     throw new UsageError("--timeout must be a whole number of seconds, at least 1");
   }
-  return {
+  const options: McpOptions = {
     base: apiBase(values.api),
     maxUsdc: usdcOption(values["max-usdc"], "--max-usdc"),
     budgetUsdc: usdcOption(values["budget-usdc"], "--budget-usdc"),
@@ -91,90 +81,8 @@ function readOptions(args: string[]): McpOptions {
     rpc: values.rpc,
     timeoutS: Number(values.timeout),
   };
-}
-
-/** Serves MCP on stdin/stdout until the host closes stdin; 0 then. */
-async function serve(options: McpOptions, env: NodeJS.ProcessEnv, stderr: CliOutput) {
-  const log = (line: string) => stderr.write(`secsnap mcp: ${line}\n`);
-  const server = new McpServer({ name: "secsnap", version: SERVICE_VERSION });
-
-  // The paying half, loaded once on first use.
-  let payer: Promise<McpPayer> | undefined;
-  const paying = () =>
-    (payer ??= import("./mcp-pay.js").then((m) => new m.McpPayer(options, env, log)));
-
-  server.registerTool(MCP_TOOL_NAMES.snapshot, SNAPSHOT_TOOL, async ({ url }, extra) =>
-    guarded(log, () => paying().then((p) => p.snapshot(url, extra.signal))),
-  );
-  server.registerTool(MCP_TOOL_NAMES.demoSnapshot, DEMO_SNAPSHOT_TOOL, async (_args, extra) =>
-    guarded(log, () => demo(options.base, extra.signal)),
-  );
-  server.registerTool(
-    "wallet",
-    {
-      title: "secsnap wallet",
-      description:
-        "The wallet `snapshot` pays with: address, network, USDC balance (read on chain), what this " +
-        "session spent, its budget and per-call cap. Free.",
-      inputSchema: {},
-      outputSchema: WalletOutputSchema,
-      annotations: { readOnlyHint: true, openWorldHint: true },
-    },
-    async (_args, extra) => guarded(log, () => paying().then((p) => p.wallet(extra.signal))),
-  );
-
-  const transport = new StdioServerTransport();
-  const closed = new Promise<void>((resolve) => {
-    transport.onclose = resolve;
-    // The host ends the session by closing our stdin (the MCP stdio transport's shutdown).
-    process.stdin.once("end", () => void server.close());
-  });
-  await server.connect(transport);
-  log(
-    `serving MCP on stdio; paying ${options.base.href} on ${options.networks.join(", ")}, at most ${options.maxUsdc} USDC a call and ${options.budgetUsdc} USDC this session`,
-  );
-  await closed;
-  return 0;
-}
-
-/** A tool's work; a bug becomes an error result saying so, not a dropped session. */
-async function guarded(
-  log: (line: string) => void,
-  work: () => Promise<CallToolResult>,
-): Promise<CallToolResult> {
-  try {
-    return await work();
-  } catch (err) {
-    log(`internal error: ${(err as Error).stack ?? String(err)}`);
-    return { isError: true, content: [{ type: "text", text: `internal error: ${String(err)}` }] };
-  }
-}
-
-/** `GET /demo/snapshot` of the API: free, no key or chain needed. */
-async function demo(base: URL, signal: AbortSignal): Promise<CallToolResult> {
-  const url = new URL("demo/snapshot", base);
-  try {
-    const response = await fetch(url, {
-      headers: { Accept: "application/json" },
-      signal: AbortSignal.any([signal, AbortSignal.timeout(30_000)]),
-    });
-    const body: unknown = await response.json();
-    if (!response.ok) throw new Error(`the API answered ${response.status}`);
-    const report = body as { grade?: unknown; score?: unknown };
-    return {
-      content: [
-        {
-          type: "text",
-          text: `Demo report (a fixed sample: nothing fetched, nothing paid): grade ${String(report.grade)}, score ${String(report.score)}.`,
-        },
-        { type: "text", text: JSON.stringify(body) },
-      ],
-      structuredContent: body as Record<string, unknown>,
-    };
-  } catch (err) {
-    return {
-      isError: true,
-      content: [{ type: "text", text: `GET ${url.href} failed: ${String(err)}` }],
-    };
-  }
+  return {
+    options,
+    ...(values["write-listing"] !== undefined && { writeListing: values["write-listing"] }),
+  };
 }

@@ -5,11 +5,11 @@
  */
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
-import { createRequire } from "node:module";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import inspectorCli from "@modelcontextprotocol/inspector-cli/package.json" with { type: "json" };
 import { Ajv } from "ajv";
 import {
   createPublicClient,
@@ -21,11 +21,12 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { build, staleReason } from "../../scripts/build.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import type { RunningServer } from "../../src/http/index.js";
 import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
 import { usdcBalance } from "../fixtures/usdc.js";
-import { ROOT, cleanEnv, cliNodeArgs } from "./run.js";
+import { ROOT, cleanEnv, cliNodeArgs, waitForLine } from "./run.js";
 
 const PRICE_UNITS = 50_000n;
 const TRANSFER = parseAbiItem(
@@ -81,11 +82,12 @@ const balanceOf = (address: Address) => usdcBalance(chain, devnet.usdcAddress, a
 async function connect(
   options: string[] = [],
   environment = env(),
+  nodeArgs = cliNodeArgs(),
 ): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: [
-      ...cliNodeArgs(),
+      ...nodeArgs,
       "mcp",
       "--api",
       service.url,
@@ -270,9 +272,10 @@ describe("the MCP Inspector's CLI", () => {
   async function inspect(method: string[]): Promise<unknown> {
     const bin = join(ROOT, "node_modules", ".bin", "mcp-inspector-cli");
     // The project's own Inspector CLI (the devDependency) is what that name runs.
-    expect(realpathSync(bin)).toBe(
-      createRequire(import.meta.url).resolve("@modelcontextprotocol/inspector-cli"),
+    const installed = dirname(
+      realpathSync(join(ROOT, "node_modules", inspectorCli.name, "package.json")),
     );
+    expect(realpathSync(bin)).toBe(join(installed, inspectorCli.bin["mcp-inspector-cli"]));
     const child = spawn(
       bin,
       [
@@ -307,5 +310,81 @@ describe("the MCP Inspector's CLI", () => {
       _demo: true,
       requested_url: "https://example.com",
     });
+  });
+});
+
+describe("the bundle's fast start (answers recorded from the SDK by the build)", () => {
+  const BIN = join(ROOT, "bin", "secsnap.js");
+
+  beforeAll(() => {
+    if (staleReason() !== undefined) build();
+  }, 120_000);
+
+  it("answers initialize and tools/list as the SDK does, then the SDK serves the calls", async () => {
+    const fromSources = await connect([], env(), [
+      "--import",
+      "tsx",
+      join(ROOT, "src/cli/main.ts"),
+    ]);
+    const fromBundle = await connect([], env(), [BIN]);
+    for (const read of [
+      (c: Client) => c.getServerVersion(),
+      (c: Client) => c.getServerCapabilities(),
+      (c: Client) => c.listTools(),
+    ]) {
+      expect(await read(fromBundle.client)).toEqual(await read(fromSources.client));
+    }
+    const demo = (await fromBundle.client.callTool({
+      name: "demo_snapshot",
+      arguments: {},
+    })) as CallToolResult;
+    expect(demo.structuredContent).toMatchObject({ _demo: true });
+  });
+
+  it("writes each answer once: the SDK's own answers to the early requests are dropped", async () => {
+    const child = spawn(process.execPath, [BIN, "mcp", "--api", service.url], {
+      cwd: ROOT,
+      env: env(),
+    });
+    const lines: string[] = [];
+    let buffered = "";
+    child.stdout.on("data", (d: Buffer) => {
+      buffered += d.toString();
+      const parts = buffered.split("\n");
+      buffered = parts.pop() ?? "";
+      lines.push(...parts);
+    });
+    const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" },
+      },
+    });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+    send({
+      jsonrpc: "2.0",
+      id: 3,
+      method: "tools/call",
+      params: { name: "demo_snapshot", arguments: {} },
+    });
+    send({ jsonrpc: "2.0", id: 4, method: "tools/list" });
+    // The call (a fetch of the demo) is answered after the second tools/list.
+    await waitForLine(child.stdout, /"id":3[,}]/);
+    child.stdin.end();
+    await new Promise((resolve) => child.on("close", resolve));
+    const ids = lines.map((l) => (JSON.parse(l) as { id: number }).id);
+    expect(ids.sort()).toEqual([1, 2, 3, 4]);
+    const answers = lines.map((l) => JSON.parse(l) as { id: number; result: unknown });
+    const byId = new Map(answers.map((a) => [a.id, a.result]));
+    expect(byId.get(1)).toMatchObject({ protocolVersion: "2025-06-18" });
+    // The early tools/list (recorded) and the SDK's own later one are the same.
+    expect(byId.get(2)).toEqual(byId.get(4));
+    expect(byId.get(3)).toMatchObject({ structuredContent: { _demo: true } });
   });
 });
