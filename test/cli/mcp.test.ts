@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import type { RunningServer } from "../../src/http/index.js";
+import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
 import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 import { ROOT, cleanEnv, cliNodeArgs, waitForLine } from "./run.js";
@@ -38,6 +39,7 @@ let chain: PublicClient;
 let local: LocalTarget;
 let service: RunningServer;
 const clients: Client[] = [];
+const opened: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
@@ -55,6 +57,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
+  await Promise.all(opened.map((o) => o.close()));
   await service?.close(1_000);
   await local?.close();
   await devnet?.close();
@@ -83,20 +86,11 @@ async function connect(
   options: string[] = [],
   environment = env(),
   nodeArgs = cliNodeArgs(),
+  api = service.url,
 ): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [
-      ...nodeArgs,
-      "mcp",
-      "--api",
-      service.url,
-      "--rpc",
-      devnet.rpcUrl,
-      "--timeout",
-      "30",
-      ...options,
-    ],
+    args: [...nodeArgs, "mcp", "--api", api, "--rpc", devnet.rpcUrl, "--timeout", "30", ...options],
     env: environment,
     cwd: ROOT,
     stderr: "pipe",
@@ -264,6 +258,80 @@ describe("spend caps, checked before signing", () => {
       budget_left_usdc: "0.03",
       paid_calls: 1,
     });
+  });
+});
+
+describe("one proof per call", () => {
+  async function proxy(options: Parameters<typeof startForwardingProxy>[0]) {
+    const started: ForwardingProxy = await startForwardingProxy(options);
+    opened.push(started);
+    return started;
+  }
+
+  it("a lost answer: the same proof and payment id sent again, the report, one transfer", async () => {
+    let paidSends = 0;
+    const front = await proxy({
+      upstream: service.url,
+      loseAnswer: (r) => r.headers["payment-signature"] !== undefined && ++paidSends === 1,
+    });
+    const { client, stderr } = await connect([], env(7), cliNodeArgs(), front.url);
+    const payer = payerAddress(7);
+    const [before, fromBlock] = await Promise.all([balanceOf(payer), chain.getBlockNumber()]);
+    const result = (await client.callTool({
+      name: "snapshot",
+      arguments: { url: local.url },
+    })) as CallToolResult;
+    expect(result.isError, textOf(result)).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({ requested_url: local.url });
+    const proofs = front.requests
+      .map((r) => r.headers["payment-signature"])
+      .filter((h): h is string => typeof h === "string");
+    expect(proofs.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(proofs).size).toBe(1);
+    const payload = JSON.parse(Buffer.from(proofs[0] as string, "base64").toString()) as {
+      extensions: Record<string, { info: { id: string } }>;
+    };
+    expect(payload.extensions["payment-identifier"]?.info.id).toMatch(/^pay_/);
+    expect(stderr()).toMatch(/no answer .*sending the same proof again/);
+    expect((await transfersFrom(payer, fromBlock)).map((l) => l.args.value)).toEqual([PRICE_UNITS]);
+    expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+  });
+
+  it("only the networks --network allows: a Base mainnet offer is refused by default, unsigned", async () => {
+    // The devnet's facilitator, claiming Base mainnet too, so a service can offer it alone.
+    const facilitator = await proxy({
+      upstream: devnet.facilitatorUrl,
+      rewrite: (request, body) => {
+        if (request.path !== "/supported") return body;
+        const supported = JSON.parse(body) as {
+          kinds: Array<{ x402Version: number; network: string }>;
+        };
+        supported.kinds.push(
+          ...supported.kinds.map((k) => ({
+            ...k,
+            network: k.x402Version === 1 ? "base" : "eip155:8453",
+          })),
+        );
+        return JSON.stringify(supported);
+      },
+    });
+    const mainnetOnly = await startPaidService({
+      engine: local.engine,
+      ports: [local.port],
+      payTo: devnet.payTo,
+      networks: ["eip155:8453"],
+      facilitatorUrl: facilitator.url,
+    });
+    opened.push({ close: () => mainnetOnly.close(1_000) });
+    const { client } = await connect([], env(8), cliNodeArgs(), mainnetOnly.url);
+    const result = (await client.callTool({
+      name: "snapshot",
+      arguments: { url: local.url },
+    })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain("--network base-sepolia is not offered by the API");
+    expect(textOf(result)).toContain("Nothing was signed; nothing was charged.");
+    expect(facilitator.requests.filter((r) => r.path === "/verify")).toEqual([]);
   });
 });
 
