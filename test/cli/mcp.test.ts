@@ -25,7 +25,12 @@ import { build, staleReason } from "../../scripts/build.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import type { RunningServer } from "../../src/http/index.js";
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
-import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
+import {
+  claimingBaseMainnet,
+  startLocalTarget,
+  startPaidService,
+  type LocalTarget,
+} from "../fixtures/paid-service.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 import { ROOT, cleanEnv, cliNodeArgs, waitForLine } from "./run.js";
 
@@ -301,19 +306,7 @@ describe("one proof per call", () => {
     // The devnet's facilitator, claiming Base mainnet too, so a service can offer it alone.
     const facilitator = await proxy({
       upstream: devnet.facilitatorUrl,
-      rewrite: (request, body) => {
-        if (request.path !== "/supported") return body;
-        const supported = JSON.parse(body) as {
-          kinds: Array<{ x402Version: number; network: string }>;
-        };
-        supported.kinds.push(
-          ...supported.kinds.map((k) => ({
-            ...k,
-            network: k.x402Version === 1 ? "base" : "eip155:8453",
-          })),
-        );
-        return JSON.stringify(supported);
-      },
+      rewrite: claimingBaseMainnet,
     });
     const mainnetOnly = await startPaidService({
       engine: local.engine,

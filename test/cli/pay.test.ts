@@ -27,7 +27,12 @@ import { createSnapshotEngine } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
-import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
+import {
+  claimingBaseMainnet,
+  startLocalTarget,
+  startPaidService,
+  type LocalTarget,
+} from "../fixtures/paid-service.js";
 import { closedPort } from "../fixtures/targets.js";
 import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
 import { usdcBalance } from "../fixtures/usdc.js";
@@ -126,16 +131,7 @@ describe("which network", () => {
     // networks as production's default does. Mainnet proofs are refused here (no such chain).
     facilitator = await proxy({
       upstream: devnet.facilitatorUrl,
-      rewrite: (request, body) => {
-        if (request.path !== "/supported") return body;
-        const supported = JSON.parse(body) as {
-          kinds: Array<{ x402Version: number; network: string }>;
-        };
-        supported.kinds.push(
-          ...supported.kinds.map((k) => ({ ...k, network: k.x402Version === 1 ? "base" : BASE })),
-        );
-        return JSON.stringify(supported);
-      },
+      rewrite: claimingBaseMainnet,
       intercept: (request) => {
         if (request.path !== "/verify") return undefined;
         const { paymentRequirements } = JSON.parse(request.body) as {
