@@ -4,9 +4,11 @@
  * (the bundled CLI's own start-up: bin/secsnap.js, its freshness check of dist/, the dispatch)
  * and `secsnap scan <refused URL>` (everything `scan` does before its network work: the engine's
  * modules, the configuration, the URL rules, which refuse a private address); the others show
- * what a command adds by doing its work.
+ * what a command adds by doing its work. `mcp` is judged too: `secsnap mcp` from spawn to its answer
+ * to the first `tools/list` (initialize, initialized, tools/list on stdin, as an MCP host starts a
+ * session), which is what a host waits for before it can offer the tools.
  *
- *   tsx bench/startup.ts [version] [main] [scan-help] [scan-refused] [scan] [tsx]   (default: all)
+ *   tsx bench/startup.ts [version] [main] [scan-help] [scan-refused] [scan] [mcp] [tsx]   (default: all)
  *
  * `scan` runs one real snapshot of a tiny local HTTP site on 127.0.0.2 (allowed through
  * SNAPSHOT_ALLOW_CIDRS / SNAPSHOT_ALLOWED_PORTS, as the CLI tests do). Exits 1 if a judged line
@@ -31,6 +33,8 @@ const STARTUP_TARGET = 2;
 
 interface LineSpec {
   title: string;
+  /** Timed to the answer of an MCP `tools/list` on stdout rather than to the exit. */
+  mcp?: boolean;
   argv: (targetUrl: string) => string[];
   /** Judged lines fail the run above this ratio; the others are printed for reading. */
   target?: number;
@@ -62,6 +66,13 @@ const LINES = {
     title: "secsnap scan <local site> --json (+ one snapshot)",
     argv: (url) => ["bin/secsnap.js", "scan", url, "--json"],
   },
+  mcp: {
+    title: "secsnap mcp, spawn to the first tools/list answer (MCP over stdio)",
+    // No service is asked: listing the tools needs none.
+    argv: () => ["bin/secsnap.js", "mcp", "--api", "http://127.0.0.1:9"],
+    target: STARTUP_TARGET,
+    mcp: true,
+  },
   tsx: {
     title: "node --import tsx src/cli/main.ts --version (through the loader)",
     argv: () => ["--import", "tsx", "src/cli/main.ts", "--version"],
@@ -80,6 +91,70 @@ function childrenCpuMs(): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** What an MCP host writes first: initialize, initialized, then tools/list (id 2). */
+const MCP_SESSION_START = [
+  {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "bench", version: "1" },
+    },
+  },
+  { jsonrpc: "2.0", method: "notifications/initialized" },
+  { jsonrpc: "2.0", id: 2, method: "tools/list" },
+]
+  .map((message) => `${JSON.stringify(message)}\n`)
+  .join("");
+
+/**
+ * `secsnap mcp` to its `tools/list` answer: wall ms to that line (returned); its stdin is then
+ * closed, which ends the session, and its CPU ms to the exit are pushed to cpu.
+ */
+function mcpContender(
+  name: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cpu: number[],
+): Contender {
+  return {
+    name,
+    run: () =>
+      new Promise((resolve, reject) => {
+        const cpuBefore = childrenCpuMs();
+        const started = performance.now();
+        const child = spawn(process.execPath, args, {
+          cwd: ROOT,
+          env,
+          stdio: ["pipe", "pipe", "ignore"],
+        });
+        let answeredMs: number | undefined;
+        let stdout = "";
+        child.on("error", reject);
+        child.stdout.on("data", (chunk: Buffer) => {
+          stdout += chunk.toString();
+          if (answeredMs === undefined && /"id":2[,}]/.test(stdout) && stdout.includes('"tools"')) {
+            answeredMs = performance.now() - started;
+            child.stdin.end();
+          }
+        });
+        child.on("exit", (code) => {
+          cpu.push(childrenCpuMs() - cpuBefore);
+          if (code === 0 && answeredMs !== undefined) resolve(answeredMs);
+          else
+            reject(
+              new Error(
+                `${name} exited with ${code} (${answeredMs === undefined ? "no tools/list answer" : "answered"})`,
+              ),
+            );
+        });
+        child.stdin.write(MCP_SESSION_START);
+      }),
+  };
 }
 
 /** One whole process; its wall ms (returned) and CPU ms (pushed to cpu). */
@@ -170,7 +245,9 @@ async function main(): Promise<number> {
       const cpuB: number[] = [];
       try {
         const result = await duel(
-          processContender(line, spec.argv(url), env, cpuA, spec.exitCode),
+          spec.mcp
+            ? mcpContender(line, spec.argv(url), env, cpuA)
+            : processContender(line, spec.argv(url), env, cpuA, spec.exitCode),
           processContender("node -e 0", ["-e", "0"], env, cpuB),
           { warmup: WARMUP, rounds: ROUNDS },
         );

@@ -6,6 +6,7 @@
 // Why a bundle: loading modules costs per file and per byte, and the engine's packages are
 // hundreds of files; one command's chunks load in far less CPU than the compiled files
 // (docs/benchmarks.md, "Start-up"). Type checking stays with `npm run typecheck`.
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, join, relative, sep } from "node:path";
@@ -98,6 +99,23 @@ async function bundle(root, outdir) {
     };
   }
   writeFileSync(join(outdir, META), JSON.stringify({ ...result.metafile, outputs }));
+  recordMcpListing(outdir);
+}
+
+/**
+ * `secsnap mcp`'s first answers (initialize, tools/list), recorded from the SDK by the bundle just
+ * built, beside its chunks: the command answers from them while the SDK loads
+ * (src/cli/mcp-listing.ts).
+ */
+function recordMcpListing(outdir) {
+  const run = spawnSync(
+    process.execPath,
+    [join(outdir, "cli", "main.js"), "mcp", "--write-listing", join(outdir, "mcp-listing.json")],
+    { encoding: "utf8" },
+  );
+  if (run.status !== 0) {
+    throw new Error(`cannot record the MCP listing:\n${run.stdout}${run.stderr}${run.error ?? ""}`);
+  }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

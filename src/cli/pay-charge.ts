@@ -43,6 +43,7 @@ const RPC_CALL_TIMEOUT_MS = 10_000;
 
 const EIP3009_ABI = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
+  "function balanceOf(address account) view returns (uint256)",
 ]);
 const AUTHORIZATION_USED = parseAbiItem(
   "event AuthorizationUsed(address indexed authorizer, bytes32 indexed nonce)",
@@ -57,7 +58,7 @@ const AUTHORIZATION_CANCELED = parseAbiItem(
  */
 export function chainRpc(
   option: string | undefined,
-  offer: PaymentRequirements,
+  offer: Pick<PaymentRequirements, "network" | "extra">,
   env: NodeJS.ProcessEnv,
 ): string | undefined {
   if (option !== undefined) return option;
@@ -159,6 +160,53 @@ export async function readAuthorization(
     const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
     return { state: "unreadable", why: `cannot read ${rpcUrl}: ${message}` };
   }
+}
+
+/**
+ * The charge line read on chain for a proof whose answers do not tell whether it was charged,
+ * and the reading itself (`secsnap mcp` keeps its session's account by it).
+ */
+export async function chargeOnChain(
+  auth: SignedAuthorization | undefined,
+  offer: PaymentRequirements,
+  rpcOption: string | undefined,
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+): Promise<{ line: string; reading?: ChainReading }> {
+  if (!auth) {
+    return { line: "unknown whether charged: the signed proof carries no EIP-3009 authorization" };
+  }
+  const rpc = chainRpc(rpcOption, offer, env);
+  const reading: ChainReading = rpc
+    ? await readAuthorization(rpc, auth, signal)
+    : { state: "unreadable", why: "no RPC known for this network (--rpc URL)" };
+  return { line: chargeLine(reading, auth), reading };
+}
+
+/** The USDC balance of `owner` on `network`, in units; the RPC must be that chain. */
+export async function readUsdcBalance(
+  rpcUrl: string,
+  network: string,
+  asset: Address,
+  owner: Address,
+  signal: AbortSignal,
+): Promise<bigint> {
+  const chain = createPublicClient({
+    transport: http(rpcUrl, { timeout: RPC_CALL_TIMEOUT_MS, retryCount: 1 }),
+  });
+  const chainId = await abortable(chain.getChainId(), signal);
+  if (`eip155:${chainId}` !== network) {
+    throw new Error(`the RPC at ${rpcUrl} is chain eip155:${chainId}, not ${network}`);
+  }
+  return abortable(
+    chain.readContract({
+      address: asset,
+      abi: EIP3009_ABI,
+      functionName: "balanceOf",
+      args: [owner],
+    }),
+    signal,
+  );
 }
 
 /** "base-sepolia (eip155:84532)", or the bare id of a network without a name. */

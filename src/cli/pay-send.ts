@@ -66,6 +66,19 @@ export function retryAfter(response: Response): number | undefined {
   return /^\d+$/.test(header) ? Math.min(Number(header), MAX_RETRY_WAIT_S) : undefined;
 }
 
+/**
+ * Why the answer to the sends shows that nothing was charged — the service's own refusal (400,
+ * 402, 409) of the only send it can have served — or undefined: then only the chain can tell.
+ */
+export function refusedUncharged(sent: PaidSends): string | undefined {
+  const { answer } = sent;
+  if (!answer || sent.unseen || inProgress(answer)) return undefined;
+  const status = answer.response.status;
+  if (status === 400) return "the API's 400 is never charged";
+  if (status === 402 || status === 409) return `the API refused the payment with ${status}`;
+  return undefined;
+}
+
 /** A 409 that asks to come back: the same payment id is still being served. */
 export function inProgress(answer: Answer): boolean {
   return answer.response.status === 409 && retryAfter(answer.response) !== undefined;
@@ -146,6 +159,12 @@ export class Interrupts {
   };
 }
 
+/** What stops the sends: no more resends (`finishing`), no more waiting (`stopping`). */
+export interface SendSignals {
+  readonly finishing: AbortSignal;
+  readonly stopping: AbortSignal;
+}
+
 /** How the sends of one proof ended. */
 export interface PaidSends {
   /** The answer of the last send, if it got one. */
@@ -167,8 +186,8 @@ export interface PaidSends {
 export async function sendPaid(
   send: (signal: AbortSignal) => Promise<Answer>,
   timeoutS: number,
-  interrupts: Interrupts,
-  stderr: CliOutput,
+  interrupts: SendSignals,
+  say: (line: string) => void,
   describe: (answer: Answer) => string,
 ): Promise<PaidSends> {
   const deadline = performance.now() + timeoutS * 1000;
@@ -210,7 +229,7 @@ export async function sendPaid(
       return { ...(answer ? { answer } : { lost: lost ?? "no answer" }), unseen: true, sends };
     }
     unseen = true;
-    stderr.write(`secsnap pay: ${what}; sending the same proof again in ${waitS}s\n`);
+    say(`${what}; sending the same proof again in ${waitS}s`);
     await sleep(waitS * 1000, undefined, { signal: interrupts.finishing }).catch(() => undefined);
     if (interrupts.finishing.aborted) {
       return { ...(answer ? { answer } : { lost: lost ?? "no answer" }), unseen: true, sends };

@@ -1,28 +1,27 @@
 import { parseArgs } from "node:util";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
-import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
-import { getDefaultAsset } from "@x402/evm";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import {
-  PAYMENT_IDENTIFIER,
-  generatePaymentId,
-  isPaymentIdentifierExtension,
-} from "@x402/extensions/payment-identifier";
+import type { PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import { parseUnits } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import type { LocalAccount } from "viem/accounts";
-import { NETWORK_IDS } from "../config.js";
-import { DEFAULT_PAYER, DEVNET_NETWORK, USDC_DECIMALS } from "../devnet/index.js";
+import { USDC_DECIMALS } from "../devnet/index.js";
 import { UsageError, type Command, type CliOutput } from "./command.js";
+import { chargeOnChain as readCharge, networkLabel, usdc } from "./pay-charge.js";
 import {
-  authorizationOf,
-  chainRpc,
-  chargeLine,
-  networkLabel,
-  readAuthorization,
-  usdc,
-  type SignedAuthorization,
-} from "./pay-charge.js";
+  PaymentRefused,
+  challengeOf,
+  chooseAccount,
+  chooseOffer,
+  describeBody,
+  signProof,
+  type SignedProof,
+} from "./pay-offer.js";
+import {
+  NETWORK_NAMES,
+  httpUrl,
+  parseNetwork,
+  snapshotEndpoint,
+  usdcOption,
+} from "./pay-options.js";
 import {
   ANSWER_TIMEOUT_S,
   DEFAULT_PAY_TIMEOUT_S,
@@ -31,10 +30,10 @@ import {
   ask,
   inProgress,
   noAnswer,
+  refusedUncharged,
   sendPaid,
   type Answer,
 } from "./pay-send.js";
-
 /** Exit codes of `secsnap pay` (docs/contract.md §8). Bad usage is runCli's 1. */
 const PAY_EXIT = {
   report: 0,
@@ -48,99 +47,6 @@ const PAY_EXIT = {
 /** Longest a chain reading may take; shorter after a Ctrl-C (the user wants out). */
 const CHAIN_READ_S = 30;
 const CHAIN_READ_INTERRUPTED_S = 5;
-/** Characters of a refusal's body shown on stderr. */
-const MAX_BODY_SHOWN = 2_000;
-
-const MAINNET = NETWORK_IDS.base;
-const NETWORK_NAMES: Readonly<Record<string, string>> = Object.fromEntries(
-  Object.entries(NETWORK_IDS).map(([name, id]) => [id, name]),
-);
-
-/** A `--network` value as a CAIP-2 id: `base`, `base-sepolia` or the id itself. */
-function parseNetwork(value: string): string {
-  const id = (NETWORK_IDS as Record<string, string>)[value] ?? value;
-  if (!NETWORK_NAMES[id]) {
-    throw new UsageError(
-      `--network must be one of ${Object.keys(NETWORK_IDS).join(", ")} (got ${JSON.stringify(value)})`,
-    );
-  }
-  return id;
-}
-
-/** An offer this command can pay: exact USDC (the SDK's address for that network), an amount. */
-function payable(offer: PaymentRequirements): boolean {
-  if (offer.scheme !== "exact" || !NETWORK_NAMES[offer.network]) return false;
-  const usdcAsset = getDefaultAsset(offer.network).asset;
-  return (
-    offer.asset.toLowerCase() === usdcAsset.toLowerCase() &&
-    /^\d{1,30}$/.test(offer.amount) &&
-    /^0x[0-9a-fA-F]{40}$/.test(offer.payTo)
-  );
-}
-
-/** Refused before anything is signed or after the service said no: exit 3 with this line. */
-class PaymentRefused extends Error {
-  override name = "PaymentRefused";
-}
-
-/**
- * The offer to pay. Base mainnet only when asked for (`--network base`) or when it is the only
- * payable offer: with a testnet offered too, real money is never the default.
- */
-function chooseOffer(challenge: PaymentRequired, wanted: string | undefined): PaymentRequirements {
-  const offers = challenge.accepts.filter(payable);
-  const offered = challenge.accepts.map((a) => `${a.scheme} on ${networkLabel(a.network)}`);
-  if (wanted !== undefined) {
-    const match = offers.find((o) => o.network === wanted);
-    if (!match) {
-      throw new PaymentRefused(
-        `--network ${NETWORK_NAMES[wanted]} is not offered by the API (it offers ${offered.join(", ") || "nothing"})`,
-      );
-    }
-    return match;
-  }
-  const offer = offers.find((o) => o.network !== MAINNET) ?? offers[0];
-  if (!offer) {
-    throw new PaymentRefused(
-      `the API offers no payment this client can make (USDC, scheme exact, on ${Object.keys(NETWORK_IDS).join(" or ")}); it offers ${offered.join(", ") || "nothing"}`,
-    );
-  }
-  return offer;
-}
-
-/**
- * The payer. The devnet's public test key only when the service marks the offer as its devnet
- * (`extra.devnet`, docs/contract.md §7.7) on the devnet chain: Base Sepolia alone is a real
- * testnet, where a public key's funds are anyone's.
- */
-function chooseAccount(
-  key: string | undefined,
-  offer: PaymentRequirements,
-): { account: LocalAccount; note?: string } {
-  if (key) {
-    if (!/^0x[0-9a-fA-F]{64}$/.test(key)) {
-      throw new UsageError("SECSNAP_PRIVATE_KEY must be a 0x-prefixed 32-byte hex private key");
-    }
-    return { account: privateKeyToAccount(key as `0x${string}`) };
-  }
-  if (offer.extra?.devnet === true && offer.network === DEVNET_NETWORK) {
-    const account = privateKeyToAccount(DEFAULT_PAYER.privateKey);
-    return {
-      account,
-      note: `devnet: paying from anvil test account ${DEFAULT_PAYER.index} (${account.address}); set SECSNAP_PRIVATE_KEY to use another`,
-    };
-  }
-  throw new UsageError(
-    `the API asks for payment on ${networkLabel(offer.network)}: set SECSNAP_PRIVATE_KEY to the payer's private key`,
-  );
-}
-
-/** An answer's body for one stderr line: no control characters from the service, bounded. */
-function describeBody(body: unknown): string {
-  const text = typeof body === "string" ? body : JSON.stringify(body);
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").slice(0, MAX_BODY_SHOWN);
-}
 
 /** The exit code and line for an answer other than the report. */
 function refusal(response: Response, body: unknown, stderr: CliOutput): number {
@@ -246,7 +152,7 @@ async function sendProof(
     (signal) => ask(options.endpoint, options.target, paid.proof, signal),
     options.timeoutS,
     interrupts,
-    stderr,
+    (line) => stderr.write(`secsnap pay: ${line}\n`),
     (answer) => describeBody(answer.body),
   );
   const { answer } = sent;
@@ -269,14 +175,8 @@ async function sendProof(
     code = lostAnswer(sent.lost ?? "no answer", sent.sends, options, stderr);
   }
   // The service's own refusal of the only proof it may have served: it never charges those.
-  const refused = final && [400, 402, 409].includes(answer.response.status);
-  if (refused && !sent.unseen) {
-    const why =
-      answer.response.status === 400
-        ? "the API's 400 is never charged"
-        : `the API refused the payment with ${answer.response.status}`;
-    return nothingCharged(code, stderr, why);
-  }
+  const why = refusedUncharged(sent);
+  if (why !== undefined) return nothingCharged(code, stderr, why);
   stderr.write(`secsnap pay: ${await chargeOnChain(paid, offer, options, env, interrupts)}\n`);
   return code;
 }
@@ -289,19 +189,10 @@ async function chargeOnChain(
   env: NodeJS.ProcessEnv,
   interrupts: Interrupts,
 ): Promise<string> {
-  const auth = paid.authorization;
-  if (!auth) return "unknown whether charged: the signed proof carries no EIP-3009 authorization";
-  const rpc = chainRpc(options.rpc, offer, env);
-  if (!rpc) {
-    return chargeLine(
-      { state: "unreadable", why: "no RPC known for this network (--rpc URL)" },
-      auth,
-    );
-  }
   const bound = interrupts.interrupted ? CHAIN_READ_INTERRUPTED_S : CHAIN_READ_S;
   interrupts.startReading();
   const signal = AbortSignal.any([AbortSignal.timeout(bound * 1000), interrupts.readingChain]);
-  return chargeLine(await readAuthorization(rpc, auth, signal), auth);
+  return (await readCharge(paid.authorization, offer, options.rpc, env, signal)).line;
 }
 
 /** The command line, checked: a bad argument is a UsageError. */
@@ -339,8 +230,7 @@ function readOptions(args: string[]): PayOptions {
   const [target, ...extra] = positionals;
   if (target === undefined || extra.length > 0) throw new UsageError("give exactly one <url>");
   const endpoint = snapshotEndpoint(values.api);
-  const maxUsdc = values["max-usdc"];
-  if (!/^\d+(\.\d{1,6})?$/.test(maxUsdc)) throw new UsageError("--max-usdc must be a USDC amount");
+  const maxUsdc = usdcOption(values["max-usdc"], "--max-usdc");
   const network = values.network === undefined ? undefined : parseNetwork(values.network);
   if (values.rpc !== undefined) httpUrl(values.rpc, "--rpc");
   if (!/^\d{1,5}$/.test(values.timeout) || Number(values.timeout) < 1) {
@@ -412,14 +302,13 @@ function choosePayment(
   stderr: CliOutput,
 ): { challenge: PaymentRequired; offer: PaymentRequirements } | number {
   try {
-    const http = new x402HTTPClient(new x402Client());
-    let challenge = http.getPaymentRequiredResponse(
-      (name) => unpaid.response.headers.get(name),
-      unpaid.body,
+    let challenge = challengeOf(unpaid);
+    const offer = chooseOffer(
+      challenge,
+      options.network === undefined ? undefined : [options.network],
     );
-    const offer = chooseOffer(challenge, options.network);
     // --v1 signs the body's x402 v1 challenge for the offer chosen above.
-    if (options.v1) challenge = v1Challenge(http, unpaid.body, offer);
+    if (options.v1) challenge = v1Challenge(unpaid.body, offer);
     if (BigInt(offer.amount) > parseUnits(options.maxUsdc, USDC_DECIMALS)) {
       throw new PaymentRefused(`price ${usdc(offer.amount)} exceeds --max-usdc ${options.maxUsdc}`);
     }
@@ -446,7 +335,7 @@ function choosePayer(
 
 /** What was paid and the settlement transaction, on stderr; or that its header was unreadable. */
 function reportSettlement(
-  settlement: Settlement | undefined,
+  settlement: SettleResponse | undefined,
   offer: PaymentRequirements,
   stderr: CliOutput,
 ): void {
@@ -479,31 +368,13 @@ async function printable(
   return `${JSON.stringify(body, null, 2)}\n`;
 }
 
-interface SignedProof {
-  /** The proof's request headers, sent unchanged on every resend. */
-  proof: Record<string, string>;
-  /** Its EIP-3009 authorization, for the chain reading when no answer tells what was charged. */
-  authorization: SignedAuthorization | undefined;
-  /** The settlement a 200 reports, if its header can be read. */
-  settlement(response: Response): Settlement | undefined;
-}
-
-interface Settlement {
-  network: string;
-  transaction: string;
-}
-
 /**
  * The x402 v1 challenge of a 402 body, narrowed to the entry for the network of `offer` (v1
  * names networks `base` / `base-sepolia`). The SDK's client signs v1 through the same scheme
  * registration and sends it as `X-PAYMENT`.
  */
-function v1Challenge(
-  http: x402HTTPClient,
-  body: unknown,
-  offer: PaymentRequirements,
-): PaymentRequired {
-  const v1 = http.getPaymentRequiredResponse(() => null, body);
+function v1Challenge(body: unknown, offer: PaymentRequirements): PaymentRequired {
+  const v1 = new x402HTTPClient(new x402Client()).getPaymentRequiredResponse(() => null, body);
   if (v1.x402Version !== 1) {
     throw new PaymentRefused("the API's 402 body is not an x402 v1 challenge");
   }
@@ -511,69 +382,4 @@ function v1Challenge(
   const entry = v1.accepts.find((a) => a.network === name);
   if (!entry) throw new PaymentRefused(`the x402 v1 challenge offers no payment on ${name}`);
   return { ...v1, accepts: [entry] };
-}
-
-/** One proof for `offer` (x402 v2, or v1 for a v1 challenge), signed by the SDK's exact EVM scheme. */
-async function signProof(
-  challenge: PaymentRequired,
-  offer: PaymentRequirements,
-  account: LocalAccount,
-): Promise<SignedProof> {
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account });
-  const http = new x402HTTPClient(client);
-  const payload = await client.createPaymentPayload(
-    challenge.x402Version === 1 ? challenge : { ...challenge, accepts: [offer] },
-  );
-  // A fresh id per call, the same on every resend: the service answers a resend as the first
-  // send. Not signed (only the authorization is), so it is added after signing, to v1 too.
-  payload.extensions = withPaymentId(payload.extensions ?? undefined, generatePaymentId());
-  return {
-    proof: http.encodePaymentSignatureHeader(payload),
-    authorization: authorizationOf(payload, offer),
-    settlement: (response) => {
-      try {
-        return http.getPaymentSettleResponse((name) => response.headers.get(name));
-      } catch {
-        return undefined;
-      }
-    },
-  };
-}
-
-/**
- * The payload's extensions with this call's payment id, whether or not the challenge declared
- * the extension (an x402 v1 challenge cannot): a service that reads it answers a resend of this
- * proof as it answered the first send, and one that does not ignores it.
- */
-function withPaymentId(
-  extensions: Record<string, unknown> | undefined,
-  id: string,
-): Record<string, unknown> {
-  const declared = extensions?.[PAYMENT_IDENTIFIER];
-  const required = isPaymentIdentifierExtension(declared) ? declared.info.required : false;
-  return { ...extensions, [PAYMENT_IDENTIFIER]: { info: { required, id } } };
-}
-
-/** A URL option, checked: http(s) only. */
-function httpUrl(value: string, option: string): URL {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new UsageError(`${option} must be a URL (got ${JSON.stringify(value)})`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new UsageError(`${option} must be an http(s) URL (got ${JSON.stringify(value)})`);
-  }
-  return url;
-}
-
-/** `<api>/v1/snapshot`, keeping the path of `--api` (a service behind a path prefix). */
-function snapshotEndpoint(api: string): URL {
-  const base = httpUrl(api, "--api");
-  if (!base.pathname.endsWith("/")) base.pathname += "/";
-  base.search = "";
-  base.hash = "";
-  return new URL("v1/snapshot", base);
 }

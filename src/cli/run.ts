@@ -19,6 +19,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "Pay for one live snapshot with x402 and print the report",
     load: async () => (await import("./pay.js")).payCommand,
   },
+  mcp: {
+    summary: "Serve MCP on stdio for MCP hosts: tools that pay the API for reports (x402)",
+    load: async () => (await import("./mcp.js")).mcpCommand,
+  },
   facilitator: {
     summary: "Run the x402 facilitator (verify and settle payments) from FACILITATOR_* variables",
     load: async () => (await import("./facilitator.js")).facilitatorCommand,

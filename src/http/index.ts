@@ -7,6 +7,7 @@ export { ROUTES, createApp } from "./app.js";
 export type { AppEnv } from "./app.js";
 export { createChallengeFastPath } from "./challenge-fast-path.js";
 export type { NodeFront } from "./challenge-fast-path.js";
+export { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "./mcp-tools.js";
 export { createOpenApiDocument } from "./openapi.js";
 export {
   DemoSnapshotResultSchema,

@@ -5,7 +5,7 @@
  * a lost answer or a 409 in progress, and the last line saying what was charged, checked against
  * the chain (Ctrl-C in a real process).
  */
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Network } from "@x402/core/types";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -21,18 +21,18 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import {
-  createApp,
-  createChallengeFastPath,
-  startServer,
-  type RunningServer,
-} from "../../src/http/index.js";
+import type { RunningServer } from "../../src/http/index.js";
 import { MAX_SENDS } from "../../src/cli/pay-send.js";
-import { createPaymentGate } from "../../src/payment/index.js";
-import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
+import { createSnapshotEngine } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
+import {
+  claimingBaseMainnet,
+  startLocalTarget,
+  startPaidService,
+  type LocalTarget,
+} from "../fixtures/paid-service.js";
 import { closedPort } from "../fixtures/targets.js";
 import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
 import { usdcBalance } from "../fixtures/usdc.js";
@@ -43,35 +43,23 @@ const BASE = "eip155:8453" as Network;
 
 let devnet: Devnet;
 let chain: PublicClient;
-let target: Server;
+let local: LocalTarget;
 let targetUrl: string;
-let engine: SnapshotEngine;
 let devnetService: RunningServer;
 const opened: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  target = createServer((_req, res) => res.writeHead(200, { "content-type": "text/plain" }).end());
-  await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve));
-  const port = (target.address() as AddressInfo).port;
-  targetUrl = `http://127.0.0.1:${port}/`;
-  engine = createSnapshotEngine({
-    timeoutMs: 5_000,
-    maxRedirects: 10,
-    allowedPorts: new Set([port]),
-    allowCidrs: ["127.0.0.0/8"],
-    dnsServers: [],
-    httpsProbePort: await closedPort("127.0.0.1"),
-  });
+  local = await startLocalTarget();
+  targetUrl = local.url;
   devnetService = await startService({ facilitatorUrl: devnet.facilitatorUrl, devnet: true });
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(opened.map((x) => x.close()));
   await devnetService?.close(1_000);
-  await engine?.close();
-  await new Promise<void>((resolve) => (target ? target.close(() => resolve()) : resolve()));
+  await local?.close();
   await devnet?.close();
 });
 
@@ -83,29 +71,14 @@ async function startService(offer: {
   /** Another engine, and the target ports its URL policy allows. */
   snapshots?: { engine: SnapshotEngine; ports: number[] };
 }): Promise<RunningServer> {
-  const urlPolicy = createUrlPolicy({
-    allowedPorts: new Set(offer.snapshots?.ports ?? [Number(new URL(targetUrl).port)]),
-    allowCidrs: ["127.0.0.0/8"],
-  });
-  const gate = createPaymentGate({
-    store: new MemoryPaymentRecordStore(),
+  const server = await startPaidService({
+    engine: offer.snapshots?.engine ?? local.engine,
+    ports: offer.snapshots?.ports ?? [local.port],
     payTo: devnet.payTo,
     networks: offer.networks ?? [devnet.network],
-    priceUsdc: "0.05",
     facilitatorUrl: offer.facilitatorUrl,
     ...(offer.devnet && { devnet: true }),
-    supportedRetryMs: 0,
-    retryAfterSeconds: 1,
-    log: () => {},
   });
-  const app = createApp({
-    engine: offer.snapshots?.engine ?? engine,
-    urlPolicy,
-    paymentMiddleware: gate.middleware,
-    log: () => {},
-  });
-  const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
-  const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
   opened.push({ close: () => server.close(1_000) });
   return server;
 }
@@ -159,16 +132,7 @@ describe("which network", () => {
     // networks as production's default does. Mainnet proofs are refused here (no such chain).
     facilitator = await proxy({
       upstream: devnet.facilitatorUrl,
-      rewrite: (request, body) => {
-        if (request.path !== "/supported") return body;
-        const supported = JSON.parse(body) as {
-          kinds: Array<{ x402Version: number; network: string }>;
-        };
-        supported.kinds.push(
-          ...supported.kinds.map((k) => ({ ...k, network: k.x402Version === 1 ? "base" : BASE })),
-        );
-        return JSON.stringify(supported);
-      },
+      rewrite: claimingBaseMainnet,
       intercept: (request) => {
         if (request.path !== "/verify") return undefined;
         const { paymentRequirements } = JSON.parse(request.body) as {

@@ -58,9 +58,13 @@ export function spawnCli(
   env: NodeJS.ProcessEnv,
   { detached = false } = {},
 ): ChildProcessWithoutNullStreams {
+  return spawn(process.execPath, [...cliNodeArgs(), ...args], { cwd: ROOT, env, detached });
+}
+
+/** Node's arguments before `secsnap`'s own, for a process that runs the CLI under test. */
+export function cliNodeArgs(): string[] {
   // SECSNAP_TEST_CLI=build runs the same tests against the bundle (bin/secsnap.js, dist/).
-  const argv = process.env.SECSNAP_TEST_CLI === "build" ? [BIN] : ["--import", "tsx", MAIN];
-  return spawn(process.execPath, [...argv, ...args], { cwd: ROOT, env, detached });
+  return process.env.SECSNAP_TEST_CLI === "build" ? [BIN] : ["--import", "tsx", MAIN];
 }
 
 export async function runProcess(

@@ -1,0 +1,316 @@
+/**
+ * The paying half of `secsnap mcp`, loaded on the first call that needs it: the `snapshot` and
+ * `wallet` tools. It pays as `secsnap pay` does — the same offer choice, one signed proof with a
+ * payment id, resends of that same proof after a lost answer, the chain read that says whether
+ * anything was charged — within the session's caps, checked before signing (docs/mcp.md).
+ */
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { Network, PaymentRequirements } from "@x402/core/types";
+import { getDefaultAsset } from "@x402/evm";
+import { formatUnits, parseUnits, type Address } from "viem";
+import { privateKeyToAccount, type LocalAccount } from "viem/accounts";
+import { DEVNET_NETWORK, USDC_DECIMALS } from "../devnet/index.js";
+import { SnapshotErrorBodySchema, SnapshotResultSchema } from "../http/index.js";
+import { chainRpc, chargeOnChain, networkLabel, readUsdcBalance, usdc } from "./pay-charge.js";
+import {
+  PaymentRefused,
+  challengeOf,
+  checkedKey,
+  chooseAccount,
+  chooseOffer,
+  describeBody,
+  signProof,
+} from "./pay-offer.js";
+import { MAINNET, snapshotEndpoint } from "./pay-options.js";
+import {
+  ANSWER_TIMEOUT_S,
+  ask,
+  noAnswer,
+  refusedUncharged,
+  sendPaid,
+  type Answer,
+} from "./pay-send.js";
+
+/** What `secsnap mcp` was started with, checked (mcp.ts reads the command line). */
+export interface McpOptions {
+  /** The API's base URL (`--api`, its path kept; a trailing /v1/snapshot dropped). */
+  base: URL;
+  /** `--max-usdc`: the most one call may cost. */
+  maxUsdc: string;
+  /** `--budget-usdc`: the most this session may spend. */
+  budgetUsdc: string;
+  /** The networks it may pay on, as CAIP-2 ids (`--network`, repeatable). */
+  networks: string[];
+  rpc: string | undefined;
+  timeoutS: number;
+}
+
+/** Bound on one chain reading (balance, or whether a call was charged). */
+const CHAIN_READ_S = 30;
+/** Findings named in a report's short text. */
+const WORST_SHOWN = 3;
+
+const NOTHING_SIGNED = "Nothing was signed; nothing was charged.";
+
+function text(...lines: string[]): CallToolResult["content"] {
+  return [{ type: "text", text: lines.join("\n") }];
+}
+
+/** An error result that says whether anything was charged (its last sentence). */
+function failure(
+  why: string,
+  charged: string,
+  structured?: Record<string, unknown>,
+): CallToolResult {
+  return {
+    isError: true,
+    content: text(why, charged),
+    ...(structured && { structuredContent: structured }),
+  };
+}
+
+/** The payer of one MCP session: its key, its caps and what it has spent. */
+export class McpPayer {
+  private readonly endpoint: URL;
+  private readonly maxUnits: bigint;
+  private readonly budgetUnits: bigint;
+  /** Charged for sure (a report came, or the chain says so). */
+  private spentUnits = 0n;
+  /**
+   * Signed and not known to be uncharged: the budget is checked against this, so a call whose
+   * charge is unknown (or an unused authorization the service may still settle) counts as spent.
+   */
+  private committedUnits = 0n;
+  private paidCalls = 0;
+  /** The last offer paid or priced: the wallet reads its network and asset. */
+  private lastOffer: PaymentRequirements | undefined;
+
+  constructor(
+    private readonly options: McpOptions,
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly log: (line: string) => void,
+  ) {
+    this.endpoint = snapshotEndpoint(options.base.href);
+    this.maxUnits = parseUnits(options.maxUsdc, USDC_DECIMALS);
+    this.budgetUnits = parseUnits(options.budgetUsdc, USDC_DECIMALS);
+  }
+
+  /** The `snapshot` tool: a paid report, or an error result saying whether anything was charged. */
+  async snapshot(url: string, cancelled: AbortSignal): Promise<CallToolResult> {
+    // Asked once without paying: an invalid URL is the API's 400, before anything is signed.
+    let unpaid: Answer;
+    try {
+      const signal = AbortSignal.any([cancelled, AbortSignal.timeout(ANSWER_TIMEOUT_S * 1000)]);
+      unpaid = await ask(this.endpoint, url, {}, signal);
+    } catch (err) {
+      return failure(
+        `The API at ${this.endpoint.href} could not be reached: ${noAnswer(err)}.`,
+        NOTHING_SIGNED,
+      );
+    }
+    const { status } = unpaid.response;
+    if (status === 400) return this.snapshotError(unpaid, NOTHING_SIGNED);
+    if (status !== 402) {
+      return failure(
+        `The API answered ${status} before any payment: ${describeBody(unpaid.body)}`,
+        NOTHING_SIGNED,
+      );
+    }
+
+    let offer: PaymentRequirements;
+    let account: LocalAccount;
+    let note: string | undefined;
+    const challenge = challengeOf(unpaid);
+    try {
+      offer = chooseOffer(challenge, this.options.networks);
+      this.lastOffer = offer;
+      this.checkCaps(BigInt(offer.amount));
+      ({ account, note } = chooseAccount(this.key(), offer));
+    } catch (err) {
+      return failure(`Refused before signing: ${(err as Error).message}.`, NOTHING_SIGNED);
+    }
+    if (cancelled.aborted) return failure("Cancelled before signing.", NOTHING_SIGNED);
+    if (note) this.log(note);
+    this.log(
+      `paying ${usdc(offer.amount)} on ${networkLabel(offer.network)} to ${offer.payTo} from ${account.address}`,
+    );
+
+    // Reserved before the first await after the check, so concurrent calls cannot overshoot.
+    const amount = BigInt(offer.amount);
+    this.committedUnits += amount;
+    let paid: Awaited<ReturnType<typeof signProof>>;
+    try {
+      paid = await signProof(challenge, offer, account);
+    } catch (err) {
+      this.committedUnits -= amount;
+      return failure(`The proof could not be signed: ${(err as Error).message}.`, NOTHING_SIGNED);
+    }
+    const sent = await sendPaid(
+      (signal) => ask(this.endpoint, url, paid.proof, signal),
+      this.options.timeoutS,
+      // A cancelled call stops the resends; the answer in flight is still awaited, as it tells
+      // whether the proof was charged.
+      { finishing: cancelled, stopping: new AbortController().signal },
+      (line) => this.log(line),
+      (answer) => describeBody(answer.body),
+    );
+    const { answer } = sent;
+    if (answer?.response.status === 200) {
+      this.spentUnits += amount;
+      this.paidCalls++;
+      const settlement = paid.settlement(answer.response);
+      const paidLine =
+        `Paid ${usdc(offer.amount)} on ${networkLabel(offer.network)} to ${offer.payTo} from ${account.address}` +
+        (settlement
+          ? ` (transaction ${settlement.transaction}).`
+          : " (no readable settlement header).");
+      return {
+        content: [
+          { type: "text", text: [summary(answer.body), paidLine, note].filter(Boolean).join("\n") },
+          { type: "text", text: JSON.stringify(answer.body) },
+        ],
+        structuredContent: answer.body as Record<string, unknown>,
+        ...(settlement && { _meta: { "x402/payment-response": settlement } }),
+      };
+    }
+
+    const what = answer
+      ? `The API answered ${answer.response.status} to the signed proof: ${describeBody(answer.body)}`
+      : `No answer to the signed proof after ${sent.sends} sends (${sent.lost ?? "no answer"}).`;
+    const refused = refusedUncharged(sent);
+    if (refused !== undefined) {
+      this.committedUnits -= amount;
+      const charged = `Nothing was charged (${refused}).`;
+      return answer?.response.status === 400
+        ? this.snapshotError(answer, charged)
+        : failure(what, charged);
+    }
+    const signal = AbortSignal.timeout(CHAIN_READ_S * 1000);
+    const { line, reading } = await chargeOnChain(
+      paid.authorization,
+      offer,
+      this.options.rpc,
+      this.env,
+      signal,
+    );
+    if (reading?.state === "used") {
+      this.spentUnits += amount;
+      this.paidCalls++;
+    }
+    if (reading?.state === "canceled") this.committedUnits -= amount;
+    const charged = `${line.charAt(0).toUpperCase()}${line.slice(1)}.`;
+    return failure(what, charged);
+  }
+
+  /** The `wallet` tool: address, network, balance on chain, what the session spent. */
+  async wallet(cancelled: AbortSignal): Promise<CallToolResult> {
+    const offer = this.lastOffer;
+    const network: Network =
+      offer?.network ??
+      (this.options.networks.find((n) => n !== MAINNET) as Network | undefined) ??
+      (this.options.networks[0] as Network | undefined) ??
+      DEVNET_NETWORK;
+    const asset = (offer?.asset ?? getDefaultAsset(network).asset) as Address;
+    let address: Address | null = null;
+    let key: "SECSNAP_PRIVATE_KEY" | "devnet test account" | "none" = "none";
+    const notes: string[] = [];
+    const configured = this.key();
+    try {
+      if (configured) {
+        address = privateKeyToAccount(checkedKey(configured)).address;
+        key = "SECSNAP_PRIVATE_KEY";
+      } else if (offer) {
+        address = chooseAccount(undefined, offer).account.address;
+        key = "devnet test account";
+      } else {
+        notes.push(
+          "No SECSNAP_PRIVATE_KEY: snapshot pays only a service in devnet mode, from anvil's test account 2; the address is known after the first snapshot call.",
+        );
+      }
+    } catch (err) {
+      notes.push((err as Error).message);
+    }
+
+    let balance: string | null = null;
+    const rpc = chainRpc(this.options.rpc, { network, extra: offer?.extra ?? {} }, this.env);
+    if (address && rpc) {
+      try {
+        const signal = AbortSignal.any([cancelled, AbortSignal.timeout(CHAIN_READ_S * 1000)]);
+        const units = await readUsdcBalance(rpc, network, asset, address, signal);
+        balance = formatUnits(units, USDC_DECIMALS);
+      } catch (err) {
+        notes.push(`The balance could not be read: ${(err as Error).message.split("\n")[0]}`);
+      }
+    } else if (address) {
+      notes.push("No RPC known for this network (--rpc URL).");
+    }
+    const left = this.budgetUnits - this.committedUnits;
+    const wallet = {
+      address,
+      key,
+      network,
+      asset,
+      balance_usdc: balance,
+      spent_usdc: formatUnits(this.spentUnits, USDC_DECIMALS),
+      budget_usdc: formatUnits(this.budgetUnits, USDC_DECIMALS),
+      budget_left_usdc: formatUnits(left > 0n ? left : 0n, USDC_DECIMALS),
+      max_usdc_per_call: formatUnits(this.maxUnits, USDC_DECIMALS),
+      networks_allowed: this.options.networks,
+      paid_calls: this.paidCalls,
+      ...(notes.length > 0 && { note: notes.join(" ") }),
+    };
+    return {
+      content: text(
+        `${address ?? "address not known yet"} on ${networkLabel(network)}: ` +
+          `balance ${balance === null ? "unknown" : `${balance} USDC`}; ` +
+          `spent ${wallet.spent_usdc} of ${wallet.budget_usdc} USDC this session (${this.paidCalls} paid calls).`,
+        ...notes,
+      ),
+      structuredContent: wallet,
+    };
+  }
+
+  /** `--max-usdc` and `--budget-usdc`, before anything is signed. */
+  private checkCaps(amount: bigint): void {
+    if (amount > this.maxUnits) {
+      throw new PaymentRefused(`price ${usdc(amount)} exceeds --max-usdc ${this.options.maxUsdc}`);
+    }
+    if (this.committedUnits + amount > this.budgetUnits) {
+      throw new PaymentRefused(
+        `price ${usdc(amount)} would exceed --budget-usdc ${this.options.budgetUsdc} (this session has ` +
+          `spent or committed ${usdc(this.committedUnits)})`,
+      );
+    }
+  }
+
+  private key(): string | undefined {
+    return this.env.SECSNAP_PRIVATE_KEY?.trim() || undefined;
+  }
+
+  /** The API's 400: the SnapshotError as structured content (the output schema admits it). */
+  private snapshotError(answer: Answer, charged: string): CallToolResult {
+    const parsed = SnapshotErrorBodySchema.safeParse(answer.body);
+    const why = parsed.success
+      ? `The API refused the URL (${parsed.data.error_type}): ${parsed.data.error}`
+      : `The API answered 400: ${describeBody(answer.body)}`;
+    return failure(why, charged, parsed.success ? parsed.data : undefined);
+  }
+}
+
+/** The report in a few lines: grade, score, the worst findings. */
+function summary(body: unknown): string {
+  const parsed = SnapshotResultSchema.safeParse(body);
+  if (!parsed.success) return "The API's report does not match the SnapshotResult schema.";
+  const report = parsed.data;
+  const worst = report.findings
+    .slice(0, WORST_SHOWN)
+    .map((f) => `- [${f.severity}] ${f.message} Fix: ${f.recommendation}`);
+  const more = report.findings.length - worst.length;
+  return [
+    `${report.final_url}: grade ${report.grade}, score ${report.score}/100, ${report.findings.length} findings` +
+      (report.reachable ? "" : " (not reachable)") +
+      (worst.length > 0 ? "; the worst:" : "."),
+    ...worst,
+    ...(more > 0 ? [`(${more} more in the report)`] : []),
+  ].join("\n");
+}

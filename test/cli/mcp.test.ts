@@ -1,0 +1,451 @@
+/**
+ * `secsnap mcp` (docs/contract.md §7.3) as MCP hosts run it: a real `secsnap mcp` process spawned
+ * by the official MCP SDK client (Client + StdioClientTransport) and by the MCP Inspector's CLI,
+ * paying a real service on a real devnet. Every money claim is checked on the chain.
+ */
+import { spawn } from "node:child_process";
+import { realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import inspectorCli from "@modelcontextprotocol/inspector-cli/package.json" with { type: "json" };
+import { Ajv } from "ajv";
+import {
+  createPublicClient,
+  http,
+  parseAbiItem,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { build, staleReason } from "../../scripts/build.js";
+import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
+import type { RunningServer } from "../../src/http/index.js";
+import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
+import {
+  claimingBaseMainnet,
+  startLocalTarget,
+  startPaidService,
+  type LocalTarget,
+} from "../fixtures/paid-service.js";
+import { usdcBalance } from "../fixtures/usdc.js";
+import { ROOT, cleanEnv, cliNodeArgs, waitForLine } from "./run.js";
+
+const PRICE_UNITS = 50_000n;
+const TRANSFER = parseAbiItem(
+  "event Transfer(address indexed from, address indexed to, uint256 value)",
+);
+
+let devnet: Devnet;
+let chain: PublicClient;
+let local: LocalTarget;
+let service: RunningServer;
+const clients: Client[] = [];
+const opened: { close(): Promise<void> }[] = [];
+
+beforeAll(async () => {
+  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
+  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  local = await startLocalTarget();
+  service = await startPaidService({
+    engine: local.engine,
+    ports: [local.port],
+    payTo: devnet.payTo,
+    networks: [devnet.network],
+    facilitatorUrl: devnet.facilitatorUrl,
+    devnet: true,
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  await Promise.all(opened.map((o) => o.close()));
+  await service?.close(1_000);
+  await local?.close();
+  await devnet?.close();
+});
+
+/** The key of devnet payer `index`, or none (then only a devnet service is paid). */
+function env(payerIndex?: number): Record<string, string> {
+  const clean = cleanEnv();
+  delete clean.SECSNAP_PRIVATE_KEY;
+  if (payerIndex !== undefined) {
+    clean.SECSNAP_PRIVATE_KEY = devnet.payerPrivateKeys[payerIndex] as string;
+  }
+  return Object.fromEntries(
+    Object.entries(clean).filter((e): e is [string, string] => e[1] !== undefined),
+  );
+}
+
+function payerAddress(index: number): Address {
+  return privateKeyToAccount(devnet.payerPrivateKeys[index] as `0x${string}`).address;
+}
+
+const balanceOf = (address: Address) => usdcBalance(chain, devnet.usdcAddress, address);
+
+/** A `secsnap mcp` process against the test service, reached through the official SDK client. */
+async function connect(
+  options: string[] = [],
+  environment = env(),
+  nodeArgs = cliNodeArgs(),
+  api = service.url,
+): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [...nodeArgs, "mcp", "--api", api, "--rpc", devnet.rpcUrl, "--timeout", "30", ...options],
+    env: environment,
+    cwd: ROOT,
+    stderr: "pipe",
+  });
+  let stderr = "";
+  transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
+  const client = new Client({ name: "secsnap-test", version: "1.0.0" });
+  await client.connect(transport);
+  clients.push(client);
+  return { client, stderr: () => stderr };
+}
+
+/** The listed tool's output schema, compiled as an MCP client would check it. */
+async function outputValidator(client: Client, name: string) {
+  const { tools } = await client.listTools();
+  const tool = tools.find((t: Tool) => t.name === name);
+  expect(tool?.outputSchema?.type).toBe("object");
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  // The report's one format; its schema also carries zod's ISO pattern for it.
+  ajv.addFormat("date-time", (value: string) => !Number.isNaN(Date.parse(value)));
+  return ajv.compile(tool?.outputSchema as object);
+}
+
+const textOf = (result: CallToolResult) =>
+  result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
+
+async function transfersFrom(payer: Address, fromBlock: bigint) {
+  return chain.getLogs({
+    address: devnet.usdcAddress,
+    event: TRANSFER,
+    args: { from: payer },
+    fromBlock,
+  });
+}
+
+describe("the official SDK client", () => {
+  it("lists the three tools, then pays `snapshot`: the report, its settlement, 50000 moved", async () => {
+    const { client } = await connect([], env(3));
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(["demo_snapshot", "snapshot", "wallet"]);
+    const validate = await outputValidator(client, "snapshot");
+
+    const payer = payerAddress(3);
+    const [before, payToBefore, fromBlock] = await Promise.all([
+      balanceOf(payer),
+      balanceOf(devnet.payTo),
+      chain.getBlockNumber(),
+    ]);
+    const result = (await client.callTool({
+      name: "snapshot",
+      arguments: { url: local.url },
+    })) as CallToolResult;
+
+    expect(result.isError, textOf(result)).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({ requested_url: local.url, reachable: true });
+    expect(validate(result.structuredContent), JSON.stringify(validate.errors)).toBe(true);
+    const report = result.structuredContent as { grade: string; score: number };
+    expect(textOf(result)).toContain(`grade ${report.grade}, score ${report.score}/100`);
+
+    const settlement = result._meta?.["x402/payment-response"] as {
+      success: boolean;
+      transaction: Hex;
+      network: string;
+    };
+    expect(settlement).toMatchObject({ success: true, network: devnet.network });
+    // The settlement's transaction is on chain, and moved exactly the price, payer to payee.
+    const receipt = await chain.getTransactionReceipt({ hash: settlement.transaction });
+    expect(receipt.status).toBe("success");
+    const moved = await transfersFrom(payer, fromBlock);
+    expect(moved.map((l) => [l.transactionHash, l.args.to, l.args.value])).toEqual([
+      [settlement.transaction, devnet.payTo, PRICE_UNITS],
+    ]);
+    expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+    expect(await balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
+  });
+
+  it("an invalid URL is an error result with the SnapshotError, not an exception; nothing moved", async () => {
+    const { client } = await connect([], env(4));
+    const validate = await outputValidator(client, "snapshot");
+    const before = await balanceOf(payerAddress(4));
+    const fromBlock = await chain.getBlockNumber();
+
+    for (const url of ["http://169.254.169.254/latest/meta-data", "not a url at all"]) {
+      const result = (await client.callTool({
+        name: "snapshot",
+        arguments: { url },
+      })) as CallToolResult;
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toMatchObject({ requested_url: url });
+      expect(validate(result.structuredContent), JSON.stringify(validate.errors)).toBe(true);
+      expect(textOf(result)).toMatch(/nothing was charged/i);
+    }
+    expect(await transfersFrom(payerAddress(4), fromBlock)).toEqual([]);
+    expect(await balanceOf(payerAddress(4))).toBe(before);
+  });
+
+  it("without a key, pays a devnet service from its test account 2 and says so", async () => {
+    const { client, stderr } = await connect();
+    const account = privateKeyToAccount(devnet.payerPrivateKeys[0] as `0x${string}`); // anvil 2
+    const before = await balanceOf(account.address);
+    const result = (await client.callTool({
+      name: "snapshot",
+      arguments: { url: local.url },
+    })) as CallToolResult;
+    expect(result.isError, textOf(result)).toBeFalsy();
+    expect(textOf(result)).toContain(
+      `devnet: paying from anvil test account 2 (${account.address})`,
+    );
+    expect(stderr()).toContain(`devnet: paying from anvil test account 2`);
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+});
+
+describe("spend caps, checked before signing", () => {
+  it("--max-usdc 0.01 refuses a 0.05 call: nothing signed, nothing moved", async () => {
+    const { client } = await connect(["--max-usdc", "0.01"], env(5));
+    const before = await balanceOf(payerAddress(5));
+    const fromBlock = await chain.getBlockNumber();
+    const result = (await client.callTool({
+      name: "snapshot",
+      arguments: { url: local.url },
+    })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(result.structuredContent).toBeUndefined();
+    expect(textOf(result)).toContain("price 0.05 USDC exceeds --max-usdc 0.01");
+    expect(textOf(result)).toContain("Nothing was signed; nothing was charged.");
+    expect(await transfersFrom(payerAddress(5), fromBlock)).toEqual([]);
+    expect(await balanceOf(payerAddress(5))).toBe(before);
+  });
+
+  it("--budget-usdc 0.08 pays one call and refuses the second; wallet says what was spent", async () => {
+    const { client } = await connect(["--budget-usdc", "0.08"], env(6));
+    const payer = payerAddress(6);
+    const before = await balanceOf(payer);
+    const fromBlock = await chain.getBlockNumber();
+
+    const first = (await client.callTool({
+      name: "snapshot",
+      arguments: { url: local.url },
+    })) as CallToolResult;
+    expect(first.isError, textOf(first)).toBeFalsy();
+    const second = (await client.callTool({
+      name: "snapshot",
+      arguments: { url: local.url },
+    })) as CallToolResult;
+    expect(second.isError).toBe(true);
+    expect(textOf(second)).toContain("would exceed --budget-usdc 0.08");
+    expect(textOf(second)).toContain("Nothing was signed; nothing was charged.");
+
+    const moved = await transfersFrom(payer, fromBlock);
+    expect(moved.map((l) => l.args.value)).toEqual([PRICE_UNITS]);
+    const balance = await balanceOf(payer);
+    expect(balance).toBe(before - PRICE_UNITS);
+
+    const wallet = (await client.callTool({ name: "wallet", arguments: {} })) as CallToolResult;
+    expect(wallet.isError, textOf(wallet)).toBeFalsy();
+    expect(wallet.structuredContent).toMatchObject({
+      address: payer,
+      key: "SECSNAP_PRIVATE_KEY",
+      network: devnet.network,
+      asset: devnet.usdcAddress,
+      balance_usdc: (Number(balance) / 1e6).toString(),
+      spent_usdc: "0.05",
+      budget_usdc: "0.08",
+      budget_left_usdc: "0.03",
+      paid_calls: 1,
+    });
+  });
+});
+
+describe("one proof per call", () => {
+  async function proxy(options: Parameters<typeof startForwardingProxy>[0]) {
+    const started: ForwardingProxy = await startForwardingProxy(options);
+    opened.push(started);
+    return started;
+  }
+
+  it("a lost answer: the same proof and payment id sent again, the report, one transfer", async () => {
+    let paidSends = 0;
+    const front = await proxy({
+      upstream: service.url,
+      loseAnswer: (r) => r.headers["payment-signature"] !== undefined && ++paidSends === 1,
+    });
+    const { client, stderr } = await connect([], env(7), cliNodeArgs(), front.url);
+    const payer = payerAddress(7);
+    const [before, fromBlock] = await Promise.all([balanceOf(payer), chain.getBlockNumber()]);
+    const result = (await client.callTool({
+      name: "snapshot",
+      arguments: { url: local.url },
+    })) as CallToolResult;
+    expect(result.isError, textOf(result)).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({ requested_url: local.url });
+    const proofs = front.requests
+      .map((r) => r.headers["payment-signature"])
+      .filter((h): h is string => typeof h === "string");
+    expect(proofs.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(proofs).size).toBe(1);
+    const payload = JSON.parse(Buffer.from(proofs[0] as string, "base64").toString()) as {
+      extensions: Record<string, { info: { id: string } }>;
+    };
+    expect(payload.extensions["payment-identifier"]?.info.id).toMatch(/^pay_/);
+    expect(stderr()).toMatch(/no answer .*sending the same proof again/);
+    expect((await transfersFrom(payer, fromBlock)).map((l) => l.args.value)).toEqual([PRICE_UNITS]);
+    expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+  });
+
+  it("only the networks --network allows: a Base mainnet offer is refused by default, unsigned", async () => {
+    // The devnet's facilitator, claiming Base mainnet too, so a service can offer it alone.
+    const facilitator = await proxy({
+      upstream: devnet.facilitatorUrl,
+      rewrite: claimingBaseMainnet,
+    });
+    const mainnetOnly = await startPaidService({
+      engine: local.engine,
+      ports: [local.port],
+      payTo: devnet.payTo,
+      networks: ["eip155:8453"],
+      facilitatorUrl: facilitator.url,
+    });
+    opened.push({ close: () => mainnetOnly.close(1_000) });
+    const { client } = await connect([], env(8), cliNodeArgs(), mainnetOnly.url);
+    const result = (await client.callTool({
+      name: "snapshot",
+      arguments: { url: local.url },
+    })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toContain("--network base-sepolia is not offered by the API");
+    expect(textOf(result)).toContain("Nothing was signed; nothing was charged.");
+    expect(facilitator.requests.filter((r) => r.path === "/verify")).toEqual([]);
+  });
+});
+
+describe("the MCP Inspector's CLI", () => {
+  /** One `mcp-inspector-cli --cli` run against `secsnap mcp`; its stdout is JSON. */
+  async function inspect(method: string[]): Promise<unknown> {
+    const bin = join(ROOT, "node_modules", ".bin", "mcp-inspector-cli");
+    // The project's own Inspector CLI (the devDependency) is what that name runs.
+    const installed = dirname(
+      realpathSync(join(ROOT, "node_modules", inspectorCli.name, "package.json")),
+    );
+    expect(realpathSync(bin)).toBe(join(installed, inspectorCli.bin["mcp-inspector-cli"]));
+    const child = spawn(
+      bin,
+      [
+        "--cli",
+        process.execPath,
+        ...cliNodeArgs(),
+        "mcp",
+        "--api",
+        service.url,
+        "--method",
+        ...method,
+      ],
+      // Its v1 finds its own package.json by a path relative to the working directory's
+      // parent, so it runs one level below the project root.
+      { cwd: join(ROOT, "test"), env: env() },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    expect(code, stderr).toBe(0);
+    return JSON.parse(stdout) as unknown;
+  }
+
+  it("lists the tools and calls demo_snapshot", async () => {
+    const listed = (await inspect(["tools/list"])) as { tools: Tool[] };
+    expect(listed.tools.map((t) => t.name).sort()).toEqual(["demo_snapshot", "snapshot", "wallet"]);
+    const demo = (await inspect(["tools/call", "--tool-name", "demo_snapshot"])) as CallToolResult;
+    expect(demo.isError).toBeFalsy();
+    expect(demo.structuredContent).toMatchObject({
+      _demo: true,
+      requested_url: "https://example.com",
+    });
+  });
+});
+
+describe("the bundle's fast start (answers recorded from the SDK by the build)", () => {
+  const BIN = join(ROOT, "bin", "secsnap.js");
+
+  beforeAll(() => {
+    if (staleReason() !== undefined) build();
+  }, 120_000);
+
+  it("answers initialize and tools/list as the SDK does, then the SDK serves the calls", async () => {
+    const fromSources = await connect([], env(), [
+      "--import",
+      "tsx",
+      join(ROOT, "src/cli/main.ts"),
+    ]);
+    const fromBundle = await connect([], env(), [BIN]);
+    for (const read of [
+      (c: Client) => c.getServerVersion(),
+      (c: Client) => c.getServerCapabilities(),
+      (c: Client) => c.listTools(),
+    ]) {
+      expect(await read(fromBundle.client)).toEqual(await read(fromSources.client));
+    }
+    const demo = (await fromBundle.client.callTool({
+      name: "demo_snapshot",
+      arguments: {},
+    })) as CallToolResult;
+    expect(demo.structuredContent).toMatchObject({ _demo: true });
+  });
+
+  it("writes each answer once: the SDK's own answers to the early requests are dropped", async () => {
+    const child = spawn(process.execPath, [BIN, "mcp", "--api", service.url], {
+      cwd: ROOT,
+      env: env(),
+    });
+    const lines: string[] = [];
+    let buffered = "";
+    child.stdout.on("data", (d: Buffer) => {
+      buffered += d.toString();
+      const parts = buffered.split("\n");
+      buffered = parts.pop() ?? "";
+      lines.push(...parts);
+    });
+    const send = (message: object) => child.stdin.write(`${JSON.stringify(message)}\n`);
+    send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: {
+        protocolVersion: "2025-06-18",
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" },
+      },
+    });
+    send({ jsonrpc: "2.0", method: "notifications/initialized" });
+    send({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+    send({
+      jsonrpc: "2.0",
+      id: 3,
+      method: "tools/call",
+      params: { name: "demo_snapshot", arguments: {} },
+    });
+    send({ jsonrpc: "2.0", id: 4, method: "tools/list" });
+    // The call (a fetch of the demo) is answered after the second tools/list.
+    await waitForLine(child.stdout, /"id":3[,}]/);
+    child.stdin.end();
+    await new Promise((resolve) => child.on("close", resolve));
+    const ids = lines.map((l) => (JSON.parse(l) as { id: number }).id);
+    expect(ids.sort()).toEqual([1, 2, 3, 4]);
+    const answers = lines.map((l) => JSON.parse(l) as { id: number; result: unknown });
+    const byId = new Map(answers.map((a) => [a.id, a.result]));
+    expect(byId.get(1)).toMatchObject({ protocolVersion: "2025-06-18" });
+    // The early tools/list (recorded) and the SDK's own later one are the same.
+    expect(byId.get(2)).toEqual(byId.get(4));
+    expect(byId.get(3)).toMatchObject({ structuredContent: { _demo: true } });
+  });
+});
