@@ -36,7 +36,6 @@ import {
 import { closedPort } from "../fixtures/targets.js";
 import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
 import { usdcBalance } from "../fixtures/usdc.js";
-import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PRICE_UNITS = 50_000n;
 const BASE = "eip155:8453" as Network;
