@@ -90,6 +90,30 @@ const publicUrl = z.pipe(
   ),
 );
 
+/** How the operator is reached (OPERATOR_CONTACT), as OpenAPI's `info.contact` states it. */
+export type OperatorContact = { email: string } | { url: string };
+
+/**
+ * OPERATOR_CONTACT: an e-mail address or an absolute http(s) URL where the operator is reached
+ * about outages, prices or schemas; blank is unset.
+ */
+const operatorContact = z.pipe(
+  z
+    .string()
+    .check(
+      z.refine(
+        (s) =>
+          s === "" ||
+          /^[^\s@/:]+@[^\s@/:]+\.[^\s@/:]+$/.test(s) ||
+          (URL.canParse(s) && /^https?:$/.test(new URL(s).protocol)),
+        "must be an e-mail address or an absolute http(s) URL",
+      ),
+    ),
+  z.transform((s: string): OperatorContact | undefined =>
+    s === "" ? undefined : s.includes("://") ? { url: s } : { email: s },
+  ),
+);
+
 /** REDIS_URL: `redis://` or `rediss://` (TLS), as ioredis reads it; blank is unset. */
 const redisUrl = z.pipe(
   z
@@ -205,6 +229,8 @@ export interface Config {
    * and the OpenAPI `servers` entry. Unset: each request's own URL.
    */
   publicUrl: string | undefined;
+  /** OPERATOR_CONTACT: how the operator is reached, OpenAPI's `info.contact`. Unset: none. */
+  operatorContact: OperatorContact | undefined;
   /**
    * REDIS_URL: where the state several instances share lives (proof claims, paid records, rate
    * counters; docs/operations.md). Unset: in this process's memory.
@@ -580,6 +606,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     host: read(env, "HOST", z.string().check(z.minLength(1, zodEnglish)), "0.0.0.0"),
     publicUrl: read(env, "PUBLIC_URL", publicUrl, ""),
+    operatorContact: read(env, "OPERATOR_CONTACT", operatorContact, ""),
     // May carry a password: never echoed in an error.
     redisUrl: read(env, "REDIS_URL", redisUrl, "", { secret: true }),
     dataDir: read(env, "DATA_DIR", dataDir, "./.secsnap"),

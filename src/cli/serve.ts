@@ -134,6 +134,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     devnet: payment.devnet,
     payTo: payment.payTo,
     ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
+    ...(config.operatorContact !== undefined && { operatorContact: config.operatorContact }),
     log: appLog,
     admission,
     readinessChecks: readinessChecks(gate, live),

@@ -19,7 +19,7 @@ import {
   type UrlPolicy,
 } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
-import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
+import { DEFAULT_PRICE_USDC, NETWORK_IDS, type OperatorContact } from "../config.js";
 import { SnapshotAdmission } from "./admission.js";
 import { readBodyText } from "./body.js";
 import { TrustedProxies, clientAddress } from "./client-ip.js";
@@ -65,6 +65,8 @@ export interface AppDeps {
   priceUsdc?: string;
   /** The service's public base URL (PUBLIC_URL), the API description's server; default none. */
   publicUrl?: string;
+  /** How the operator is reached (OPERATOR_CONTACT), the API description's contact; default none. */
+  operatorContact?: OperatorContact;
   /** The networks the challenge offers, as CAIP-2 ids, for the page; default the configuration's default. */
   networks?: readonly string[];
   /** The networks are the embedded devnet (docs/contract.md §7.7), for the page. */
@@ -299,6 +301,7 @@ function serviceFacts(deps: AppDeps): ServiceFacts {
   return {
     ...(deps.priceUsdc !== undefined && { priceUsdc: deps.priceUsdc }),
     ...(deps.publicUrl !== undefined && { publicUrl: deps.publicUrl }),
+    ...(deps.operatorContact !== undefined && { operatorContact: deps.operatorContact }),
     ...(deps.networks !== undefined && { networks: deps.networks }),
     ...(deps.devnet !== undefined && { devnet: deps.devnet }),
     ...(deps.payTo !== undefined && { payTo: deps.payTo }),

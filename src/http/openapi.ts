@@ -1,4 +1,4 @@
-import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
+import { DEFAULT_PRICE_USDC, NETWORK_IDS, type OperatorContact } from "../config.js";
 import { NO_STORE, challengeExample, usdcAmount } from "../payment/index.js";
 import { demoSnapshot } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
@@ -20,6 +20,8 @@ export interface ServiceFacts {
   priceUsdc?: string;
   /** The public base URL (PUBLIC_URL), no trailing slash; default none (the request's own). */
   publicUrl?: string;
+  /** How the operator is reached (OPERATOR_CONTACT): `info.contact`; default none. */
+  operatorContact?: OperatorContact;
   /** The networks the challenge offers, as CAIP-2 ids; default the configuration's default. */
   networks?: readonly string[];
   /** The networks are the embedded devnet (docs/contract.md §7.7). */
@@ -77,7 +79,7 @@ export function createOpenApiDocument(facts: ServiceFacts = {}): Record<string, 
     openapi: "3.1.0",
     jsonSchemaDialect: "https://json-schema.org/draft/2020-12/schema",
     ...(facts.publicUrl !== undefined && { servers: [{ url: facts.publicUrl }] }),
-    info: documentInfo(priceUsdc, networksInWords(networks, devnet)),
+    info: documentInfo(priceUsdc, networksInWords(networks, devnet), facts.operatorContact),
     paths: {
       "/v1/snapshot": { post: snapshotOperation(priceUsdc, challenge.header) },
       "/demo/snapshot": { get: free(demoOperation()) },
@@ -123,7 +125,7 @@ function componentExamples(challengeV1: unknown): ComponentExamples {
 const perCall = (priceUsdc: string) => `${priceUsdc} USDC`;
 
 /** The service in a paragraph: what it does, what it costs, how it is paid, what is free. */
-function documentInfo(priceUsdc: string, networks: string) {
+function documentInfo(priceUsdc: string, networks: string, contact?: OperatorContact) {
   const price = perCall(priceUsdc);
   return {
     title: "secsnap",
@@ -136,6 +138,7 @@ function documentInfo(priceUsdc: string, networks: string) {
       "is checked before payment is asked for, and a 400 is never charged. GET /demo/snapshot, " +
       "GET /health and GET /ready are free. Every answer is JSON; CORS allows any origin.",
     "x-guidance": guidance(price),
+    ...(contact !== undefined && { contact }),
     license: { name: "MIT", identifier: "MIT" },
   };
 }

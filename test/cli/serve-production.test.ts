@@ -92,6 +92,7 @@ describe("serve with PUBLIC_URL, and hostile payment headers", () => {
       X402_FACILITATOR_URL: facilitator.url,
       X402_NETWORKS: "base-sepolia",
       PUBLIC_URL: "https://api.example.com/secsnap/",
+      OPERATOR_CONTACT: "ops@example.com",
       // Room for the 1,000 refused proofs below: this is the gate's answer to each, not the
       // refused-proof budget (test/http/rate-limit.test.ts).
       RATE_LIMIT_PER_MINUTE: "1000",
@@ -130,8 +131,13 @@ describe("serve with PUBLIC_URL, and hostile payment headers", () => {
     );
     expect(paid.status).toBe(503);
 
-    const openapi = (await (await fetch(`${base}/openapi.json`)).json()) as { servers?: unknown };
+    const openapi = (await (await fetch(`${base}/openapi.json`)).json()) as {
+      servers?: unknown;
+      info: { contact?: unknown };
+    };
     expect(openapi.servers).toEqual([{ url: "https://api.example.com/secsnap" }]);
+    // OPERATOR_CONTACT: how the operator is reached (docs/agents.md).
+    expect(openapi.info.contact).toEqual({ email: "ops@example.com" });
   });
 
   it("its page states the offered network and price, and PUBLIC_URL in the samples", async () => {

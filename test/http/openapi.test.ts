@@ -54,6 +54,18 @@ describe("GET /openapi.json", () => {
     expect(Object.keys(post?.responses ?? {})).toContain("409");
   });
 
+  it("states the operator's contact only when one is configured", () => {
+    expect((doc.info as Record<string, unknown>).contact).toBeUndefined();
+    const info = (facts: Parameters<typeof createOpenApiDocument>[0]) =>
+      createOpenApiDocument(facts).info as Record<string, unknown>;
+    expect(info({ operatorContact: { email: "ops@example.com" } }).contact).toEqual({
+      email: "ops@example.com",
+    });
+    expect(info({ operatorContact: { url: "https://example.com/c" } }).contact).toEqual({
+      url: "https://example.com/c",
+    });
+  });
+
   it("describes findings (every id), score and grade", () => {
     const result = (doc.components as { schemas: Record<string, Record<string, unknown>> }).schemas
       .SnapshotResult as { properties: Record<string, Record<string, unknown>> };
