@@ -113,7 +113,7 @@ async function round(side: Side, siteUrl: string, keys: Devnet["payerPrivateKeys
           ...post,
           headers: { "content-type": "application/json", ...proofs[i] },
         });
-        if (answer.status !== 200) failures.push(`${answer.status} ${answer.body.slice(0, 80)}`);
+        if (answer.status !== 200) failures.push(`${answer.status} ${answer.body.slice(0, 400)}`);
       }
     }),
   );
@@ -227,7 +227,7 @@ async function main(): Promise<number> {
     console.log(
       `\n${rounds * calls * sides.length} paid calls: ${failures.length} not answered 200, ${transfers} transfers on chain (expected ${expected})`,
     );
-    for (const f of failures.slice(0, 5)) console.log(`  ${f}`);
+    for (const f of failures.slice(0, 5)) console.log(`  ${f.slice(0, 400)}`);
     console.log(pass ? "\nstore benchmark: PASS" : "\nstore benchmark: FAIL");
     return pass ? 0 : 1;
   } finally {
