@@ -70,12 +70,14 @@ export function startAnvil(opts: { port: number; timeoutMs?: number }): Promise<
     // second while idle, so a proof signed `validAfter = now − 60` (or − 1) is valid on chain
     // after any pause. Mixed mining keeps automine beside it: a settlement is still mined the
     // moment it is sent, not at the next tick. Without pruning, anvil keeps every block's state
-    // in memory, ≈ 50 KB a second at that pace (GBs a day); nothing here reads an old state
-    // (simulations, balances and authorizationState read the latest one; receipts and logs stay).
+    // in memory, ≈ 50 KB a second at that pace (GBs a day). Pruned to the last 10 minutes of
+    // states, not to the last one: under load a simulation may name a block a few seconds old,
+    // which a chain keeping only its newest state refuses ("Invalid parameters").
     "--block-time",
     "1",
     "--mixed-mining",
     "--prune-history",
+    "600",
   ];
   // Its own process group: a Ctrl-C in the terminal signals the whole foreground group, and the
   // chain must outlive the owner's drain (settlements of running requests); the owner stops it.
