@@ -4,9 +4,11 @@
  * `snapshot` (paid with x402 over MCP, through the payment gate's MCP adapter on the same ledger
  * as POST /v1/snapshot) and `demo_snapshot` (free), with the definitions `secsnap mcp` shares.
  *
- * One McpServer and transport per request: the SDK's stateless pattern (a transport serves one
- * request), and what lets a paid answer tell the ledger once it was written out.
+ * A new transport per request (the SDK's stateless pattern), on an McpServer reused from a small
+ * idle pool (building one costs more than the request, docs/benchmarks.md); the request reaches
+ * the tool handlers through async context, so a paid answer tells the ledger once it was written.
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Context, Hono } from "hono";
@@ -41,6 +43,16 @@ export interface McpRouteDeps {
   log: (message: string, error?: unknown) => void;
 }
 
+/** What a tool call needs of the request it came in (kept in async context). */
+interface RequestContext {
+  c: Context;
+  /** Paid answers' delivery callbacks, told once the response was written out (or not). */
+  finishes: ((delivered: boolean) => void)[];
+}
+
+/** Idle servers kept for reuse; more concurrent requests build more, the surplus is dropped. */
+const MAX_IDLE_SERVERS = 16;
+
 /** Mounts POST /mcp (GET and DELETE fall to the app's 405: no SSE stream, no session). */
 export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps): void {
   const demo = demoSnapshot() as unknown as Record<string, unknown>;
@@ -48,29 +60,43 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     content: [{ type: "text", text: JSON.stringify(demo) }],
     structuredContent: demo,
   };
-  app.post(MCP_PATH, async (c) => {
-    const finishes: ((delivered: boolean) => void)[] = [];
+  const requests = new AsyncLocalStorage<RequestContext>();
+  /** A server with both tools; its handlers read the request from the async context. */
+  const build = (): McpServer => {
     const server = new McpServer({ name: "secsnap", version: SERVICE_VERSION });
     server.registerTool(MCP_TOOL_NAMES.snapshot, SNAPSHOT_TOOL, async ({ url }, extra) => {
-      const answer = await snapshotTool(deps, c, url, extra._meta);
-      if (answer.finish) finishes.push(answer.finish);
+      const request = requests.getStore();
+      if (!request) throw new Error("MCP tool call outside a request");
+      const answer = await snapshotTool(deps, request.c, url, extra._meta);
+      if (answer.finish) request.finishes.push(answer.finish);
       return answer.result;
     });
     server.registerTool(MCP_TOOL_NAMES.demoSnapshot, DEMO_SNAPSHOT_TOOL, () => demoResult);
+    return server;
+  };
+  // A transport serves one request (stateless), and a server one transport at a time; building
+  // a server (its tools' schemas) costs more than the request, so idle servers are reused.
+  const idle: McpServer[] = [];
+  app.post(MCP_PATH, async (c) => {
+    const context: RequestContext = { c, finishes: [] };
+    const server = idle.pop() ?? build();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
     });
     await server.connect(transport);
+    let reusable = false;
     let response: Response;
     try {
-      response = await transport.handleRequest(c.req.raw);
+      response = await requests.run(context, () => transport.handleRequest(c.req.raw));
+      reusable = true;
     } finally {
-      void server.close();
+      await server.close();
+      if (reusable && idle.length < MAX_IDLE_SERVERS) idle.push(server);
     }
-    if (finishes.length > 0) {
+    if (context.finishes.length > 0) {
       whenSent(c, (delivered) => {
-        for (const finish of finishes) finish(delivered);
+        for (const finish of context.finishes) finish(delivered);
       });
     }
     return response;
