@@ -15,6 +15,7 @@ import { Ajv } from "ajv";
 import { createPublicClient, http, type Address, type PublicClient } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withPayment } from "x402-mcp";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import type { RunningServer } from "../../src/http/index.js";
 import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
@@ -222,5 +223,62 @@ describe("POST /mcp with the official MCP SDK client", () => {
       expect(response.headers.get("allow")).toContain("POST");
       await response.text();
     }
+  });
+
+  it("is paid by the x402-mcp 0.0.5 client in its x402 v1 form, one transfer", async () => {
+    const { client, tools } = await connected();
+    const account = payer(6);
+    const before = await balanceOf(account.address);
+    // The MCP client shape x402-mcp wraps (the ai SDK's), over the official SDK client.
+    const aiShaped = {
+      isClosed: false,
+      assertCapability: () => {},
+      request: (r: { request: never; resultSchema: never; options?: never }) =>
+        client.request(r.request, r.resultSchema, r.options),
+      tools: () =>
+        Promise.resolve(
+          Object.fromEntries(
+            tools.map((t) => [
+              t.name,
+              {
+                inputSchema: { jsonSchema: t.inputSchema },
+                execute: (args: Record<string, unknown>) =>
+                  client.callTool({ name: t.name, arguments: args }),
+              },
+            ]),
+          ),
+        ),
+    };
+    const paying = await withPayment(aiShaped as never, { account, network: "base-sepolia" });
+    const wrapped = (await (paying as unknown as { tools(): Promise<unknown> }).tools()) as Record<
+      string,
+      { execute(args: unknown, options: unknown): Promise<unknown> }
+    >;
+    // Its v1 form without a usable payment: the v1 challenge, in that form.
+    const refused = await call(client, target.url, { "x402.payment": "not-a-payment" });
+    expect(refused.isError).toBe(true);
+    const challenge = refused.structuredContent as {
+      x402Version: number;
+      accepts: Record<string, unknown>[];
+    };
+    expect(challenge.x402Version).toBe(1);
+    expect(challenge.accepts[0]).toMatchObject({
+      network: "base-sepolia",
+      maxAmountRequired: String(PRICE_UNITS),
+      resource: "mcp://tool/snapshot",
+    });
+    const { paymentAuthorization } = (await wrapped.generatePaymentAuthorization!.execute(
+      { paymentRequirements: challenge.accepts[0] },
+      { toolCallId: "1", messages: [] },
+    )) as { paymentAuthorization: string };
+    const paid = (await wrapped.snapshot!.execute(
+      { url: target.url, paymentAuthorization },
+      { toolCallId: "2", messages: [] },
+    )) as CallToolResult;
+    expect(paid.isError, JSON.stringify(paid)).toBeFalsy();
+    expect(paid.structuredContent).toMatchObject({ requested_url: target.url });
+    expect(paid._meta?.["x402.payment-response"]).toMatchObject({ success: true });
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    await client.close();
   });
 });
