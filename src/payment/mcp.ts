@@ -13,7 +13,7 @@
  */
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
-import type { PaymentRequired, SettleResponse } from "@x402/core/types";
+import type { PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
 import {
   declarePaymentIdentifierExtension,
   PAYMENT_IDENTIFIER,
@@ -184,7 +184,7 @@ export function createMcpPayment(parts: McpPaymentParts): McpPayment {
         run: input.run,
         clientGone: input.clientGone,
       });
-      return outcomeResult(outcome, offered, version, parts);
+      return outcomeResult(outcome, offered, version, matched.requirements, parts);
     },
   };
 }
@@ -194,6 +194,7 @@ function outcomeResult(
   outcome: PaidOutcome,
   offered: PaymentRequired,
   version: 1 | 2,
+  requirements: PaymentRequirements,
   parts: McpPaymentParts,
 ): McpPaidAnswer {
   switch (outcome.kind) {
@@ -217,10 +218,22 @@ function outcomeResult(
       return { result: keptResult(outcome.answer) };
     case "client_gone":
       return { result: failure("The client closed the connection; nothing was charged.") };
-    case "refused":
-      return {
-        result: paymentRequired(offered, version, outcome.message, parts, outcome.reason),
-      };
+    case "refused": {
+      const result = paymentRequired(offered, version, outcome.message, parts, outcome.reason);
+      if (outcome.settlement && version === 2 && result.structuredContent) {
+        // The x402 MCP transport's settlement failure: the PaymentRequired and the failure.
+        result.structuredContent = {
+          ...result.structuredContent,
+          [MCP_RECEIPT_META]: {
+            success: false,
+            errorReason: outcome.reason,
+            transaction: "",
+            network: requirements.network,
+          },
+        };
+      }
+      return { result };
+    }
     case "conflict": {
       const retry =
         outcome.retryAfterSeconds !== undefined ? ` Retry in ${outcome.retryAfterSeconds} s.` : "";

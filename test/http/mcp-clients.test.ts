@@ -9,6 +9,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import conformanceSuite from "@modelcontextprotocol/conformance/package.json" with { type: "json" };
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningServer } from "../../src/http/index.js";
@@ -92,6 +93,8 @@ describe("the MCP conformance suite's server checks against POST /mcp", () => {
   it.each(APPLICABLE_SCENARIOS)("%s passes", async (scenario) => {
     const out = mkdtempSync(join(tmpdir(), "secsnap-conformance-"));
     try {
+      // The project's own suite (the devDependency) is what that name runs.
+      expect(conformanceSuite.bin.conformance).toBe("dist/index.js");
       const { code, stdout, stderr } = await run(
         "conformance",
         ["server", "--url", `${service.url}/mcp`, "--scenario", scenario, "-o", out],
