@@ -5,6 +5,7 @@
  *   npm run bench                         every part
  *   npm run bench -- snapshot [lines…]    one part; further arguments go to that part
  *   npm run bench -- payment
+ *   npm run bench -- mcp
  *   npm run bench -- startup
  *   npm run bench -- fleet | redis402 | trickle | store
  *
@@ -17,6 +18,7 @@ import { fileURLToPath } from "node:url";
 const PARTS = [
   "snapshot",
   "payment",
+  "mcp",
   "startup",
   "hostile",
   "telemetry",

@@ -129,6 +129,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     engine,
     urlPolicy,
     paymentMiddleware: gate.middleware,
+    mcpPayment: gate.mcp,
     priceUsdc: config.payment.priceUsdc,
     networks: payment.networks,
     devnet: payment.devnet,

@@ -10,6 +10,7 @@ import {
   jsonAnswer,
   toResponse,
   type Answer,
+  type McpPayment,
 } from "../payment/index.js";
 import {
   SnapshotError,
@@ -26,6 +27,7 @@ import { TrustedProxies, clientAddress } from "./client-ip.js";
 import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { llmsTxt, wellKnownX402 } from "./agent-documents.js";
+import { MCP_PATH, addMcpRoute } from "./mcp.js";
 import { FAVICON_CACHE_CONTROL, FAVICON_ICO, FAVICON_SVG } from "./favicon.js";
 import { STATIC_CACHE_CONTROL, createOpenApiDocument, type ServiceFacts } from "./openapi.js";
 import { HealthSchema, ReadinessSchema } from "./openapi-components.js";
@@ -61,6 +63,11 @@ export interface AppDeps {
    * settle only when `c.res.status === 200`. Without it the live snapshot is served unpaid.
    */
   paymentMiddleware?: MiddlewareHandler<AppEnv>;
+  /**
+   * x402 over MCP for POST /mcp (the payment gate's `mcp`). POST /mcp is served when it is given,
+   * or when there is no `paymentMiddleware` (then `snapshot` is unpaid there too).
+   */
+  mcpPayment?: McpPayment;
   /** The configured price the API description states (X402_PRICE_USDC); default its default. */
   priceUsdc?: string;
   /** The service's public base URL (PUBLIC_URL), the API description's server; default none. */
@@ -96,6 +103,7 @@ const WELL_KNOWN_X402 = "/.well-known/x402";
 /** The methods each known path answers; everything else on these paths is 405 with Allow. */
 const ALLOWED_METHODS = {
   "/v1/snapshot": "POST, OPTIONS",
+  [MCP_PATH]: "POST, OPTIONS",
   "/demo/snapshot": "GET, HEAD, OPTIONS",
   "/health": "GET, HEAD, OPTIONS",
   "/ready": "GET, HEAD, OPTIONS",
@@ -123,6 +131,15 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     app.use("*", rateLimitMiddleware(deps.rateLimit, trusted));
   }
   addSnapshotRoute(app, deps, admission, checkShape);
+  if (deps.mcpPayment || !deps.paymentMiddleware) {
+    addMcpRoute(app, {
+      engine: deps.engine,
+      urlPolicy: deps.urlPolicy,
+      ...(deps.mcpPayment && { payment: deps.mcpPayment }),
+      admission,
+      log,
+    });
+  }
   addFreeRoutes(app, deps, admission, checkShape);
   addPageRoutes(app, deps);
   addAgentRoutes(app, deps);

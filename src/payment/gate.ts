@@ -2,8 +2,6 @@ import { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
-import type { PaymentPayloadV1 } from "@x402/core/schemas";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { HonoAdapter } from "@x402/hono";
 import { answerOf, errorAnswer, toResponse, type Answer } from "./answer.js";
 import { paymentIdOf } from "./authorization.js";
@@ -29,11 +27,13 @@ import {
   type PaymentGateOptions,
 } from "./gate-options.js";
 import { DEFAULT_LEASE_MS, PaymentLedger, type PaidOutcome } from "./ledger.js";
+import { matchOffer } from "./match.js";
+import { createMcpPayment, type McpPayment } from "./mcp.js";
 import { readRequestProof } from "./proof.js";
 import { Reconciler } from "./reconciler.js";
 import { createSdkServers } from "./resource-server.js";
 import { NO_PAYMENT_EVENTS, versionOf, type PaymentEvents } from "./telemetry.js";
-import { V1_RECEIPT_HEADER, V2_RECEIPT_HEADER, v1AsSdkPayload, v1ProofNetwork } from "./v1.js";
+import { V1_RECEIPT_HEADER, V2_RECEIPT_HEADER } from "./v1.js";
 
 export interface PaymentGate {
   /** Hono middleware for POST /v1/snapshot, mounted after input validation. */
@@ -69,6 +69,8 @@ export interface PaymentGate {
   paidCallsUnderWay(): number;
   /** Stops the background reconciler (the store is the caller's to close). */
   close(): void;
+  /** x402 over MCP for POST /mcp's paid tool, on the same ledger (mcp.ts). */
+  mcp: McpPayment;
 }
 
 /** Default pace of the reconciler: about one lease, so an orphaned settlement waits little. */
@@ -131,6 +133,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const interval = options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
   if (interval > 0) reconciler.start(interval);
   const challenges = new PreparedChallenges();
+  const v1OutputSchema = snapshotOutputSchemaV1();
   return {
     middleware: paidRouteMiddleware({
       readiness,
@@ -141,7 +144,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       events,
       log,
       ledger,
-      v1OutputSchema: snapshotOutputSchemaV1(),
+      v1OutputSchema,
     }),
     unpaidChallenge: (resourceUrl, header) => challenges.get(resourceUrl, header),
     warmUp: () => readiness.warmUp(),
@@ -149,6 +152,16 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     drain: () => ledger.drain(),
     paidCallsUnderWay: () => ledger.underWay,
     close: () => reconciler.stop(),
+    mcp: createMcpPayment({
+      offer: options,
+      readiness,
+      resourceServer,
+      ledger,
+      answers,
+      events,
+      v1OutputSchema,
+      log,
+    }),
   };
 }
 
@@ -196,7 +209,12 @@ function paidRouteMiddleware(parts: GateParts): MiddlewareHandler {
     const offered = await offeredChallenge(httpServer, c, log);
     if (!offered) return toResponse(PAYMENT_FAILED);
     const v1Body = proof.version === 2 ? undefined : parts.v1OutputSchema;
-    const matched = matchOffer(parts.resourceServer, proof.version, proof.payload, offered);
+    const matched = matchOffer(
+      parts.resourceServer,
+      proof.version,
+      proof.payload,
+      offered.required,
+    );
     if (!matched) {
       events.payment(versionOf(c), "refused");
       const reason = "No matching payment requirements";
@@ -259,28 +277,6 @@ async function unpaidChallenge(parts: GateParts, c: Context): Promise<Answer> {
   const challenge = await challengeAnswer(sdkAnswer, () => undefined, parts.v1OutputSchema);
   challenges.keep(c.req.url, (name) => c.req.header(name), challenge);
   return challenge;
-}
-
-/**
- * The proof in the SDK's form and the offer it matched: a v2 proof by the SDK's own matching
- * (its `accepted` is the offer), a v1 proof by scheme and network, its v1 name made CAIP-2.
- */
-function matchOffer(
-  resourceServer: x402ResourceServer,
-  version: 1 | 2,
-  payload: unknown,
-  offered: OfferedChallenge,
-): { payload: PaymentPayload; requirements: PaymentRequirements } | undefined {
-  const { accepts, resource } = offered.required;
-  if (version === 2) {
-    const v2 = payload as PaymentPayload;
-    const requirements = resourceServer.findMatchingRequirements(accepts, v2);
-    return requirements && { payload: v2, requirements };
-  }
-  const v1 = payload as PaymentPayloadV1 & { extensions?: Record<string, unknown> };
-  const network = v1ProofNetwork(v1);
-  const requirements = accepts.find((a) => a.network === network && a.scheme === v1.scheme);
-  return requirements && { payload: v1AsSdkPayload(v1, requirements, resource), requirements };
 }
 
 interface AnswerContext {
@@ -346,7 +342,7 @@ function answerFor(c: Context, outcome: PaidOutcome, context: AnswerContext): Re
  * connection closed first. With @hono/node-server `env.outgoing` is the Node response; without
  * one (a test's `app.request`) the answer is handed over as the Response itself.
  */
-function whenSent(c: Context, done: (delivered: boolean) => void): void {
+export function whenSent(c: Context, done: (delivered: boolean) => void): void {
   const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
   if (!(outgoing instanceof ServerResponse)) {
     done(true);

@@ -6,7 +6,7 @@ export { NO_STORE, errorAnswer, jsonAnswer, toResponse } from "./answer.js";
 export type { Answer } from "./answer.js";
 export { SnapshotRequestSchema } from "./discovery.js";
 export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator-client.js";
-export { createPaymentGate } from "./gate.js";
+export { createPaymentGate, whenSent } from "./gate.js";
 export type { PaymentGate } from "./gate.js";
 export { paidRecordOptionsFromConfig, paymentGateOptionsFromConfig } from "./gate-options.js";
 export type { PaidRequestTimings, PaymentGateOptions } from "./gate-options.js";
@@ -15,6 +15,7 @@ export { KEY_PREFIX, REDIS_COMMAND_TIMEOUT_MS } from "../store/index.js";
 export { createSharedState } from "./shared-state.js";
 export type { SharedState } from "./shared-state.js";
 export { carriesProof } from "./proof.js";
+export type { McpPayment, McpToolResult } from "./mcp.js";
 export { usdcAmount } from "./route.js";
 export { challengeExample } from "./challenge-example.js";
 export type {

@@ -75,7 +75,13 @@ export type PaidOutcome =
   | { kind: "unpaid"; answer: KeptAnswer }
   | { kind: "client_gone" }
   /** A 402: the proof is refused for `reason`. */
-  | { kind: "refused"; reason: string; message: string }
+  | {
+      kind: "refused";
+      reason: string;
+      message: string;
+      /** The facilitator refused the settlement (after the report was made), not the proof. */
+      settlement?: true;
+    }
   | { kind: "conflict"; message: string; retryAfterSeconds?: number }
   | { kind: "over_budget"; retryAfterMs: number }
   /** A 503 with `Retry-After`: nothing moved, or what moved is kept for the retry. */
@@ -359,7 +365,7 @@ export class PaymentLedger {
         await lease
           .write({ ...settling, state: "free" })
           .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
-        return refused(answer.reason, `Payment settlement failed: ${answer.reason}`);
+        return settlementRefused(answer.reason);
       case "used":
         // "Already used": by our own earlier settlement (or another's: paid to us all the same),
         // or canceled by the payer: the chain says.
@@ -448,7 +454,7 @@ export class PaymentLedger {
         await lease
           .write({ ...record, state: "free" })
           .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
-        return refused(afterUsed.reason, `Payment settlement failed: ${afterUsed.reason}`);
+        return settlementRefused(afterUsed.reason);
       case "unused":
         // Used, says the facilitator, unused, says the chain: not known yet.
         if (afterUsed) return unknownOutcome();
@@ -622,6 +628,15 @@ function rejection(reason: string, words?: string): string {
 
 function refused(reason: string, message: string): PaidOutcome {
   return { kind: "refused", reason, message };
+}
+
+function settlementRefused(reason: string): PaidOutcome {
+  return {
+    kind: "refused",
+    reason,
+    message: `Payment settlement failed: ${reason}`,
+    settlement: true,
+  };
 }
 
 function conflict(message: string): PaidOutcome {

@@ -148,3 +148,13 @@ function nestingDepth(text: string): number {
 export function carriesProof(header: (name: string) => string | undefined): boolean {
   return PROOF_GENERATIONS.some((generation) => Boolean(header(generation.header)));
 }
+
+/**
+ * A proof that came another way than an HTTP header (the MCP `_meta`), base64 JSON as the header
+ * carries it, read with the same bounds and schema as its generation's header.
+ */
+export function readEncodedProof(value: string, name: string, version: 1 | 2): ProofReading {
+  return version === 2
+    ? readProof(value, name, PaymentPayloadV2Schema, 2)
+    : readProof(value, name, PaymentPayloadV1Schema, 1);
+}

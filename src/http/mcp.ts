@@ -1,0 +1,170 @@
+/**
+ * POST /mcp: the service speaks MCP (docs/contract.md §7.2, docs/mcp.md) over the SDK's
+ * Streamable HTTP transport, stateless (no session id, a JSON answer per request). Tools
+ * `snapshot` (paid with x402 over MCP, through the payment gate's MCP adapter on the same ledger
+ * as POST /v1/snapshot) and `demo_snapshot` (free), with the definitions `secsnap mcp` shares.
+ *
+ * A new transport per request (the SDK's stateless pattern), on an McpServer reused from a small
+ * idle pool (building one costs more than the request, docs/benchmarks.md); the request reaches
+ * the tool handlers through async context, so a paid answer tells the ledger once it was written.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import type { Context, Hono } from "hono";
+import {
+  jsonAnswer,
+  whenSent,
+  type McpPayment,
+  type McpToolResult,
+  type Answer,
+} from "../payment/index.js";
+import {
+  SnapshotError,
+  demoSnapshot,
+  parseInputUrl,
+  type SnapshotEngine,
+  type UrlPolicy,
+} from "../snapshot/index.js";
+import { SERVICE_VERSION } from "../version.js";
+import type { SnapshotAdmission } from "./admission.js";
+import { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "./mcp-tools.js";
+import { snapshotErrorBody } from "./snapshot-input.js";
+
+/** The MCP endpoint's path. */
+export const MCP_PATH = "/mcp";
+
+export interface McpRouteDeps {
+  engine: SnapshotEngine;
+  urlPolicy: UrlPolicy;
+  /** x402 over MCP (the payment gate's `mcp`); without it `snapshot` is served unpaid. */
+  payment?: McpPayment;
+  admission: SnapshotAdmission;
+  log: (message: string, error?: unknown) => void;
+}
+
+/** What a tool call needs of the request it came in (kept in async context). */
+interface RequestContext {
+  c: Context;
+  /** Paid answers' delivery callbacks, told once the response was written out (or not). */
+  finishes: ((delivered: boolean) => void)[];
+}
+
+/** Idle servers kept for reuse; more concurrent requests build more, the surplus is dropped. */
+const MAX_IDLE_SERVERS = 16;
+
+/** Mounts POST /mcp (GET and DELETE fall to the app's 405: no SSE stream, no session). */
+export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps): void {
+  const demo = demoSnapshot() as unknown as Record<string, unknown>;
+  const demoResult: McpToolResult = {
+    content: [{ type: "text", text: JSON.stringify(demo) }],
+    structuredContent: demo,
+  };
+  const requests = new AsyncLocalStorage<RequestContext>();
+  /** A server with both tools; its handlers read the request from the async context. */
+  const build = (): McpServer => {
+    const server = new McpServer({ name: "secsnap", version: SERVICE_VERSION });
+    server.registerTool(MCP_TOOL_NAMES.snapshot, SNAPSHOT_TOOL, async ({ url }, extra) => {
+      const request = requests.getStore();
+      if (!request) throw new Error("MCP tool call outside a request");
+      const answer = await snapshotTool(deps, request.c, url, extra._meta);
+      if (answer.finish) request.finishes.push(answer.finish);
+      return answer.result;
+    });
+    server.registerTool(MCP_TOOL_NAMES.demoSnapshot, DEMO_SNAPSHOT_TOOL, () => demoResult);
+    return server;
+  };
+  // A transport serves one request (stateless), and a server one transport at a time; building
+  // a server (its tools' schemas) costs more than the request, so idle servers are reused.
+  const idle: McpServer[] = [];
+  app.post(MCP_PATH, async (c) => {
+    const context: RequestContext = { c, finishes: [] };
+    const server = idle.pop() ?? build();
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    let reusable = false;
+    let response: Response;
+    try {
+      response = await requests.run(context, () => transport.handleRequest(c.req.raw));
+      reusable = true;
+    } finally {
+      await server.close();
+      if (reusable && idle.length < MAX_IDLE_SERVERS) idle.push(server);
+    }
+    if (context.finishes.length > 0) {
+      whenSent(c, (delivered) => {
+        for (const finish of context.finishes) finish(delivered);
+      });
+    }
+    return response;
+  });
+}
+
+/** The `snapshot` tool: the URL policy first (never charged), then admission and payment. */
+async function snapshotTool(
+  deps: McpRouteDeps,
+  c: Context,
+  raw: string,
+  meta: Record<string, unknown> | undefined,
+): Promise<{ result: McpToolResult; finish?: (delivered: boolean) => void }> {
+  try {
+    parseInputUrl(raw, deps.urlPolicy);
+  } catch (err) {
+    if (err instanceof SnapshotError) return { result: errorResult(snapshotErrorBody(err, raw)) };
+    throw err;
+  }
+  const request = c.req.raw.signal;
+  const run = async (signal?: AbortSignal): Promise<Answer> => {
+    try {
+      const both = signal ? AbortSignal.any([signal, request]) : request;
+      return jsonAnswer(200, await deps.engine.snapshot(raw, { signal: both }));
+    } catch (err) {
+      if (err instanceof SnapshotError) return jsonAnswer(400, snapshotErrorBody(err, raw));
+      throw err;
+    }
+  };
+  const { payment } = deps;
+  // As on POST /v1/snapshot: a call without a proof only gets the challenge, which costs no slot.
+  const admitted = !payment || payment.carriesProof(meta);
+  if (admitted) {
+    const refused = deps.admission.enter();
+    if (refused) return { result: failure(refused) };
+  }
+  try {
+    if (!payment) return { result: keptResult(await run()) };
+    return await payment.call({
+      meta,
+      body: JSON.stringify({ tool: MCP_TOOL_NAMES.snapshot, url: raw }),
+      run,
+      clientGone: () => request.aborted,
+    });
+  } finally {
+    if (admitted) deps.admission.leave();
+  }
+}
+
+/** A report, or the SnapshotError as an error result. */
+function keptResult(answer: Answer): McpToolResult {
+  const body = JSON.parse(answer.body) as Record<string, unknown>;
+  if (answer.status === 200) {
+    return { content: [{ type: "text", text: answer.body }], structuredContent: body };
+  }
+  return errorResult(body);
+}
+
+function errorResult(body: object): McpToolResult {
+  return {
+    isError: true,
+    structuredContent: body as Record<string, unknown>,
+    content: [{ type: "text", text: JSON.stringify(body) }],
+  };
+}
+
+/** A refusal of admission (busy, draining) as an error result saying to retry. */
+function failure(answer: Answer): McpToolResult {
+  const { error } = JSON.parse(answer.body) as { error: string };
+  return { isError: true, content: [{ type: "text", text: error }] };
+}

@@ -1,0 +1,323 @@
+/**
+ * x402 over MCP for the service's paid tool (docs/mcp.md, docs/contract.md §7.2): the sibling of
+ * the HTTP gate (gate.ts), framework-free. It reads the proof from a tool call's `_meta`, hands
+ * it to the same payment ledger as POST /v1/snapshot, and turns the ledger's outcome into a tool
+ * result, per the x402 MCP transport:
+ *  - no proof: `isError`, the PaymentRequired (resource `mcp://tool/snapshot`) as
+ *    `structuredContent`, and `{"x402/error": {code: 402, message, data}}` as the text;
+ *  - `_meta["x402/payment"]` (a v2 PaymentPayload, an object or its base64): verified, run,
+ *    settled; the result carries `_meta["x402/payment-response"]` (the SettleResponse);
+ *  - `_meta["x402.payment"]` (a base64 v1 payment header, the x402-mcp 0.0.x form): answered in
+ *    that form (`{x402Version: 1, error, accepts}`, `_meta["x402.payment-response"]`).
+ * Everything else is the ledger's: a proof served once, the payment id, kept reports, the budget.
+ */
+import { encodePaymentRequiredHeader } from "@x402/core/http";
+import type { x402ResourceServer } from "@x402/core/server";
+import type { PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import {
+  declarePaymentIdentifierExtension,
+  PAYMENT_IDENTIFIER,
+} from "@x402/extensions/payment-identifier";
+import type { KeptAnswer } from "../store/index.js";
+import type { Answer } from "./answer.js";
+import { paymentIdOf } from "./authorization.js";
+import { describeError } from "./describe-error.js";
+import type { FacilitatorReadiness } from "./facilitator-readiness.js";
+import type { GateAnswers } from "./gate-answers.js";
+import type { PaymentLedger, PaidOutcome } from "./ledger.js";
+import { matchOffer } from "./match.js";
+import { readEncodedProof, type ProofReading } from "./proof.js";
+import {
+  RESOURCE_DESCRIPTION,
+  RESOURCE_MIME_TYPE,
+  paidRouteConfig,
+  type RouteOffer,
+} from "./route.js";
+import type { PaymentEvents } from "./telemetry.js";
+import { v1Challenge } from "./v1.js";
+
+/** The resource the MCP challenge names (as in the x402 MCP transport's examples). */
+export const MCP_SNAPSHOT_RESOURCE = "mcp://tool/snapshot";
+
+/** The `_meta` keys of the x402 MCP transport, and of the x402-mcp 0.0.x (v1) form. */
+export const MCP_PAYMENT_META = "x402/payment";
+export const MCP_RECEIPT_META = "x402/payment-response";
+export const MCP_V1_PAYMENT_META = "x402.payment";
+export const MCP_V1_RECEIPT_META = "x402.payment-response";
+
+/** A tool result as MCP's tools/call returns it (the SDK's CallToolResult, structurally). */
+export interface McpToolResult {
+  [key: string]: unknown;
+  content: { type: "text"; text: string }[];
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+}
+
+/** One paid tool call as the MCP route hands it over (its input already checked). */
+export interface McpPaidCall {
+  /** `params._meta` of the call (the proof, when paid). */
+  meta: Record<string, unknown> | undefined;
+  /** The tool's arguments as one string: the same proof with other arguments is a conflict. */
+  body: string;
+  /** Runs the tool's work: status 200 is the report; a 400 is a SnapshotError, never charged. */
+  run(signal: AbortSignal): Promise<KeptAnswer>;
+  clientGone(): boolean;
+}
+
+/** A tool result, and (for a paid one) what to call once it was handed over or could not be. */
+export interface McpPaidAnswer {
+  result: McpToolResult;
+  finish?: (delivered: boolean) => void;
+}
+
+export interface McpPayment {
+  /** Whether a call's `_meta` carries a proof (either form): it may run a snapshot. */
+  carriesProof(meta: Record<string, unknown> | undefined): boolean;
+  call(input: McpPaidCall): Promise<McpPaidAnswer>;
+}
+
+interface McpPaymentParts {
+  offer: RouteOffer;
+  readiness: FacilitatorReadiness;
+  resourceServer: x402ResourceServer;
+  ledger: PaymentLedger;
+  answers: GateAnswers;
+  events: PaymentEvents;
+  v1OutputSchema: Record<string, unknown>;
+  log: (line: string) => void;
+}
+
+/** A proof from `_meta`: which form, and its reading. */
+type MetaProof = { version: 1 | 2; reading: ProofReading } | undefined;
+
+/** Largest proof object re-encoded (its JSON): the header's own bound is checked after. */
+const MAX_PROOF_OBJECT_CHARS = 8 * 1024;
+
+export function readMetaProof(meta: Record<string, unknown> | undefined): MetaProof {
+  const v2 = meta?.[MCP_PAYMENT_META];
+  if (v2 !== undefined && v2 !== null) {
+    if (typeof v2 === "string") {
+      return { version: 2, reading: readEncodedProof(v2, MCP_PAYMENT_META, 2) };
+    }
+    let text: string;
+    try {
+      text = JSON.stringify(v2);
+    } catch {
+      return { version: 2, reading: { ok: false, why: `${MCP_PAYMENT_META} is not JSON` } };
+    }
+    if (text.length > MAX_PROOF_OBJECT_CHARS) {
+      const why = `${MCP_PAYMENT_META} is ${text.length} characters; at most ${MAX_PROOF_OBJECT_CHARS} are read`;
+      return { version: 2, reading: { ok: false, why } };
+    }
+    const encoded = Buffer.from(text, "utf8").toString("base64");
+    return { version: 2, reading: readEncodedProof(encoded, MCP_PAYMENT_META, 2) };
+  }
+  const v1 = meta?.[MCP_V1_PAYMENT_META];
+  if (v1 !== undefined && v1 !== null) {
+    if (typeof v1 !== "string") {
+      const why = `${MCP_V1_PAYMENT_META} must be a base64 x402 v1 payment header`;
+      return { version: 1, reading: { ok: false, why } };
+    }
+    return { version: 1, reading: readEncodedProof(v1, MCP_V1_PAYMENT_META, 1) };
+  }
+  return undefined;
+}
+
+export function createMcpPayment(parts: McpPaymentParts): McpPayment {
+  let challenge: PaymentRequired | undefined;
+  /** The tool's PaymentRequired, built by the SDK once /supported is known, then kept. */
+  const required = async (): Promise<PaymentRequired | undefined> => {
+    if (challenge) return challenge;
+    try {
+      const config = paidRouteConfig(parts.offer);
+      const options = Array.isArray(config.accepts) ? config.accepts : [config.accepts];
+      // The route's options are plain values (no per-request functions): no context is read.
+      const requirements = await parts.resourceServer.buildPaymentRequirementsFromOptions(
+        options,
+        undefined as never,
+      );
+      challenge = await parts.resourceServer.createPaymentRequiredResponse(
+        requirements,
+        {
+          url: MCP_SNAPSHOT_RESOURCE,
+          description: RESOURCE_DESCRIPTION,
+          mimeType: RESOURCE_MIME_TYPE,
+        },
+        undefined,
+        { [PAYMENT_IDENTIFIER]: { info: declarePaymentIdentifierExtension(false).info } },
+      );
+      return challenge;
+    } catch (error) {
+      parts.log(`x402 MCP challenge failed: ${describeError(error)}`);
+      return undefined;
+    }
+  };
+
+  return {
+    carriesProof: (meta) => readMetaProof(meta) !== undefined,
+    async call(input) {
+      if (!(await parts.readiness.check())) {
+        return { result: answerResult(parts.answers.unavailable("facilitator unreachable")) };
+      }
+      const offered = await required();
+      if (!offered) return { result: failure("Payment processing failed; retry later.") };
+      const proof = readMetaProof(input.meta);
+      if (!proof) return { result: paymentRequired(offered, 2, "Payment required.", parts) };
+      const { version, reading } = proof;
+      const refuse = (message: string) => {
+        parts.events.payment(version === 1 ? "1" : "2", "refused");
+        return { result: paymentRequired(offered, version, message, parts) };
+      };
+      if (!reading.ok) return refuse(`Unreadable payment proof: ${reading.why}.`);
+      if (reading.version !== version) return refuse("Unreadable payment proof.");
+      const matched = matchOffer(parts.resourceServer, version, reading.payload, offered);
+      if (!matched) return refuse("Payment rejected: No matching payment requirements");
+      const id = paymentIdOf(reading.payload);
+      if (!id.ok) return refuse(`Unreadable payment proof: ${id.why}.`);
+      const outcome = await parts.ledger.pay({
+        version,
+        payload: matched.payload,
+        requirements: matched.requirements,
+        paymentId: id.id,
+        body: input.body,
+        run: input.run,
+        clientGone: input.clientGone,
+      });
+      return outcomeResult(outcome, offered, version, matched.requirements, parts);
+    },
+  };
+}
+
+/** The ledger's outcome as a tool result. */
+function outcomeResult(
+  outcome: PaidOutcome,
+  offered: PaymentRequired,
+  version: 1 | 2,
+  requirements: PaymentRequirements,
+  parts: McpPaymentParts,
+): McpPaidAnswer {
+  switch (outcome.kind) {
+    case "paid": {
+      const report = JSON.parse(outcome.report.body) as Record<string, unknown>;
+      const receipt = version === 1 ? v1Receipt(outcome.settlement) : outcome.settlement;
+      return {
+        result: {
+          content: [{ type: "text", text: outcome.report.body }],
+          structuredContent: report,
+          _meta: { [version === 1 ? MCP_V1_RECEIPT_META : MCP_RECEIPT_META]: receipt },
+        },
+        finish: (delivered) => {
+          outcome.finish(delivered).catch((error: unknown) => {
+            parts.log(`payment record store failed: ${describeError(error)}`);
+          });
+        },
+      };
+    }
+    case "unpaid":
+      return { result: keptResult(outcome.answer) };
+    case "client_gone":
+      return { result: failure("The client closed the connection; nothing was charged.") };
+    case "refused": {
+      const result = paymentRequired(offered, version, outcome.message, parts, outcome.reason);
+      if (outcome.settlement && version === 2 && result.structuredContent) {
+        // The x402 MCP transport's settlement failure: the PaymentRequired and the failure.
+        result.structuredContent = {
+          ...result.structuredContent,
+          [MCP_RECEIPT_META]: {
+            success: false,
+            errorReason: outcome.reason,
+            transaction: "",
+            network: requirements.network,
+          },
+        };
+      }
+      return { result };
+    }
+    case "conflict": {
+      const retry =
+        outcome.retryAfterSeconds !== undefined ? ` Retry in ${outcome.retryAfterSeconds} s.` : "";
+      return { result: failure(`${outcome.message}${retry}`) };
+    }
+    case "over_budget":
+      return { result: answerResult(parts.answers.overBudget(outcome.retryAfterMs)) };
+    case "unavailable":
+      return {
+        result: failure(
+          `Payment could not be completed now (${outcome.why}): retry with the same payment ` +
+            "in a few seconds; it is charged at most once and its report is kept.",
+        ),
+      };
+    case "store_down":
+      return { result: answerResult(parts.answers.storeDown()) };
+  }
+}
+
+/** The receipt in the x402-mcp 0.0.x form. */
+function v1Receipt(settlement: SettleResponse): Record<string, unknown> {
+  return {
+    success: settlement.success,
+    transaction: settlement.transaction,
+    network: settlement.network,
+    payer: settlement.payer,
+  };
+}
+
+/**
+ * The challenge as an error result: v2 per the x402 MCP transport (PaymentRequired as
+ * `structuredContent`, `x402/error` in the text); v1 in the x402-mcp form.
+ */
+function paymentRequired(
+  offered: PaymentRequired,
+  version: 1 | 2,
+  message: string,
+  parts: McpPaymentParts,
+  reason?: string,
+): McpToolResult {
+  const required: PaymentRequired = { ...offered, error: reason ?? message };
+  if (version === 1) {
+    const v1 = v1Challenge(encodePaymentRequiredHeader(required), message, parts.v1OutputSchema);
+    if (v1) {
+      const body = v1 as unknown as Record<string, unknown>;
+      return { isError: true, structuredContent: body, content: [text(JSON.stringify(body))] };
+    }
+  }
+  const data = required as unknown as Record<string, unknown>;
+  const error = { "x402/error": { code: 402, message, data } };
+  return { isError: true, structuredContent: data, content: [text(JSON.stringify(error))] };
+}
+
+/** A kept answer that is not the report (the SnapshotError): an error result carrying it. */
+function keptResult(answer: KeptAnswer): McpToolResult {
+  let body: Record<string, unknown> | undefined;
+  try {
+    body = JSON.parse(answer.body) as Record<string, unknown>;
+  } catch {
+    body = undefined;
+  }
+  if (body && typeof body.error_type === "string") {
+    return { isError: true, structuredContent: body, content: [text(answer.body)] };
+  }
+  return failure(answer.body);
+}
+
+/** An HTTP answer of the gate (503, 429) as an error result saying what to do. */
+function answerResult(answer: Answer): McpToolResult {
+  let message = answer.body;
+  try {
+    const { error } = JSON.parse(answer.body) as { error?: unknown };
+    if (typeof error === "string") message = error;
+  } catch {
+    // Not JSON: the body as it is.
+  }
+  const retry = answer.headers["retry-after"];
+  return failure(retry ? `${message} (retry after ${retry} s)` : message);
+}
+
+function failure(message: string): McpToolResult {
+  return { isError: true, content: [text(message)] };
+}
+
+function text(value: string): { type: "text"; text: string } {
+  return { type: "text", text: value };
+}

@@ -1,0 +1,284 @@
+/**
+ * POST /mcp end to end (docs/contract.md §7.2): a real devnet (anvil + DevUSDC + the project's
+ * facilitator), the service wired as `secsnap serve` wires it, and the official MCP SDK client on
+ * its default path (listTools, then callTool), paying with the official x402 client. Every step
+ * is a result, never an exception; each paid case checks the chain.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
+import { x402Client } from "@x402/core/client";
+import type { PaymentPayload, PaymentRequired, SettleResponse } from "@x402/core/types";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
+import { Ajv } from "ajv";
+import { createPublicClient, http, type Address, type PublicClient } from "viem";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withPayment } from "x402-mcp";
+import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
+import type { RunningServer } from "../../src/http/index.js";
+import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
+import { usdcBalance } from "../fixtures/usdc.js";
+
+const PRICE_UNITS = 50_000n;
+
+let devnet: Devnet;
+let chain: PublicClient;
+let target: LocalTarget;
+let service: RunningServer;
+
+beforeAll(async () => {
+  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
+  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  target = await startLocalTarget();
+  service = await startPaidService({
+    engine: target.engine,
+    ports: [target.port],
+    payTo: devnet.payTo,
+    networks: [devnet.network],
+    facilitatorUrl: devnet.facilitatorUrl,
+    devnet: true,
+  });
+}, 120_000);
+
+afterAll(async () => {
+  await service?.close(1_000);
+  await target?.close();
+  await devnet?.close();
+});
+
+function payer(i: number): PrivateKeyAccount {
+  const key = devnet.payerPrivateKeys[i];
+  if (!key) throw new Error(`no payer ${i}`);
+  return privateKeyToAccount(key);
+}
+
+function balanceOf(address: Address): Promise<bigint> {
+  return usdcBalance(chain, devnet.usdcAddress, address);
+}
+
+/** An SDK client on its default path: connected, tools listed (the output schemas cached). */
+async function connected(): Promise<{ client: Client; tools: Tool[] }> {
+  const client = new Client({ name: "secsnap-test", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${service.url}/mcp`)));
+  const { tools } = await client.listTools();
+  return { client, tools };
+}
+
+async function call(
+  client: Client,
+  url: string,
+  meta?: Record<string, unknown>,
+): Promise<CallToolResult> {
+  return (await client.callTool({
+    name: "snapshot",
+    arguments: { url },
+    ...(meta && { _meta: meta }),
+  })) as CallToolResult;
+}
+
+function textOf(result: CallToolResult): string {
+  const first = result.content[0];
+  return first?.type === "text" ? first.text : "";
+}
+
+/** The PaymentRequired of an unpaid call, checked in both places the x402 MCP transport puts it. */
+function challengeOf(result: CallToolResult): PaymentRequired {
+  expect(result.isError).toBe(true);
+  const required = result.structuredContent as unknown as PaymentRequired;
+  const error = (JSON.parse(textOf(result)) as { "x402/error": { code: number; data: unknown } })[
+    "x402/error"
+  ];
+  expect(error.code).toBe(402);
+  expect(error.data).toEqual(required);
+  return required;
+}
+
+async function signed(
+  required: PaymentRequired,
+  account: PrivateKeyAccount,
+  paymentId?: string,
+): Promise<PaymentPayload> {
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  const payload = await client.createPaymentPayload(required);
+  if (paymentId === undefined) return payload;
+  return {
+    ...payload,
+    extensions: {
+      ...payload.extensions,
+      [PAYMENT_IDENTIFIER]: { info: { required: false, id: paymentId } },
+    },
+  };
+}
+
+describe("POST /mcp with the official MCP SDK client", () => {
+  it("lists snapshot and demo_snapshot, and serves the demo free", async () => {
+    const { client, tools } = await connected();
+    expect(tools.map((t) => t.name).sort()).toEqual(["demo_snapshot", "snapshot"]);
+    const demo = (await client.callTool({
+      name: "demo_snapshot",
+      arguments: {},
+    })) as CallToolResult;
+    expect(demo.isError).toBeFalsy();
+    expect(demo.structuredContent).toMatchObject({ _demo: true });
+    await client.close();
+  });
+
+  it("answers an unpaid call with the PaymentRequired for mcp://tool/snapshot", async () => {
+    const { client } = await connected();
+    const required = challengeOf(await call(client, target.url));
+    expect(required.x402Version).toBe(2);
+    expect(required.resource.url).toBe("mcp://tool/snapshot");
+    expect(required.accepts).toEqual([
+      expect.objectContaining({
+        scheme: "exact",
+        network: devnet.network,
+        amount: String(PRICE_UNITS),
+        payTo: devnet.payTo,
+        asset: devnet.usdcAddress,
+      }),
+    ]);
+    await client.close();
+  });
+
+  it("refuses an invalid or blocked URL with a SnapshotError, asking no payment, moving nothing", async () => {
+    const { client } = await connected();
+    const account = payer(3);
+    const before = await balanceOf(account.address);
+    const blocked = await call(client, "http://169.254.169.254/latest/meta-data");
+    expect(blocked.isError).toBe(true);
+    expect(blocked.structuredContent).toMatchObject({ error_type: "ssrf" });
+    expect(blocked.structuredContent).not.toHaveProperty("accepts");
+    // Even with a valid proof for a valid call, an invalid URL is refused before payment.
+    const required = challengeOf(await call(client, target.url));
+    const payload = await signed(required, account);
+    const invalid = await call(client, "not a url at all", { "x402/payment": payload });
+    expect(invalid.isError).toBe(true);
+    expect(invalid.structuredContent).toMatchObject({ error_type: "invalid_url" });
+    expect(invalid._meta?.["x402/payment-response"]).toBeUndefined();
+    expect(await balanceOf(account.address)).toBe(before);
+    await client.close();
+  });
+
+  it("serves a paid call: the report validates against the listed output schema, 50000 moved once, a proof served once", async () => {
+    const { client, tools } = await connected();
+    const account = payer(4);
+    const [payerBefore, payeeBefore] = [
+      await balanceOf(account.address),
+      await balanceOf(devnet.payTo),
+    ];
+    const payload = await signed(challengeOf(await call(client, target.url)), account);
+    const paid = await call(client, target.url, { "x402/payment": payload });
+    expect(paid.isError, textOf(paid)).toBeFalsy();
+    const schema = tools.find((t) => t.name === "snapshot")!.outputSchema!;
+    // Formats (date-time) are not the point here: the shape is.
+    const validate = new Ajv({ strict: false, validateFormats: false }).compile(schema);
+    expect(validate(paid.structuredContent), JSON.stringify(validate.errors)).toBe(true);
+    expect(paid.structuredContent).toMatchObject({ requested_url: target.url, reachable: true });
+    const settlement = paid._meta?.["x402/payment-response"] as SettleResponse;
+    expect(settlement).toMatchObject({ success: true, network: devnet.network });
+    const receipt = await chain.getTransactionReceipt({
+      hash: settlement.transaction as `0x${string}`,
+    });
+    expect(receipt.status).toBe("success");
+    expect(await balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
+    expect(await balanceOf(devnet.payTo)).toBe(payeeBefore + PRICE_UNITS);
+
+    // The same proof again: served once.
+    const again = await call(client, target.url, { "x402/payment": payload });
+    expect(again.isError).toBe(true);
+    expect((again.structuredContent as { error?: string } | undefined)?.error).toBe(
+      "payment_already_used",
+    );
+    expect(await balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
+    await client.close();
+  });
+
+  it("gives the same result again for a payment id, one transfer; a base64 proof is read too", async () => {
+    const { client } = await connected();
+    const account = payer(5);
+    const before = await balanceOf(account.address);
+    const id = generatePaymentId();
+    const payload = await signed(challengeOf(await call(client, target.url)), account, id);
+    const encoded = Buffer.from(JSON.stringify(payload)).toString("base64");
+    const first = await call(client, target.url, { "x402/payment": encoded });
+    expect(first.isError, textOf(first)).toBeFalsy();
+    const second = await call(client, target.url, { "x402/payment": payload });
+    expect(second.isError, textOf(second)).toBeFalsy();
+    expect(second.structuredContent).toEqual(first.structuredContent);
+    expect(second._meta?.["x402/payment-response"]).toEqual(first._meta?.["x402/payment-response"]);
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    await client.close();
+  });
+
+  it("answers GET and DELETE with 405 (stateless: no stream, no session)", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      const response = await fetch(`${service.url}/mcp`, {
+        method,
+        headers: { accept: "text/event-stream" },
+      });
+      expect(response.status).toBe(405);
+      expect(response.headers.get("allow")).toContain("POST");
+      await response.text();
+    }
+  });
+
+  it("is paid by the x402-mcp 0.0.5 client in its x402 v1 form, one transfer", async () => {
+    const { client, tools } = await connected();
+    const account = payer(6);
+    const before = await balanceOf(account.address);
+    // The MCP client shape x402-mcp wraps (the ai SDK's), over the official SDK client.
+    const aiShaped = {
+      isClosed: false,
+      assertCapability: () => {},
+      request: (r: { request: never; resultSchema: never; options?: never }) =>
+        client.request(r.request, r.resultSchema, r.options),
+      tools: () =>
+        Promise.resolve(
+          Object.fromEntries(
+            tools.map((t) => [
+              t.name,
+              {
+                inputSchema: { jsonSchema: t.inputSchema },
+                execute: (args: Record<string, unknown>) =>
+                  client.callTool({ name: t.name, arguments: args }),
+              },
+            ]),
+          ),
+        ),
+    };
+    const paying = await withPayment(aiShaped as never, { account, network: "base-sepolia" });
+    const wrapped = (await (paying as unknown as { tools(): Promise<unknown> }).tools()) as Record<
+      string,
+      { execute(args: unknown, options: unknown): Promise<unknown> }
+    >;
+    // Its v1 form without a usable payment: the v1 challenge, in that form.
+    const refused = await call(client, target.url, { "x402.payment": "not-a-payment" });
+    expect(refused.isError).toBe(true);
+    const challenge = refused.structuredContent as {
+      x402Version: number;
+      accepts: Record<string, unknown>[];
+    };
+    expect(challenge.x402Version).toBe(1);
+    expect(challenge.accepts[0]).toMatchObject({
+      network: "base-sepolia",
+      maxAmountRequired: String(PRICE_UNITS),
+      resource: "mcp://tool/snapshot",
+    });
+    const { paymentAuthorization } = (await wrapped.generatePaymentAuthorization!.execute(
+      { paymentRequirements: challenge.accepts[0] },
+      { toolCallId: "1", messages: [] },
+    )) as { paymentAuthorization: string };
+    const paid = (await wrapped.snapshot!.execute(
+      { url: target.url, paymentAuthorization },
+      { toolCallId: "2", messages: [] },
+    )) as CallToolResult;
+    expect(paid.isError, JSON.stringify(paid)).toBeFalsy();
+    expect(paid.structuredContent).toMatchObject({ requested_url: target.url });
+    expect(paid._meta?.["x402.payment-response"]).toMatchObject({ success: true });
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    await client.close();
+  });
+});
