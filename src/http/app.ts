@@ -27,6 +27,7 @@ import { TrustedProxies, clientAddress } from "./client-ip.js";
 import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { llmsTxt, wellKnownX402 } from "./agent-documents.js";
+import { mcpHostGuard } from "./mcp-host.js";
 import { MCP_PATH, addMcpRoute } from "./mcp.js";
 import { FAVICON_CACHE_CONTROL, FAVICON_ICO, FAVICON_SVG } from "./favicon.js";
 import { STATIC_CACHE_CONTROL, createOpenApiDocument, type ServiceFacts } from "./openapi.js";
@@ -132,6 +133,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   }
   addSnapshotRoute(app, deps, admission, checkShape);
   if (deps.mcpPayment || !deps.paymentMiddleware) {
+    app.use(MCP_PATH, mcpHostGuard(deps.publicUrl));
     addMcpRoute(app, {
       engine: deps.engine,
       urlPolicy: deps.urlPolicy,

@@ -448,7 +448,7 @@ export class PaymentLedger {
         // out is taken as paid; on our first settle it cannot be ours (a cancel, or a copy
         // settled elsewhere), so it is refused — nothing more can move for it either way.
         if (afterUsed.sentBefore) {
-          return this.settled(call, lease, record, chainSettlement(call, ""));
+          return this.settled(call, lease, record, chainSettlement(call, record.transaction ?? ""));
         }
         events.payment(call.version, "refused");
         await lease

@@ -87,7 +87,12 @@ describe("the MCP Inspector's CLI against POST /mcp", () => {
  * resources, prompts, the conformance suite's own test tools (images, audio, sampling,
  * elicitation, progress…), SSE streams and sessions.
  */
-const APPLICABLE_SCENARIOS = ["server-initialize", "ping", "tools-list"] as const;
+const APPLICABLE_SCENARIOS = [
+  "server-initialize",
+  "ping",
+  "tools-list",
+  "dns-rebinding-protection",
+] as const;
 
 describe("the MCP conformance suite's server checks against POST /mcp", () => {
   it.each(APPLICABLE_SCENARIOS)("%s passes", async (scenario) => {

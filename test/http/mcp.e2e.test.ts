@@ -4,13 +4,9 @@
  * its default path (listTools, then callTool), paying with the official x402 client. Every step
  * is a result, never an exception; each paid case checks the chain.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
-import { x402Client } from "@x402/core/client";
-import type { PaymentPayload, PaymentRequired, SettleResponse } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { SettleResponse } from "@x402/core/types";
+import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { Ajv } from "ajv";
 import { createPublicClient, http, type Address, type PublicClient } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
@@ -18,6 +14,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withPayment } from "x402-mcp";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import type { RunningServer } from "../../src/http/index.js";
+import {
+  callSnapshot,
+  challengeOf,
+  connectedMcpClient,
+  signedProof,
+  textOf,
+} from "../fixtures/mcp-client.js";
 import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 
@@ -58,60 +61,9 @@ function balanceOf(address: Address): Promise<bigint> {
   return usdcBalance(chain, devnet.usdcAddress, address);
 }
 
-/** An SDK client on its default path: connected, tools listed (the output schemas cached). */
-async function connected(): Promise<{ client: Client; tools: Tool[] }> {
-  const client = new Client({ name: "secsnap-test", version: "1.0.0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${service.url}/mcp`)));
-  const { tools } = await client.listTools();
-  return { client, tools };
-}
-
-async function call(
-  client: Client,
-  url: string,
-  meta?: Record<string, unknown>,
-): Promise<CallToolResult> {
-  return (await client.callTool({
-    name: "snapshot",
-    arguments: { url },
-    ...(meta && { _meta: meta }),
-  })) as CallToolResult;
-}
-
-function textOf(result: CallToolResult): string {
-  const first = result.content[0];
-  return first?.type === "text" ? first.text : "";
-}
-
-/** The PaymentRequired of an unpaid call, checked in both places the x402 MCP transport puts it. */
-function challengeOf(result: CallToolResult): PaymentRequired {
-  expect(result.isError).toBe(true);
-  const required = result.structuredContent as unknown as PaymentRequired;
-  const error = (JSON.parse(textOf(result)) as { "x402/error": { code: number; data: unknown } })[
-    "x402/error"
-  ];
-  expect(error.code).toBe(402);
-  expect(error.data).toEqual(required);
-  return required;
-}
-
-async function signed(
-  required: PaymentRequired,
-  account: PrivateKeyAccount,
-  paymentId?: string,
-): Promise<PaymentPayload> {
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account });
-  const payload = await client.createPaymentPayload(required);
-  if (paymentId === undefined) return payload;
-  return {
-    ...payload,
-    extensions: {
-      ...payload.extensions,
-      [PAYMENT_IDENTIFIER]: { info: { required: false, id: paymentId } },
-    },
-  };
-}
+const connected = () => connectedMcpClient(service.url);
+const call = callSnapshot;
+const signed = signedProof;
 
 describe("POST /mcp with the official MCP SDK client", () => {
   it("lists snapshot and demo_snapshot, and serves the demo free", async () => {
