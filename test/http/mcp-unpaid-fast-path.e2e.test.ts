@@ -4,6 +4,7 @@
  * One payment gate on a real devnet, two services on it — the fast path on (as served) and off
  * (every request through the SDK's transport and McpServer) — asked the same requests.
  */
+import { request as httpRequest } from "node:http";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
 import { Hono } from "hono";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -95,6 +96,20 @@ function post(server: RunningServer, asked: Asked): Promise<Response> {
     Object.entries({ ...HEADERS, ...asked.headers }).filter(([, v]) => v !== undefined),
   ) as Record<string, string>;
   return fetch(`${server.url}/mcp`, { method: "POST", headers, body: asked.body });
+}
+
+/** A POST whose body is sent chunked (no Content-Length); its answer's body. */
+function chunked(server: RunningServer, body: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${server.url}/mcp`, { method: "POST", headers: HEADERS }, (res) => {
+      let text = "";
+      res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => resolve(text)).on("error", reject);
+    });
+    req.on("error", reject);
+    req.write(body.slice(0, 10));
+    req.end(body.slice(10));
+  });
 }
 
 /** Status, content type and body, as sent. */
@@ -233,5 +248,10 @@ describe("POST /mcp's unpaid tools/call fast path", () => {
     expect(await seen(await post(fast, { body: big }))).toEqual(
       await seen(await post(sdk, { body: big })),
     );
+    // Chunked, no Content-Length: the same well-formed call, left to the SDK unread.
+    const body = JSON.stringify(toolsCall(target.url));
+    const viaBare = JSON.parse(await chunked(bare, body)) as { fast: boolean };
+    expect(viaBare).toEqual({ fast: false, body: { read: false } });
+    expect(await chunked(fast, body)).toBe(await chunked(sdk, body));
   });
 });
