@@ -69,6 +69,8 @@ export interface AppDeps {
    * or when there is no `paymentMiddleware` (then `snapshot` is unpaid there too).
    */
   mcpPayment?: McpPayment;
+  /** The unpaid `tools/call snapshot` on POST /mcp answered without the SDK; default on (mcp.ts). */
+  mcpUnpaidFastPath?: boolean;
   /** The configured price the API description states (X402_PRICE_USDC); default its default. */
   priceUsdc?: string;
   /** The service's public base URL (PUBLIC_URL), the API description's server; default none. */
@@ -138,6 +140,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       engine: deps.engine,
       urlPolicy: deps.urlPolicy,
       ...(deps.mcpPayment && { payment: deps.mcpPayment }),
+      ...(deps.mcpUnpaidFastPath !== undefined && { unpaidFastPath: deps.mcpUnpaidFastPath }),
       admission,
       log,
     });

@@ -29,6 +29,7 @@ import {
 import { SERVICE_VERSION } from "../version.js";
 import type { SnapshotAdmission } from "./admission.js";
 import { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "./mcp-tools.js";
+import { McpUnpaidFastPath, type McpRequestBody } from "./mcp-unpaid-fast-path.js";
 import { snapshotErrorBody } from "./snapshot-input.js";
 
 /** The MCP endpoint's path. */
@@ -41,6 +42,11 @@ export interface McpRouteDeps {
   payment?: McpPayment;
   admission: SnapshotAdmission;
   log: (message: string, error?: unknown) => void;
+  /**
+   * The unpaid `tools/call snapshot` answered without the SDK (mcp-unpaid-fast-path.ts); default
+   * on. Off, every request goes through the SDK (the tests compare both answers).
+   */
+  unpaidFastPath?: boolean;
 }
 
 /** What a tool call needs of the request it came in (kept in async context). */
@@ -77,7 +83,18 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
   // A transport serves one request (stateless), and a server one transport at a time; building
   // a server (its tools' schemas) costs more than the request, so idle servers are reused.
   const idle: McpServer[] = [];
+  const { payment } = deps;
+  const fast =
+    payment && deps.unpaidFastPath !== false
+      ? new McpUnpaidFastPath(deps.urlPolicy, () => payment.unpaidResult())
+      : undefined;
   app.post(MCP_PATH, async (c) => {
+    let body: McpRequestBody = { read: false };
+    if (fast) {
+      const taken = await fast.answer(c);
+      if ("answer" in taken) return taken.answer;
+      body = taken.body;
+    }
     const context: RequestContext = { c, finishes: [] };
     const server = idle.pop() ?? build();
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -88,7 +105,7 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     let reusable = false;
     let response: Response;
     try {
-      response = await requests.run(context, () => transport.handleRequest(c.req.raw));
+      response = await requests.run(context, () => handOver(transport, c.req.raw, body));
       reusable = true;
     } finally {
       await server.close();
@@ -101,6 +118,23 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     }
     return response;
   });
+}
+
+/** The request to the SDK's transport, with its body when the fast path read it. */
+function handOver(
+  transport: WebStandardStreamableHTTPServerTransport,
+  request: Request,
+  body: McpRequestBody,
+): Promise<Response> {
+  if (!body.read) return transport.handleRequest(request);
+  if (body.parsed) return transport.handleRequest(request, { parsedBody: body.value });
+  // Not JSON: the SDK reads the text again from a copy of the request and says so.
+  const copy = new Request(request.url, {
+    method: request.method,
+    headers: request.headers,
+    body: body.text,
+  });
+  return transport.handleRequest(copy);
 }
 
 /** The `snapshot` tool: the URL policy first (never charged), then admission and payment. */

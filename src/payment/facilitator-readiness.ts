@@ -52,6 +52,11 @@ export class FacilitatorReadiness {
     return this.pending;
   }
 
+  /** Whether /supported is known now (check() would answer true at once). */
+  get readyNow(): boolean {
+    return this.ready;
+  }
+
   /** Ready now, or after one attempt unless one failed within `retryMs`. */
   async check(): Promise<boolean> {
     if (this.ready) return true;

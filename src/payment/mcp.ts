@@ -75,6 +75,11 @@ export interface McpPayment {
   /** Whether a call's `_meta` carries a proof (either form): it may run a snapshot. */
   carriesProof(meta: Record<string, unknown> | undefined): boolean;
   call(input: McpPaidCall): Promise<McpPaidAnswer>;
+  /**
+   * What `call` answers a call without a proof, when that is known without waiting (facilitator
+   * ready, challenge built): the same object every time, for the route's unpaid fast path.
+   */
+  unpaidResult(): McpToolResult | undefined;
 }
 
 interface McpPaymentParts {
@@ -90,6 +95,9 @@ interface McpPaymentParts {
 
 /** A proof from `_meta`: which form, and its reading. */
 type MetaProof = { version: 1 | 2; reading: ProofReading } | undefined;
+
+/** The challenge's message to a call without a proof. */
+const UNPAID_MESSAGE = "Payment required.";
 
 /** Largest proof object re-encoded (its JSON): the header's own bound is checked after. */
 const MAX_PROOF_OBJECT_CHARS = 8 * 1024;
@@ -154,8 +162,16 @@ export function createMcpPayment(parts: McpPaymentParts): McpPayment {
     }
   };
 
+  /** The answer to a call without a proof, made once the challenge is built. */
+  let unpaid: McpToolResult | undefined;
+
   return {
     carriesProof: (meta) => readMetaProof(meta) !== undefined,
+    unpaidResult() {
+      if (!challenge || !parts.readiness.readyNow) return undefined;
+      unpaid ??= paymentRequired(challenge, 2, UNPAID_MESSAGE, parts);
+      return unpaid;
+    },
     async call(input) {
       if (!(await parts.readiness.check())) {
         return { result: answerResult(parts.answers.unavailable("facilitator unreachable")) };
@@ -163,7 +179,7 @@ export function createMcpPayment(parts: McpPaymentParts): McpPayment {
       const offered = await required();
       if (!offered) return { result: failure("Payment processing failed; retry later.") };
       const proof = readMetaProof(input.meta);
-      if (!proof) return { result: paymentRequired(offered, 2, "Payment required.", parts) };
+      if (!proof) return { result: paymentRequired(offered, 2, UNPAID_MESSAGE, parts) };
       const { version, reading } = proof;
       const refuse = (message: string) => {
         parts.events.payment(version === 1 ? "1" : "2", "refused");
