@@ -28,7 +28,7 @@ import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { llmsTxt, wellKnownX402 } from "./agent-documents.js";
 import { mcpHostGuard } from "./mcp-host.js";
-import { MCP_PATH, addMcpRoute } from "./mcp.js";
+import { MCP_PATH, addMcpRoute, type McpCallBudget } from "./mcp.js";
 import { FAVICON_CACHE_CONTROL, FAVICON_ICO, FAVICON_SVG } from "./favicon.js";
 import { STATIC_CACHE_CONTROL, createOpenApiDocument, type ServiceFacts } from "./openapi.js";
 import { HealthSchema, ReadinessSchema } from "./openapi-components.js";
@@ -129,18 +129,21 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const admission = deps.admission ?? new SnapshotAdmission();
   app.use("*", corsMiddleware());
-  if (deps.rateLimit) {
-    const trusted = new TrustedProxies(deps.trustedProxies ?? []);
-    app.use("*", rateLimitMiddleware(deps.rateLimit, trusted));
-  }
+  const speaksMcp = deps.mcpPayment !== undefined || !deps.paymentMiddleware;
+  const { rateLimit } = deps;
+  const trusted = new TrustedProxies(deps.trustedProxies ?? []);
+  if (rateLimit) app.use("*", rateLimitMiddleware(rateLimit, trusted, speaksMcp));
   addSnapshotRoute(app, deps, admission, checkShape);
-  if (deps.mcpPayment || !deps.paymentMiddleware) {
+  if (speaksMcp) {
     app.use(MCP_PATH, mcpHostGuard(deps.publicUrl));
     addMcpRoute(app, {
       engine: deps.engine,
       urlPolicy: deps.urlPolicy,
       ...(deps.mcpPayment && { payment: deps.mcpPayment }),
       ...(deps.mcpUnpaidFastPath !== undefined && { unpaidFastPath: deps.mcpUnpaidFastPath }),
+      ...(rateLimit && {
+        budgetOf: (c: Context) => mcpCallBudget(rateLimit, clientOf(c, trusted)),
+      }),
       admission,
       log,
     });
@@ -179,12 +182,14 @@ function nodeResponse(c: Context): ServerResponse | undefined {
 function rateLimitMiddleware(
   limit: ClientRateLimit,
   trusted: TrustedProxies,
+  mcpCounts: boolean,
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = (name: string) => c.req.header(name);
     if (ClientRateLimit.exempt(c.req.path)) return next();
-    const peer = nodeResponse(c)?.req.socket.remoteAddress;
-    const client = clientAddress(peer, header("x-forwarded-for"), trusted);
+    // POST /mcp counts itself once it has read what the message is (mcpCallBudget).
+    if (mcpCounts && c.req.path === MCP_PATH && c.req.method === "POST") return next();
+    const client = clientOf(c, trusted);
     // A proof elsewhere than the paid route buys nothing, so it is a free answer like any other.
     if (c.req.path === PAID_PATH && c.req.method === "POST" && carriesProof(header)) {
       const spent = await limit.refusedProofsSpent(client);
@@ -196,6 +201,22 @@ function rateLimitMiddleware(
     const refused = await limit.take(client);
     if (refused) return toResponse(refused);
     await next();
+  };
+}
+
+/** The client a request is counted against: its peer, or what trusted proxies say it forwarded. */
+function clientOf(c: Context, trusted: TrustedProxies): string {
+  const peer = nodeResponse(c)?.req.socket.remoteAddress;
+  return clientAddress(peer, c.req.header("x-forwarded-for"), trusted);
+}
+
+/** The rate middleware's rules for one POST /mcp: a proof is paid work, the rest free answers. */
+function mcpCallBudget(limit: ClientRateLimit, client: string): McpCallBudget {
+  const refusal = (answer: Answer | undefined) => answer && toResponse(answer);
+  return {
+    free: async () => refusal(await limit.take(client)),
+    proofsSpent: async () => refusal(await limit.refusedProofsSpent(client)),
+    countRefusedProof: () => limit.countRefusedProof(client),
   };
 }
 

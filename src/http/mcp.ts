@@ -47,6 +47,19 @@ export interface McpRouteDeps {
    * on. Off, every request goes through the SDK (the tests compare both answers).
    */
   unpaidFastPath?: boolean;
+  /**
+   * The per-client budget of this request (docs/operations.md, "Rate limits"), when the service
+   * limits clients: a call carrying a proof is paid work, held only to its client's refused
+   * proofs; every other message is a free answer.
+   */
+  budgetOf?: (c: Context) => McpCallBudget;
+}
+
+/** One request's client budget: each method answers the 429 when refused. */
+export interface McpCallBudget {
+  free(): Promise<Response | undefined>;
+  proofsSpent(): Promise<Response | undefined>;
+  countRefusedProof(): void;
 }
 
 /** What a tool call needs of the request it came in (kept in async context). */
@@ -54,6 +67,8 @@ interface RequestContext {
   c: Context;
   /** Paid answers' delivery callbacks, told once the response was written out (or not). */
   finishes: ((delivered: boolean) => void)[];
+  /** A proof was refused with a PaymentRequired (counted in the client's budget). */
+  refusedProof: boolean;
 }
 
 /** Idle servers kept for reuse; more concurrent requests build more, the surplus is dropped. */
@@ -67,6 +82,14 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     structuredContent: demo,
   };
   const requests = new AsyncLocalStorage<RequestContext>();
+  const { payment } = deps;
+  /** Whether a parsed message is one `tools/call` with a payment proof in its `_meta`. */
+  const carriesProof = (message: unknown): boolean => {
+    if (typeof message !== "object" || message === null || Array.isArray(message)) return false;
+    const { method, params } = message as { method?: unknown; params?: { _meta?: unknown } };
+    if (method !== "tools/call" || typeof params?._meta !== "object") return false;
+    return payment?.carriesProof(params._meta as Record<string, unknown>) ?? false;
+  };
   /** A server with both tools; its handlers read the request from the async context. */
   const build = (): McpServer => {
     const server = new McpServer({ name: "secsnap", version: SERVICE_VERSION });
@@ -75,6 +98,9 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
       if (!request) throw new Error("MCP tool call outside a request");
       const answer = await snapshotTool(deps, request.c, url, extra._meta);
       if (answer.finish) request.finishes.push(answer.finish);
+      if (payment?.carriesProof(extra._meta) && isPaymentRequired(answer.result)) {
+        request.refusedProof = true;
+      }
       return answer.result;
     });
     server.registerTool(MCP_TOOL_NAMES.demoSnapshot, DEMO_SNAPSHOT_TOOL, () => demoResult);
@@ -83,19 +109,26 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
   // A transport serves one request (stateless), and a server one transport at a time; building
   // a server (its tools' schemas) costs more than the request, so idle servers are reused.
   const idle: McpServer[] = [];
-  const { payment } = deps;
   const fast =
     payment && deps.unpaidFastPath !== false
       ? new McpUnpaidFastPath(deps.urlPolicy, () => payment.unpaidResult())
       : undefined;
   app.post(MCP_PATH, async (c) => {
     let body: McpRequestBody = { read: false };
+    let prepared: Response | undefined;
     if (fast) {
       const taken = await fast.answer(c);
-      if ("answer" in taken) return taken.answer;
-      body = taken.body;
+      if ("answer" in taken) prepared = taken.answer;
+      else body = taken.body;
     }
-    const context: RequestContext = { c, finishes: [] };
+    const budget = deps.budgetOf?.(c);
+    const paid = payment !== undefined && body.read && body.parsed && carriesProof(body.value);
+    if (budget) {
+      const refused = paid ? await budget.proofsSpent() : await budget.free();
+      if (refused) return refused;
+    }
+    if (prepared) return prepared;
+    const context: RequestContext = { c, finishes: [], refusedProof: false };
     const server = idle.pop() ?? build();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
@@ -111,6 +144,7 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
       await server.close();
       if (reusable && idle.length < MAX_IDLE_SERVERS) idle.push(server);
     }
+    if (context.refusedProof) budget?.countRefusedProof();
     if (context.finishes.length > 0) {
       whenSent(c, (delivered) => {
         for (const finish of context.finishes) finish(delivered);
@@ -178,6 +212,11 @@ async function snapshotTool(
   } finally {
     if (admitted) deps.admission.leave();
   }
+}
+
+/** An error result carrying a PaymentRequired (its proof was refused). */
+function isPaymentRequired(result: McpToolResult): boolean {
+  return result.isError === true && Array.isArray(result.structuredContent?.["accepts"]);
 }
 
 /** A report, or the SnapshotError as an error result. */

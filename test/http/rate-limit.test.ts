@@ -74,6 +74,7 @@ async function serve(opts: {
     engine: new ScriptedEngine(async (raw) => sampleResult(raw)),
     urlPolicy,
     paymentMiddleware: gate.middleware,
+    mcpPayment: gate.mcp,
     log: () => {},
     rateLimit,
     trustedProxies,
@@ -100,6 +101,30 @@ function unpaid(base: string, headers: Record<string, string> = {}, url = "https
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
     body: JSON.stringify({ url }),
+  });
+}
+
+/** A forged payment proof (the base64 of "not a proof"). */
+const forged = { "payment-signature": "bm90IGEgcHJvb2Y=" };
+
+/** One JSON-RPC request to POST /mcp, as the MCP SDK client sends it. */
+function mcp(base: string, method: string, params: object) {
+  return fetch(`${base}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
+}
+
+function unpaidMcp(base: string) {
+  return mcp(base, "tools/call", { name: "snapshot", arguments: { url: "https://example.com" } });
+}
+
+function mcpWithProof(base: string) {
+  return mcp(base, "tools/call", {
+    name: "snapshot",
+    arguments: { url: "https://example.com" },
+    _meta: { "x402/payment": forged["payment-signature"] },
   });
 }
 
@@ -177,6 +202,33 @@ describe("a budget of N free answers per client and minute", () => {
     expect((await fetch(`${service.base}/demo/snapshot`, { headers: proof })).status).toBe(200);
     await expectRateLimited(await fetch(`${service.base}/demo/snapshot`, { headers: proof }));
     await expectRateLimited(await fetch(`${service.base}/openapi.json`, { headers: proof }));
+  });
+
+  it("POST /mcp: an unpaid call or any other message is a free answer; a proof reaches the payment", async () => {
+    const service = await serve({ perMinute: 2 });
+    const listed = await mcp(service.base, "tools/list", {});
+    expect(listed.status).toBe(200);
+    expect((await unpaidMcp(service.base)).status).toBe(200);
+    await expectRateLimited(await unpaidMcp(service.base));
+    await expectRateLimited(await mcp(service.base, "tools/list", {}));
+    // Not a valid proof, so the payment refuses it: a PaymentRequired saying why, never a 429.
+    const refused = await mcpWithProof(service.base);
+    expect(refused.status).toBe(200);
+    expect(JSON.stringify(await refused.json())).toMatch(/Unreadable payment proof/);
+  });
+
+  it("POST /mcp: refused proofs have their own budget, the one of the paid route", async () => {
+    const service = await serve({ perMinute: 2 });
+    for (let i = 0; i < 2; i++) {
+      const refused = await (i === 0 ? mcpWithProof(service.base) : unpaid(service.base, forged));
+      expect(refused.status, `refused proof ${i}`).toBe(i === 0 ? 200 : 402);
+      await refused.text();
+    }
+    const limited = await mcpWithProof(service.base);
+    await expectRateLimited(limited.clone());
+    expect(((await limited.json()) as { error: string }).error).toMatch(/refused payment proofs/);
+    // Counted apart: the client's free answers are untouched.
+    expect((await unpaidMcp(service.base)).status).toBe(200);
   });
 
   it("a rate-limit store that fails lets free answers through and says so", async () => {
