@@ -4,8 +4,8 @@
  */
 export { createSnapshotEngine } from "./snapshot.js";
 export type { EngineOptions, SnapshotEngine } from "./snapshot.js";
-export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./url-rules.js";
-export type { UrlPolicy } from "./url-rules.js";
+export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./net/url-rules.js";
+export type { UrlPolicy } from "./net/url-rules.js";
 export { demoSnapshot } from "./demo.js";
 export { CHECKS, CHECK_NAMES } from "./checks/registry.js";
 export { SEVERITIES } from "./findings/finding.js";

@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { DEFAULT_SNAPSHOT_CAPS, defaultSnapshotConcurrency } from "../config.js";
 import type { SnapshotConfig } from "../config.js";
-import { SnapshotBudget, budgetedDispatchers } from "./budget.js";
+import { SnapshotBudget, budgetedDispatchers } from "./net/budget.js";
 import { checkHeaders } from "./checks/headers.js";
 import type { HeaderPresence } from "./checks/headers.js";
 import { checkHttps } from "./checks/https.js";
@@ -24,8 +24,8 @@ import {
 } from "./checks/security-txt.js";
 import { SITEMAP_XML_PATH, checkSitemapXml } from "./checks/sitemap-xml.js";
 import type { FileVerdicts } from "./checks/well-known.js";
-import { createTargetDispatcher } from "./dialer.js";
-import type { SessionWaitOptions } from "./tls-sessions.js";
+import { createTargetDispatcher } from "./net/dialer.js";
+import type { SessionWaitOptions } from "./net/tls-sessions.js";
 import {
   fetchChain,
   httpSideOf,
@@ -33,14 +33,14 @@ import {
   probeFile,
   probeHttpSide,
   probeHttps,
-} from "./fetch.js";
-import type { FetchContext, FetchedChain } from "./fetch.js";
+} from "./net/fetch.js";
+import type { FetchContext, FetchedChain } from "./net/fetch.js";
 import type { CorsProbe, Evidence, HttpSideProbe, PageEvidence } from "./findings/finding.js";
 import { judge } from "./findings/index.js";
 import { isHtmlType, parsePage } from "./page.js";
 import { snapshotNotes } from "./notes.js";
-import { createResolver, shareAnswers } from "./resolver.js";
-import type { ResolveHost } from "./resolver.js";
+import { createResolver, shareAnswers } from "./net/resolver.js";
+import type { ResolveHost } from "./net/resolver.js";
 import { SnapshotError, buildReport } from "./result.js";
 import type { SnapshotResult } from "./result.js";
 import { requestFailureOf } from "./types.js";
@@ -51,8 +51,8 @@ import {
   httpsProbeUrl,
   normalizeUrl,
   parseInputUrl,
-} from "./url-rules.js";
-import type { UrlPolicy } from "./url-rules.js";
+} from "./net/url-rules.js";
+import type { UrlPolicy } from "./net/url-rules.js";
 
 /** The caps default to docs/contract.md §4.1's when a caller (a test) leaves them out. */
 export interface EngineOptions

@@ -9,7 +9,7 @@ import { checkHeaders } from "../../src/snapshot/checks/headers.js";
 import { checkHttps } from "../../src/snapshot/checks/https.js";
 import { checkSecurityTxt } from "../../src/snapshot/checks/security-txt.js";
 import { isHtml } from "../../src/snapshot/checks/well-known.js";
-import { BODY_LIMIT, readBody } from "../../src/snapshot/fetch.js";
+import { BODY_LIMIT, readBody } from "../../src/snapshot/net/fetch.js";
 import { DemoSnapshotResultSchema, SnapshotResultSchema } from "../../src/http/report-schemas.js";
 import { CHECK_NAMES, demoSnapshot } from "../../src/snapshot/index.js";
 import { renderNotes } from "../../src/snapshot/notes.js";

@@ -1,6 +1,6 @@
 /** Cookies set by the final response (docs/findings.md), parsed by undici (RFC 6265bis). */
 import type { Cookie } from "undici";
-import { parseSetCookie } from "../undici.js";
+import { parseSetCookie } from "../net/undici.js";
 import { found } from "./finding.js";
 import type { Evidence, Finding, FindingDef } from "./finding.js";
 import { finalHeader, finalIsHttps } from "./values.js";

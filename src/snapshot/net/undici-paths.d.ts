@@ -1,4 +1,4 @@
-// Types for the undici modules src/snapshot/undici.ts loads by path; undici types only its index.
+// Types for the undici modules src/snapshot/net/undici.ts loads by path; undici types only its index.
 declare module "undici/lib/dispatcher/agent.js" {
   import { Agent } from "undici";
   export = Agent;

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
-import { SnapshotError } from "../../src/snapshot/result.js";
-import type { SnapshotErrorType } from "../../src/snapshot/result.js";
+import { createAddressPolicy } from "../../../src/snapshot/net/address-policy.js";
+import { SnapshotError } from "../../../src/snapshot/result.js";
+import type { SnapshotErrorType } from "../../../src/snapshot/result.js";
 import {
   effectivePort,
   normalizeUrl,
   parseInputUrl,
   resolveRedirect,
-} from "../../src/snapshot/url-rules.js";
-import type { UrlPolicy } from "../../src/snapshot/url-rules.js";
+} from "../../../src/snapshot/net/url-rules.js";
+import type { UrlPolicy } from "../../../src/snapshot/net/url-rules.js";
 
 const addressPolicy = createAddressPolicy([]);
 const policy: UrlPolicy = {

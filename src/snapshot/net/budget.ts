@@ -1,7 +1,7 @@
 import { isIP } from "node:net";
 import type { Dispatcher } from "undici";
 import { withoutBrackets } from "./address-policy.js";
-import type { Capped } from "./types.js";
+import type { Capped } from "../types.js";
 import { UnwrapHandler } from "./undici.js";
 
 /**

@@ -10,9 +10,9 @@ import type { Transform } from "node:stream";
 import zlib from "node:zlib";
 import { request } from "./undici.js";
 import type { Dispatcher } from "undici";
-import { USER_AGENT } from "../version.js";
-import type { CorsProbe, HttpSideProbe } from "./findings/finding.js";
-import { SnapshotError } from "./result.js";
+import { USER_AGENT } from "../../version.js";
+import type { CorsProbe, HttpSideProbe } from "../findings/finding.js";
+import { SnapshotError } from "../result.js";
 import type {
   Chain,
   FileProbe,
@@ -22,7 +22,7 @@ import type {
   RequestFailure,
   TlsReason,
   Undecodable,
-} from "./types.js";
+} from "../types.js";
 import { CapReachedError } from "./budget.js";
 import { findBytesRead, findConnectPhase } from "./dial-errors.js";
 import { errorChain, errorCodes } from "./error-chain.js";

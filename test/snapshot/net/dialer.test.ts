@@ -6,27 +6,27 @@ import type { TLSSocket } from "node:tls";
 import { Pool, fetch, request } from "undici";
 import type { Dispatcher } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startCanary, startWithCanaryOnSamePort } from "../fixtures/canary.js";
-import type { Canary } from "../fixtures/canary.js";
-import { startDnsServer } from "../fixtures/dns-server.js";
-import type { DnsFixture } from "../fixtures/dns-server.js";
-import { startDroppedSynHost } from "../fixtures/hostile-network.js";
-import type { DroppedSynHost } from "../fixtures/hostile-network.js";
-import { createCa, issueLeaf, loadTestCa } from "../fixtures/tls.js";
-import type { TestLeaf } from "../fixtures/tls.js";
-import { closedPort } from "../fixtures/targets.js";
-import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
+import { startCanary, startWithCanaryOnSamePort } from "../../fixtures/canary.js";
+import type { Canary } from "../../fixtures/canary.js";
+import { startDnsServer } from "../../fixtures/dns-server.js";
+import type { DnsFixture } from "../../fixtures/dns-server.js";
+import { startDroppedSynHost } from "../../fixtures/hostile-network.js";
+import type { DroppedSynHost } from "../../fixtures/hostile-network.js";
+import { createCa, issueLeaf, loadTestCa } from "../../fixtures/tls.js";
+import type { TestLeaf } from "../../fixtures/tls.js";
+import { closedPort } from "../../fixtures/targets.js";
+import { createAddressPolicy } from "../../../src/snapshot/net/address-policy.js";
 import {
   BlockedAddressError,
   BlockedPortError,
   findConnectPhase,
-} from "../../src/snapshot/dial-errors.js";
-import { createTargetDispatcher } from "../../src/snapshot/dialer.js";
-import { lightenPoolQueue } from "../../src/snapshot/pool-queue.js";
-import type { TargetDispatcherOptions } from "../../src/snapshot/dialer.js";
-import { errorChain, errorCodes } from "../../src/snapshot/error-chain.js";
-import { HostNotFoundError, createResolver } from "../../src/snapshot/resolver.js";
-import type { ResolveHost } from "../../src/snapshot/resolver.js";
+} from "../../../src/snapshot/net/dial-errors.js";
+import { createTargetDispatcher } from "../../../src/snapshot/net/dialer.js";
+import { lightenPoolQueue } from "../../../src/snapshot/net/pool-queue.js";
+import type { TargetDispatcherOptions } from "../../../src/snapshot/net/dialer.js";
+import { errorChain, errorCodes } from "../../../src/snapshot/net/error-chain.js";
+import { HostNotFoundError, createResolver } from "../../../src/snapshot/net/resolver.js";
+import type { ResolveHost } from "../../../src/snapshot/net/resolver.js";
 
 /**
  * The pinned dialler against real parts: a real DNS server, real HTTP(S) servers on 127.0.0.2

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createAddressPolicy } from "../../src/snapshot/address-policy.js";
+import { createAddressPolicy } from "../../../src/snapshot/net/address-policy.js";
 
 const policy = createAddressPolicy([]);
 
