@@ -12,18 +12,10 @@ import { setMaxListeners } from "node:events";
 import { DEFAULT_SNAPSHOT_CAPS, defaultSnapshotConcurrency } from "../config.js";
 import type { SnapshotConfig } from "../config.js";
 import { SnapshotBudget, budgetedDispatchers } from "./net/budget.js";
-import { checkHeaders } from "./checks/headers.js";
-import type { HeaderPresence } from "./checks/headers.js";
-import { checkHttps } from "./checks/https.js";
-import type { HttpsVerdict } from "./checks/https.js";
-import { ROBOTS_TXT_PATH, checkRobotsTxt } from "./checks/robots-txt.js";
-import {
-  SECURITY_TXT_PATHS,
-  checkSecurityTxt,
-  needsSecondLocation,
-} from "./checks/security-txt.js";
-import { SITEMAP_XML_PATH, checkSitemapXml } from "./checks/sitemap-xml.js";
-import type { FileVerdicts } from "./checks/well-known.js";
+import { checkHttps } from "./rules/https.js";
+import { ROBOTS_TXT_PATH, checkRobotsTxt } from "./rules/robots-txt.js";
+import { SECURITY_TXT_PATHS, checkSecurityTxt, needsSecondLocation } from "./rules/security-txt.js";
+import { SITEMAP_XML_PATH, checkSitemapXml } from "./rules/sitemap-xml.js";
 import { createTargetDispatcher } from "./net/dialer.js";
 import type { SessionWaitOptions } from "./net/tls-sessions.js";
 import {
@@ -35,10 +27,17 @@ import {
   probeHttps,
 } from "./net/fetch.js";
 import type { FetchContext, FetchedChain } from "./net/fetch.js";
-import type { CorsProbe, Evidence, HttpSideProbe, PageEvidence } from "./findings/finding.js";
-import { judge } from "./findings/index.js";
+import type {
+  CorsProbe,
+  Evidence,
+  FileVerdicts,
+  HttpSideProbe,
+  HttpsVerdict,
+  PageEvidence,
+} from "./rules/evidence.js";
+import { checkHeaders, judge, snapshotNotes } from "./rules/index.js";
+import type { HeaderPresence } from "./rules/index.js";
 import { isHtmlType, parsePage } from "./page.js";
-import { snapshotNotes } from "./notes.js";
 import { createResolver, shareAnswers } from "./net/resolver.js";
 import type { ResolveHost } from "./net/resolver.js";
 import { SnapshotError, buildReport } from "./result.js";
@@ -479,7 +478,7 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
           robots_txt: files ? files.robots_txt.value : null,
           sitemap_xml: files ? files.sitemap_xml.value : null,
         },
-        snapshotNotes({ chain, headers, https, files }, findings),
+        snapshotNotes(evidence, findings),
         findings,
       );
     } finally {

@@ -11,7 +11,7 @@ import zlib from "node:zlib";
 import { request } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { USER_AGENT } from "../../version.js";
-import type { CorsProbe, HttpSideProbe } from "../findings/finding.js";
+import type { CorsProbe, HttpSideProbe } from "../rules/evidence.js";
 import { SnapshotError } from "../result.js";
 import type {
   Chain,
