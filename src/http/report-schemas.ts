@@ -14,7 +14,7 @@ import {
  * the OpenAPI document is generated from them. They live here, not in the engine, so `scan`
  * loads no zod (docs/benchmarks.md, "Start-up"); the engine's types (src/snapshot/result.ts) are
  * held to them below, both ways, so the description cannot drift from the code. Key order is
- * that of docs/contract.md §2.1; the check fields and `checks` follow the checks registry, which
+ * that of docs/contract.md §2.1; the check fields and `checks` follow the rules registry, which
  * a test holds them to.
  */
 
@@ -36,6 +36,7 @@ const ChecksSchema = z
 
 const FindingSchema = z
   .object({
+    // Every id of every rule module (the registry): a new topic's ids appear here by themselves.
     id: z
       .enum(ALL_FINDINGS.map((d) => d.id) as [string, ...string[]])
       .describe("Stable id of the finding; docs/findings.md says what each one means."),

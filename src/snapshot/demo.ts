@@ -2,9 +2,8 @@
  * The fixed demo of docs/contract.md §2.4: a pre-made report of a sample site, never a live
  * fetch. Its notes come from the same table as live reports, so the wording cannot drift.
  */
-import type { HeaderPresence } from "./checks/headers.js";
-import { headerFindings } from "./findings/index.js";
-import { headerNotes } from "./notes.js";
+import { headerFindings, headerNotes } from "./rules/index.js";
+import type { HeaderPresence } from "./rules/index.js";
 import { buildReport } from "./result.js";
 import type { DemoSnapshotResult, SnapshotResult } from "./result.js";
 

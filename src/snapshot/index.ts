@@ -4,12 +4,12 @@
  */
 export { createSnapshotEngine } from "./snapshot.js";
 export type { EngineOptions, SnapshotEngine } from "./snapshot.js";
-export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./url-rules.js";
-export type { UrlPolicy } from "./url-rules.js";
+export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./net/url-rules.js";
+export type { UrlPolicy } from "./net/url-rules.js";
 export { demoSnapshot } from "./demo.js";
-export { CHECKS, CHECK_NAMES } from "./checks/registry.js";
-export { SEVERITIES } from "./findings/finding.js";
-export { ALL_FINDINGS } from "./findings/index.js";
-export { GRADES } from "./findings/score.js";
+export { CHECKS, CHECK_NAMES } from "./rules/registry.js";
+export { SEVERITIES } from "./rules/finding.js";
+export { ALL_FINDINGS } from "./rules/registry.js";
+export { GRADES } from "./rules/score.js";
 export { SNAPSHOT_ERROR_TYPES, SnapshotError } from "./result.js";
 export type { DemoSnapshotResult, SnapshotErrorBody, SnapshotResult } from "./result.js";

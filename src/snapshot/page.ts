@@ -3,7 +3,7 @@
  * of the final HTML says about its Content-Security-Policy `<meta>` tags and its scripts. Pure:
  * the body is read by fetch.ts.
  */
-import type { PageEvidence } from "./findings/finding.js";
+import type { PageEvidence } from "./rules/evidence.js";
 
 /** Elements a parser keeps in `<head>`; any other start tag begins the body (HTML §13.2.6.4.4). */
 const HEAD_ELEMENTS = new Set([

@@ -1,14 +1,14 @@
-import { CHECKS } from "./checks/registry.js";
-import type { CheckField, CheckName } from "./checks/registry.js";
-import type { Finding } from "./findings/finding.js";
-import { gradeOf, scoreOf } from "./findings/score.js";
+import { CHECKS } from "./rules/registry.js";
+import type { CheckField, CheckName } from "./rules/registry.js";
+import type { Finding } from "./rules/finding.js";
+import { gradeOf, scoreOf } from "./rules/score.js";
 
 /**
  * The report shapes of docs/contract.md §2, as the engine builds them: plain types, so the engine
  * loads no schema library (docs/benchmarks.md, "Start-up"). Their zod schemas, which check
  * answers and make the OpenAPI document, are the HTTP layer's (src/http/report-schemas.ts), and
  * `tsc` fails if the two differ. Key order is that of docs/contract.md §2.1; the check fields and
- * `checks` follow the checks registry (checks/registry.ts), which a test holds them to.
+ * `checks` follow the rules registry (rules/registry.ts), which a test holds them to.
  */
 
 /** Each check's value by check name: the `checks` object of a report. */

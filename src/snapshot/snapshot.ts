@@ -11,21 +11,13 @@ import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { DEFAULT_SNAPSHOT_CAPS, defaultSnapshotConcurrency } from "../config.js";
 import type { SnapshotConfig } from "../config.js";
-import { SnapshotBudget, budgetedDispatchers } from "./budget.js";
-import { checkHeaders } from "./checks/headers.js";
-import type { HeaderPresence } from "./checks/headers.js";
-import { checkHttps } from "./checks/https.js";
-import type { HttpsVerdict } from "./checks/https.js";
-import { ROBOTS_TXT_PATH, checkRobotsTxt } from "./checks/robots-txt.js";
-import {
-  SECURITY_TXT_PATHS,
-  checkSecurityTxt,
-  needsSecondLocation,
-} from "./checks/security-txt.js";
-import { SITEMAP_XML_PATH, checkSitemapXml } from "./checks/sitemap-xml.js";
-import type { FileVerdicts } from "./checks/well-known.js";
-import { createTargetDispatcher } from "./dialer.js";
-import type { SessionWaitOptions } from "./tls-sessions.js";
+import { SnapshotBudget, budgetedDispatchers } from "./net/budget.js";
+import { checkHttps } from "./rules/https.js";
+import { ROBOTS_TXT_PATH, checkRobotsTxt } from "./rules/robots-txt.js";
+import { SECURITY_TXT_PATHS, checkSecurityTxt, needsSecondLocation } from "./rules/security-txt.js";
+import { SITEMAP_XML_PATH, checkSitemapXml } from "./rules/sitemap-xml.js";
+import { createTargetDispatcher } from "./net/dialer.js";
+import type { SessionWaitOptions } from "./net/tls-sessions.js";
 import {
   fetchChain,
   httpSideOf,
@@ -33,14 +25,21 @@ import {
   probeFile,
   probeHttpSide,
   probeHttps,
-} from "./fetch.js";
-import type { FetchContext, FetchedChain } from "./fetch.js";
-import type { CorsProbe, Evidence, HttpSideProbe, PageEvidence } from "./findings/finding.js";
-import { judge } from "./findings/index.js";
+} from "./net/fetch.js";
+import type { FetchContext, FetchedChain } from "./net/fetch.js";
+import type {
+  CorsProbe,
+  Evidence,
+  FileVerdicts,
+  HttpSideProbe,
+  HttpsVerdict,
+  PageEvidence,
+} from "./rules/evidence.js";
+import { checkHeaders, judge, snapshotNotes } from "./rules/index.js";
+import type { HeaderPresence } from "./rules/index.js";
 import { isHtmlType, parsePage } from "./page.js";
-import { snapshotNotes } from "./notes.js";
-import { createResolver, shareAnswers } from "./resolver.js";
-import type { ResolveHost } from "./resolver.js";
+import { createResolver, shareAnswers } from "./net/resolver.js";
+import type { ResolveHost } from "./net/resolver.js";
 import { SnapshotError, buildReport } from "./result.js";
 import type { SnapshotResult } from "./result.js";
 import { requestFailureOf } from "./types.js";
@@ -51,8 +50,8 @@ import {
   httpsProbeUrl,
   normalizeUrl,
   parseInputUrl,
-} from "./url-rules.js";
-import type { UrlPolicy } from "./url-rules.js";
+} from "./net/url-rules.js";
+import type { UrlPolicy } from "./net/url-rules.js";
 
 /** The caps default to docs/contract.md §4.1's when a caller (a test) leaves them out. */
 export interface EngineOptions
@@ -479,7 +478,7 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
           robots_txt: files ? files.robots_txt.value : null,
           sitemap_xml: files ? files.sitemap_xml.value : null,
         },
-        snapshotNotes({ chain, headers, https, files }, findings),
+        snapshotNotes(evidence, findings),
         findings,
       );
     } finally {

@@ -1,5 +1,5 @@
 /**
- * The data that flows from the network layer (fetch.ts) into the pure checks (checks/*.ts) and
+ * The data that flows from the network layer (net/fetch.ts) into the pure rules (rules/*.ts) and
  * the notes. Nothing here does I/O.
  */
 

@@ -31,8 +31,8 @@ import {
 } from "../fixtures/targets.js";
 import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
 import { usdcBalance } from "../fixtures/usdc.js";
-import { PROBE_FINDINGS } from "../../src/snapshot/findings/probes.js";
-import { gradeOf, scoreOf } from "../../src/snapshot/findings/score.js";
+import { PROBE_FINDINGS } from "../fixtures/finding-cases.js";
+import { gradeOf, scoreOf } from "../../src/snapshot/rules/score.js";
 import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 /** The findings of the probes' judges (the response judges are tested elsewhere). */

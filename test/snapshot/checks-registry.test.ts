@@ -50,7 +50,7 @@ describe("checks registry", () => {
       expect(c.label.trim(), c.name).not.toBe("");
       if (c.kind === "header") {
         expect(c.header).toBe(c.header.toLowerCase());
-        expect(c.missingNote).toMatch(/header is missing\.$/);
+        expect(c.missing.message).toMatch(/header is missing\.$/);
       }
     }
     expect(new Set(CHECKS.map((c) => c.field)).size).toBe(CHECKS.length);

@@ -22,8 +22,8 @@ import {
 } from "../fixtures/targets.js";
 import type { RouteHandler, TargetServer } from "../fixtures/targets.js";
 import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
-import { PROBE_FINDINGS } from "../../src/snapshot/findings/probes.js";
-import { gradeOf, scoreOf } from "../../src/snapshot/findings/score.js";
+import { PROBE_FINDINGS } from "../fixtures/finding-cases.js";
+import { gradeOf, scoreOf } from "../../src/snapshot/rules/score.js";
 
 /** The findings of the probes' judges (the response judges are tested elsewhere). */
 const PROBE_IDS = new Set(PROBE_FINDINGS.map((d) => d.id));

@@ -3,14 +3,20 @@
  * scripts over HTTP, CORS, the http:// side, the redirect chain; and the page parser.
  */
 import { describe, expect, it } from "vitest";
-import { judgeCors } from "../../src/snapshot/findings/cors.js";
-import type { Evidence, PageEvidence } from "../../src/snapshot/findings/finding.js";
-import { judgeHttpSide, sayHttpOnlyOnce } from "../../src/snapshot/findings/http-side.js";
-import { PROBE_FINDINGS, judgeProbes } from "../../src/snapshot/findings/probes.js";
-import { judgeRedirects } from "../../src/snapshot/findings/redirects.js";
-import { judgeSri } from "../../src/snapshot/findings/sri.js";
+import { judgeCors } from "../../src/snapshot/rules/cors.js";
+import type { Evidence, PageEvidence } from "../../src/snapshot/rules/evidence.js";
+import { judgeHttpSide } from "../../src/snapshot/rules/http-side.js";
+import { judge, withoutSuperseded } from "../../src/snapshot/rules/index.js";
+import { judgeRedirects } from "../../src/snapshot/rules/redirects.js";
+import { judgeSri } from "../../src/snapshot/rules/sri.js";
 import { parsePage } from "../../src/snapshot/page.js";
 import type { Chain, Hop } from "../../src/snapshot/types.js";
+import { PROBE_FINDINGS } from "../fixtures/finding-cases.js";
+
+const PROBE_IDS = new Set(PROBE_FINDINGS.map((d) => d.id));
+
+/** The findings of the probe topics in one report's order. */
+const judgeProbes = (e: Evidence) => judge(e).filter((f) => PROBE_IDS.has(f.id));
 
 const hop = (url: string, status = 200, headers: Record<string, string[]> = {}): Hop => ({
   url,
@@ -181,8 +187,8 @@ describe("the http:// side", () => {
       message: id,
       recommendation: "r",
     });
-    expect(ids(sayHttpOnlyOnce([f("https-failed"), f("http-only")]))).toEqual(["http-only"]);
-    expect(ids(sayHttpOnlyOnce([f("https-failed")]))).toEqual(["https-failed"]);
+    expect(ids(withoutSuperseded([f("https-failed"), f("http-only")]))).toEqual(["http-only"]);
+    expect(ids(withoutSuperseded([f("https-failed")]))).toEqual(["https-failed"]);
   });
 
   it("http works and https does not: http-only, said once", () => {

@@ -7,7 +7,7 @@
 import { Readable } from "node:stream";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readBody } from "../../src/snapshot/fetch.js";
+import { readBody } from "../../src/snapshot/net/fetch.js";
 import type { SnapshotResult } from "../../src/snapshot/index.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";

@@ -5,15 +5,15 @@
 import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { checkHeaders } from "../../src/snapshot/checks/headers.js";
-import { checkHttps } from "../../src/snapshot/checks/https.js";
-import { checkSecurityTxt } from "../../src/snapshot/checks/security-txt.js";
-import { isHtml } from "../../src/snapshot/checks/well-known.js";
-import { BODY_LIMIT, readBody } from "../../src/snapshot/fetch.js";
+import { checkHttps } from "../../src/snapshot/rules/https.js";
+import { checkHeaders, snapshotNotes } from "../../src/snapshot/rules/index.js";
+import { checkSecurityTxt } from "../../src/snapshot/rules/security-txt.js";
+import { isHtml } from "../../src/snapshot/rules/well-known.js";
+import { BODY_LIMIT, readBody } from "../../src/snapshot/net/fetch.js";
 import { DemoSnapshotResultSchema, SnapshotResultSchema } from "../../src/http/report-schemas.js";
 import { CHECK_NAMES, demoSnapshot } from "../../src/snapshot/index.js";
-import { renderNotes } from "../../src/snapshot/notes.js";
 import type { FileProbe } from "../../src/snapshot/types.js";
+import { evidenceOf } from "../fixtures/evidence.js";
 import { gzipBomb } from "../fixtures/targets.js";
 
 /** A stream over `buf` in 1 KiB chunks that counts how much of it was pulled. */
@@ -107,19 +107,30 @@ describe("checks", () => {
 });
 
 describe("notes table", () => {
-  it("header sentences come first in the fixed order, whatever order they were found in", () => {
-    const notes = renderNotes([
-      { code: "hsts_over_http" },
-      { code: "header_missing", header: "permissions_policy" },
-      { code: "header_missing", header: "hsts" },
-      { code: "file", file: "robots_txt", verdict: { value: true, why: "ok", status: 200 } },
-      { code: "header_missing", header: "x_frame_options" },
-    ]);
+  it("header sentences come first in report order, then each rule's notes in registry order", () => {
+    const ok = { value: true, why: "ok", status: 200 } as const;
+    const notes = snapshotNotes({
+      ...evidenceOf(
+        {
+          "strict-transport-security": "max-age=60",
+          "content-security-policy": "default-src 'self'",
+          "referrer-policy": "no-referrer",
+        },
+        { url: "http://site.test/" },
+      ),
+      files: {
+        security_txt: ok,
+        robots_txt: { value: false, why: "missing", status: 404 },
+        sitemap_xml: ok,
+      },
+    });
     expect(notes).toEqual([
-      "Strict-Transport-Security (HSTS) header is missing.",
       "X-Frame-Options header is missing.",
+      "X-Content-Type-Options header is missing.",
       "Permissions-Policy header is missing.",
+      "The site ends on plain HTTP (http://site.test/) although HTTPS works; it should redirect to HTTPS.",
       "Strict-Transport-Security is sent over plain HTTP, where browsers ignore it.",
+      "robots.txt is missing (HTTP 404).",
     ]);
   });
 });

@@ -1,0 +1,111 @@
+/** Cookies set by the final response (docs/findings.md), parsed by undici (RFC 6265bis). */
+import type { Cookie } from "undici";
+import { parseSetCookie } from "../net/undici.js";
+import { finalHeader, finalIsHttps } from "./evidence.js";
+import type { Evidence } from "./evidence.js";
+import { found } from "./finding.js";
+import type { Finding, FindingDef } from "./finding.js";
+import { defineRule } from "./rule.js";
+
+/** Names that look like a session or credential; csrf/xsrf tokens are meant to be read by scripts. */
+const SESSION_LIKE = /sess|sid|auth|token|jwt|login/i;
+const SCRIPT_READABLE = /csrf|xsrf/i;
+
+export const COOKIE_NO_SECURE: FindingDef = {
+  id: "cookie-no-secure",
+  check: "cookies",
+  severity: "medium",
+  message: "A cookie is set without Secure on an HTTPS page, so it can leak over plain HTTP.",
+  recommendation: "Add `Secure` to every cookie the site sets over HTTPS.",
+};
+export const COOKIE_NO_HTTPONLY: FindingDef = {
+  id: "cookie-no-httponly",
+  check: "cookies",
+  severity: "medium",
+  message:
+    "A session cookie is set without HttpOnly, so scripts (and injected scripts) can read it.",
+  recommendation: "Add `HttpOnly` to session and authentication cookies.",
+};
+export const COOKIE_SAMESITE_NONE_INSECURE: FindingDef = {
+  id: "cookie-samesite-none-insecure",
+  check: "cookies",
+  severity: "low",
+  message: "A cookie has SameSite=None without Secure; browsers reject it.",
+  recommendation: "Add `Secure` to every cookie with `SameSite=None` (or use `SameSite=Lax`).",
+};
+export const COOKIE_PREFIX_INVALID: FindingDef = {
+  id: "cookie-prefix-invalid",
+  check: "cookies",
+  severity: "low",
+  message:
+    "A cookie breaks the rules of its name prefix (__Host- needs Secure, Path=/ and no Domain; __Secure- needs Secure); browsers reject it.",
+  recommendation:
+    "Set `__Host-` cookies with `Secure; Path=/` and no `Domain`, and `__Secure-` cookies with `Secure`.",
+};
+
+/** The cookie's name if it is short and plain enough to repeat, else a neutral word. */
+function nameOf(c: Cookie): string {
+  return /^[A-Za-z0-9_.-]{1,40}$/.test(c.name) ? `The cookie "${c.name}"` : "A cookie";
+}
+
+function prefixBroken(c: Cookie): boolean {
+  const name = c.name.toLowerCase();
+  if (name.startsWith("__host-")) return !c.secure || c.path !== "/" || c.domain !== undefined;
+  if (name.startsWith("__secure-")) return !c.secure;
+  return false;
+}
+
+/** One finding per id, naming the first cookie that has it and counting the others. */
+function about(def: FindingDef, cookies: Cookie[], what: string): Finding[] {
+  const [first] = cookies;
+  if (!first) return [];
+  const more = cookies.length > 1 ? ` (and ${cookies.length - 1} more)` : "";
+  return [found(def, `${nameOf(first)}${more} ${what}`)];
+}
+
+export function parseCookies(values: readonly string[]): Cookie[] {
+  // undici's getSetCookies() without its Headers: the parser answers null for a cookie it
+  // refuses (control characters, name and value over 4096 bytes), as browsers do.
+  return values.map((v) => parseSetCookie(v)).filter((c): c is Cookie => c !== null);
+}
+
+export function judgeCookies(e: Evidence): Finding[] {
+  const cookies = parseCookies(finalHeader(e, "set-cookie"));
+  if (cookies.length === 0) return [];
+  const https = finalIsHttps(e);
+  return [
+    ...about(
+      COOKIE_NO_SECURE,
+      https ? cookies.filter((c) => !c.secure) : [],
+      "is set without Secure on an HTTPS page, so it can leak over plain HTTP.",
+    ),
+    ...about(
+      COOKIE_NO_HTTPONLY,
+      cookies.filter(
+        (c) => SESSION_LIKE.test(c.name) && !SCRIPT_READABLE.test(c.name) && !c.httpOnly,
+      ),
+      "looks like a session cookie but is set without HttpOnly, so scripts can read it.",
+    ),
+    ...about(
+      COOKIE_SAMESITE_NONE_INSECURE,
+      cookies.filter((c) => c.sameSite === "None" && !c.secure),
+      "has SameSite=None without Secure; browsers reject it.",
+    ),
+    ...about(
+      COOKIE_PREFIX_INVALID,
+      cookies.filter(prefixBroken),
+      "breaks the rules of its name prefix (__Host- needs Secure, Path=/ and no Domain; __Secure- needs Secure); browsers reject it.",
+    ),
+  ];
+}
+
+export const cookiesRule = defineRule({
+  topic: "cookies",
+  findings: [
+    COOKIE_NO_SECURE,
+    COOKIE_NO_HTTPONLY,
+    COOKIE_SAMESITE_NONE_INSECURE,
+    COOKIE_PREFIX_INVALID,
+  ],
+  judge: judgeCookies,
+});

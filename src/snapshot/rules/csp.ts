@@ -1,0 +1,225 @@
+/**
+ * Content-Security-Policy (docs/findings.md): the check of `csp_present`, its missing-header
+ * finding (waived by a `<meta>` policy), and its values: the header's policies and those of
+ * `<meta http-equiv>` tags are all enforced, so a weakness counts only when every policy has it.
+ */
+import parseContentSecurityPolicy from "content-security-policy-parser";
+import { finalHeader } from "./evidence.js";
+import type { Evidence } from "./evidence.js";
+import { found } from "./finding.js";
+import type { Finding, FindingDef } from "./finding.js";
+import { defineRule } from "./rule.js";
+
+type Policy = Map<string, string[]>;
+
+export const CSP_MISSING: FindingDef = {
+  id: "csp-missing",
+  check: "csp",
+  severity: "medium",
+  message: "Content-Security-Policy (CSP) header is missing.",
+  recommendation:
+    "Set a `Content-Security-Policy`, e.g. `default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'`.",
+};
+export const CSP_INVALID: FindingDef = {
+  id: "csp-invalid",
+  check: "csp",
+  severity: "medium",
+  message:
+    "The Content-Security-Policy header has no directive browsers know, so it protects nothing.",
+  recommendation:
+    "Write the policy as `;`-separated directives, e.g. `Content-Security-Policy: default-src 'self'; object-src 'none'; base-uri 'none'`.",
+};
+export const CSP_UNSAFE_INLINE: FindingDef = {
+  id: "csp-unsafe-inline",
+  check: "csp",
+  severity: "medium",
+  message:
+    "The Content-Security-Policy allows inline scripts ('unsafe-inline' without a nonce, hash or 'strict-dynamic'), so it does not stop cross-site scripting.",
+  recommendation:
+    "Remove `'unsafe-inline'` from `script-src` (or `default-src`); allow inline scripts with a nonce (`'nonce-…'`) or hash (`'sha256-…'`).",
+};
+export const CSP_UNSAFE_EVAL: FindingDef = {
+  id: "csp-unsafe-eval",
+  check: "csp",
+  severity: "medium",
+  message: "The Content-Security-Policy allows eval() in scripts ('unsafe-eval').",
+  recommendation: "Remove `'unsafe-eval'` from `script-src` (or `default-src`).",
+};
+export const CSP_NO_OBJECT_SRC: FindingDef = {
+  id: "csp-no-object-src",
+  check: "csp",
+  severity: "low",
+  message:
+    "The Content-Security-Policy does not restrict plugins (no object-src, and default-src is not 'none').",
+  recommendation: "Add `object-src 'none'` to the Content-Security-Policy.",
+};
+export const CSP_NO_BASE_URI: FindingDef = {
+  id: "csp-no-base-uri",
+  check: "csp",
+  severity: "info",
+  message: "The Content-Security-Policy does not restrict <base> (no base-uri).",
+  recommendation: "Add `base-uri 'none'` (or `'self'`) to the Content-Security-Policy.",
+};
+export const CSP_REPORT_ONLY: FindingDef = {
+  id: "csp-report-only",
+  check: "csp",
+  severity: "info",
+  message:
+    "Only Content-Security-Policy-Report-Only is set: it reports violations but blocks nothing.",
+  recommendation: "Once its reports are clean, send the same policy as `Content-Security-Policy`.",
+};
+export const CSP_IN_META: FindingDef = {
+  id: "csp-in-meta",
+  check: "csp",
+  severity: "info",
+  message:
+    "The Content-Security-Policy is set in a <meta> tag, where frame-ancestors, report-uri and sandbox do not apply.",
+  recommendation: "Send the policy as a `Content-Security-Policy` response header.",
+};
+
+/** The directives of CSP Level 3 and its companions; a policy with none of them does nothing. */
+const KNOWN_DIRECTIVES = new Set([
+  "default-src",
+  "script-src",
+  "script-src-elem",
+  "script-src-attr",
+  "style-src",
+  "style-src-elem",
+  "style-src-attr",
+  "img-src",
+  "font-src",
+  "connect-src",
+  "media-src",
+  "object-src",
+  "frame-src",
+  "child-src",
+  "worker-src",
+  "manifest-src",
+  "prefetch-src",
+  "fenced-frame-src",
+  "base-uri",
+  "form-action",
+  "frame-ancestors",
+  "sandbox",
+  "upgrade-insecure-requests",
+  "block-all-mixed-content",
+  "require-trusted-types-for",
+  "trusted-types",
+  "report-uri",
+  "report-to",
+]);
+
+/** A header value is a comma-separated list of policies, each enforced (CSP3 §3.1). */
+function policiesOf(values: readonly string[]): Policy[] {
+  return values
+    .flatMap((v) => v.split(","))
+    .map((p) => parseContentSecurityPolicy(p))
+    .filter((p) => [...p.keys()].some((name) => KNOWN_DIRECTIVES.has(name)));
+}
+
+/** The policies of the Content-Security-Policy header(s) of the final response. */
+export function headerPolicies(e: Evidence): Policy[] {
+  return policiesOf(finalHeader(e, "content-security-policy"));
+}
+
+function metaPolicies(e: Evidence): Policy[] {
+  return policiesOf(e.page?.metaCsp ?? []);
+}
+
+/** `frame-ancestors` of a header policy protects against framing (a meta one is ignored). */
+export function hasFrameAncestors(e: Evidence): boolean {
+  return headerPolicies(e).some((p) => {
+    const v = p.get("frame-ancestors");
+    return v !== undefined && !v.includes("*");
+  });
+}
+
+/** Whether a meta tag sets a policy: then CSP protects although the header is missing. */
+export function hasMetaCsp(e: Evidence): boolean {
+  return metaPolicies(e).length > 0;
+}
+
+const NEUTRALISES_INLINE = /^'(nonce-|sha256-|sha384-|sha512-|strict-dynamic')/i;
+
+function scriptSources(p: Policy): string[] | null {
+  const v = p.get("script-src") ?? p.get("default-src");
+  return v ? v.map((s) => s.toLowerCase()) : null;
+}
+
+function allowsInline(p: Policy): boolean {
+  const src = scriptSources(p);
+  if (src === null) return true;
+  return src.includes("'unsafe-inline'") && !src.some((s) => NEUTRALISES_INLINE.test(s));
+}
+
+function allowsEval(p: Policy): boolean {
+  const src = scriptSources(p);
+  return src === null || src.includes("'unsafe-eval'");
+}
+
+function restrictsObjects(p: Policy): boolean {
+  const object = p.get("object-src");
+  if (object !== undefined) return true;
+  const fallback = p.get("default-src");
+  return fallback?.length === 1 && fallback[0]?.toLowerCase() === "'none'";
+}
+
+export function judgeCsp(e: Evidence): Finding[] {
+  if (e.chain.final === null) return [];
+  const header = headerPolicies(e);
+  const meta = metaPolicies(e);
+  const all = [...header, ...meta];
+  const out: Finding[] = [];
+  if (header.length === 0 && finalHeader(e, "content-security-policy").length > 0) {
+    out.push(found(CSP_INVALID));
+  }
+  if (all.length === 0) {
+    // A missing header is CSP_MISSING, found from the check entry.
+    if (finalHeader(e, "content-security-policy-report-only").length > 0) {
+      out.push(found(CSP_REPORT_ONLY));
+    }
+    return out;
+  }
+  if (all.every(allowsInline)) {
+    out.push(
+      all.some((p) => scriptSources(p) !== null)
+        ? found(CSP_UNSAFE_INLINE)
+        : found(
+            CSP_UNSAFE_INLINE,
+            "The Content-Security-Policy does not restrict scripts (no script-src or default-src), so it does not stop cross-site scripting.",
+          ),
+    );
+  }
+  if (all.some((p) => scriptSources(p) !== null) && all.every(allowsEval)) {
+    out.push(found(CSP_UNSAFE_EVAL));
+  }
+  if (!all.some(restrictsObjects)) out.push(found(CSP_NO_OBJECT_SRC));
+  if (!all.some((p) => p.has("base-uri"))) out.push(found(CSP_NO_BASE_URI));
+  if (header.length === 0) out.push(found(CSP_IN_META));
+  return out;
+}
+
+export const cspRule = defineRule({
+  topic: "csp",
+  check: {
+    kind: "header",
+    name: "csp",
+    field: "csp_present",
+    header: "content-security-policy",
+    missing: CSP_MISSING,
+    // A Content-Security-Policy in a <meta> tag protects although the header is missing.
+    waived: hasMetaCsp,
+    label: "Content-Security-Policy (CSP)",
+  },
+  findings: [
+    CSP_MISSING,
+    CSP_INVALID,
+    CSP_UNSAFE_INLINE,
+    CSP_UNSAFE_EVAL,
+    CSP_NO_OBJECT_SRC,
+    CSP_NO_BASE_URI,
+    CSP_REPORT_ONLY,
+    CSP_IN_META,
+  ],
+  judge: judgeCsp,
+});

@@ -1,0 +1,87 @@
+/**
+ * What the rules look at: everything the engine gathered from one snapshot (the chain, the page,
+ * the probes, the HTTPS and file verdicts), and the helpers that read its final headers. Pure data.
+ */
+import type { Capped, Chain, HeaderMap, RequestFailure, Undecodable } from "../types.js";
+
+/** What the first 64 KiB of the final response's HTML says. */
+export interface PageEvidence {
+  /** Content of every `<meta http-equiv="Content-Security-Policy" content="…">`, in order. */
+  metaCsp: string[];
+  /** Every `<script src>`, its URL resolved against the page, and its integrity attribute. */
+  scripts: { src: string; integrity: string | null }[];
+}
+
+/** The final URL asked again with a made-up `Origin`: its answer's headers, or nothing. */
+export type CorsProbe =
+  { kind: "response"; origin: string; status: number; headers: HeaderMap } | { kind: "failed" };
+
+/** `GET http://<input host>/` under the same rules as the main chain. */
+export type HttpSideProbe =
+  | { kind: "redirect"; status: number; location: string }
+  | { kind: "response"; status: number }
+  | { kind: "failed"; failure: RequestFailure };
+
+/** The https check (rules/https.ts), with its reason when it failed. */
+export type HttpsVerdict =
+  { ok: true } | { ok: false; failure: RequestFailure | { kind: "no_response" }; url: string };
+
+/** Why a well-known file is true, false or null (docs/contract.md §4.5's table). */
+export type FileWhy =
+  | "ok"
+  | "missing" // 404/410/other 4xx (false)
+  | "soft_404" // 200 that fails the content test (false)
+  | "denied" // 401/403/429 (null)
+  | "server_error" // 5xx (null)
+  | "unexpected_status" // 1xx/3xx without a usable Location (null)
+  | "body_unreadable" // 200 whose body broke off (null)
+  | "body_undecodable" // 200 whose content coding could not be decoded (null)
+  | "blocked"
+  | "too_many_redirects"
+  | "timeout"
+  | "capped" // not asked: the snapshot reached one of our caps (null, never the site's fault)
+  | "network"; // DNS, refused, reset, TLS, bad HTTP (null)
+
+export interface FileVerdict {
+  value: boolean | null;
+  why: FileWhy;
+  /** The final status, when there was a response. */
+  status?: number;
+  /** Why the body could not be decoded, for "body_undecodable". */
+  undecodable?: Undecodable;
+  /** Which of our caps stopped it, for "capped". */
+  capped?: Capped;
+}
+
+/**
+ * The verdict on each well-known file of one origin. The three names are the contract's (the
+ * registry holds its file checks to them at compile time).
+ */
+export type FileVerdicts = Record<"security_txt" | "robots_txt" | "sitemap_xml", FileVerdict>;
+
+/** Everything the rules look at, gathered by the engine from one snapshot. */
+export interface Evidence {
+  /** The input URL (normalized). */
+  input: URL;
+  chain: Chain;
+  /** null when the final response is not HTML or its body was not read. */
+  page: PageEvidence | null;
+  /** null when the probe was not sent (no final response). */
+  cors: CorsProbe | null;
+  /** null when the probe was not sent. */
+  httpSide: HttpSideProbe | null;
+  /** The https check with its reason when it failed. */
+  https: HttpsVerdict;
+  /** The well-known files of the final origin; null when the site was not reachable. */
+  files: FileVerdicts | null;
+}
+
+/** Every non-blank instance of a header on the final response, trimmed; [] when there is none. */
+export function finalHeader(e: Evidence, name: string): string[] {
+  return (e.chain.final?.headers[name] ?? []).map((v) => v.trim()).filter((v) => v !== "");
+}
+
+/** Whether the final response was received over https. */
+export function finalIsHttps(e: Evidence): boolean {
+  return e.chain.final !== null && e.chain.finalUrl.protocol === "https:";
+}

@@ -1,0 +1,79 @@
+/**
+ * Referrer-Policy (docs/findings.md): the check of `referrer_policy_present`, its missing-header
+ * finding, and its values (W3C Referrer Policy §4.1 and §8.1).
+ */
+import { finalHeader } from "./evidence.js";
+import type { Evidence } from "./evidence.js";
+import { found } from "./finding.js";
+import type { Finding, FindingDef } from "./finding.js";
+import { defineRule } from "./rule.js";
+
+const POLICIES = new Set([
+  "no-referrer",
+  "no-referrer-when-downgrade",
+  "same-origin",
+  "origin",
+  "strict-origin",
+  "origin-when-cross-origin",
+  "strict-origin-when-cross-origin",
+  "unsafe-url",
+]);
+const UNSAFE = new Set(["unsafe-url", "no-referrer-when-downgrade"]);
+
+export const REFERRER_POLICY_MISSING: FindingDef = {
+  id: "referrer-policy-missing",
+  check: "referrer_policy",
+  severity: "low",
+  message: "Referrer-Policy header is missing.",
+  recommendation: "Set `Referrer-Policy: strict-origin-when-cross-origin` (or `no-referrer`).",
+};
+export const REFERRER_POLICY_UNSAFE: FindingDef = {
+  id: "referrer-policy-unsafe",
+  check: "referrer_policy",
+  severity: "low",
+  message: "Referrer-Policy sends full URLs to other sites.",
+  recommendation: "Set `Referrer-Policy: strict-origin-when-cross-origin` (or `no-referrer`).",
+};
+export const REFERRER_POLICY_INVALID: FindingDef = {
+  id: "referrer-policy-invalid",
+  check: "referrer_policy",
+  severity: "low",
+  message: "Referrer-Policy has no valid policy token, so browsers ignore it.",
+  recommendation: "Set `Referrer-Policy: strict-origin-when-cross-origin` (or `no-referrer`).",
+};
+
+/** Comma-separated tokens; unknown ones are ignored and the last valid one wins (§8.1). */
+export function effectiveReferrerPolicy(values: readonly string[]): string | null {
+  const tokens = values.flatMap((v) => v.split(",")).map((t) => t.trim().toLowerCase());
+  return tokens.filter((t) => POLICIES.has(t)).at(-1) ?? null;
+}
+
+export function judgeReferrerPolicy(e: Evidence): Finding[] {
+  const values = finalHeader(e, "referrer-policy");
+  if (values.length === 0) return [];
+  const policy = effectiveReferrerPolicy(values);
+  if (policy === null) return [found(REFERRER_POLICY_INVALID)];
+  if (UNSAFE.has(policy)) {
+    return [
+      found(
+        REFERRER_POLICY_UNSAFE,
+        `Referrer-Policy is ${policy}, which sends full URLs to other sites.`,
+      ),
+    ];
+  }
+  return [];
+}
+
+export const referrerPolicyRule = defineRule({
+  topic: "referrer_policy",
+  check: {
+    kind: "header",
+    name: "referrer_policy",
+    field: "referrer_policy_present",
+    header: "referrer-policy",
+    missing: REFERRER_POLICY_MISSING,
+    label: "Referrer-Policy",
+  },
+  findings: [REFERRER_POLICY_MISSING, REFERRER_POLICY_UNSAFE, REFERRER_POLICY_INVALID],
+  judge: judgeReferrerPolicy,
+});

@@ -1,0 +1,57 @@
+/**
+ * X-Frame-Options (docs/findings.md): the check of `x_frame_options_present`, its missing-header
+ * finding (waived by CSP frame-ancestors), and its values: DENY or SAMEORIGIN, nothing else.
+ */
+import { hasFrameAncestors } from "./csp.js";
+import { finalHeader } from "./evidence.js";
+import type { Evidence } from "./evidence.js";
+import { found } from "./finding.js";
+import type { Finding, FindingDef } from "./finding.js";
+import { defineRule } from "./rule.js";
+
+export const X_FRAME_OPTIONS_MISSING: FindingDef = {
+  id: "x-frame-options-missing",
+  check: "x_frame_options",
+  severity: "medium",
+  message: "X-Frame-Options header is missing.",
+  recommendation:
+    "Set `X-Frame-Options: DENY` (or `SAMEORIGIN`), or `Content-Security-Policy: frame-ancestors 'none'`.",
+};
+export const X_FRAME_OPTIONS_INVALID: FindingDef = {
+  id: "x-frame-options-invalid",
+  check: "x_frame_options",
+  severity: "medium",
+  message:
+    "X-Frame-Options is not DENY or SAMEORIGIN (ALLOW-FROM is obsolete), so browsers ignore it.",
+  recommendation:
+    "Set `X-Frame-Options: DENY` (or `SAMEORIGIN`), or `Content-Security-Policy: frame-ancestors 'none'`.",
+};
+
+/**
+ * HTML's X-Frame-Options processing: the values, split on commas, must be one of the two.
+ * Browsers ignore X-Frame-Options when the CSP has frame-ancestors, so then it is not judged.
+ */
+export function judgeXFrameOptions(e: Evidence): Finding[] {
+  const values = finalHeader(e, "x-frame-options");
+  if (values.length === 0 || hasFrameAncestors(e)) return [];
+  const distinct = new Set(values.flatMap((v) => v.split(",")).map((v) => v.trim().toLowerCase()));
+  const [only] = distinct;
+  const valid = distinct.size === 1 && (only === "deny" || only === "sameorigin");
+  return valid ? [] : [found(X_FRAME_OPTIONS_INVALID)];
+}
+
+export const xFrameOptionsRule = defineRule({
+  topic: "x_frame_options",
+  check: {
+    kind: "header",
+    name: "x_frame_options",
+    field: "x_frame_options_present",
+    header: "x-frame-options",
+    missing: X_FRAME_OPTIONS_MISSING,
+    // frame-ancestors (not *) in the CSP header protects against framing.
+    waived: hasFrameAncestors,
+    label: "X-Frame-Options",
+  },
+  findings: [X_FRAME_OPTIONS_MISSING, X_FRAME_OPTIONS_INVALID],
+  judge: judgeXFrameOptions,
+});

@@ -1,0 +1,103 @@
+import { describe, expect, it } from "vitest";
+import { judgeCsp } from "../../../src/snapshot/rules/csp.js";
+import { judge } from "../../../src/snapshot/rules/index.js";
+import { evidenceOf, idsOf } from "../../fixtures/evidence.js";
+
+const STRICT = "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+const ids = (headers: Record<string, string | string[]>, metaCsp?: string[]) =>
+  idsOf(judgeCsp(evidenceOf(headers, { page: metaCsp ? { metaCsp, scripts: [] } : null })));
+
+describe("Content-Security-Policy", () => {
+  it("good: a strict policy, or inline scripts allowed only by nonce, hash or strict-dynamic", () => {
+    expect(ids({ "content-security-policy": STRICT })).toEqual([]);
+    expect(ids({ "content-security-policy": "default-src 'none'; base-uri 'self'" })).toEqual([]);
+    for (const neutral of ["'nonce-abc'", "'sha256-abc='", "'strict-dynamic'"]) {
+      expect(
+        ids({ "content-security-policy": `${STRICT}; script-src 'unsafe-inline' ${neutral}` }),
+      ).toEqual([]);
+    }
+  });
+
+  it("weak: 'unsafe-inline' / 'unsafe-eval' in script-src or its default-src fallback", () => {
+    expect(
+      ids({
+        "content-security-policy": `${STRICT}; script-src 'self' 'unsafe-inline' 'unsafe-eval'`,
+      }),
+    ).toEqual(["csp-unsafe-inline", "csp-unsafe-eval"]);
+    expect(
+      ids({
+        "content-security-policy":
+          "default-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'",
+      }),
+    ).toEqual(["csp-unsafe-inline"]);
+    // script-src decides, default-src is only its fallback.
+    expect(
+      ids({
+        "content-security-policy":
+          "default-src 'unsafe-inline'; script-src 'self'; object-src 'none'; base-uri 'none'",
+      }),
+    ).toEqual([]);
+  });
+
+  it("weak: no object-src / base-uri hardening; a policy that does not restrict scripts", () => {
+    expect(ids({ "content-security-policy": "default-src 'self'" })).toEqual([
+      "csp-no-object-src",
+      "csp-no-base-uri",
+    ]);
+    const r = judgeCsp(evidenceOf({ "content-security-policy": "frame-ancestors 'none'" }));
+    expect(idsOf(r)).toEqual(["csp-unsafe-inline", "csp-no-object-src", "csp-no-base-uri"]);
+    expect(r[0]?.message).toMatch(/does not restrict scripts/);
+  });
+
+  it("several policies are all enforced: a weakness counts only if every policy has it", () => {
+    expect(
+      ids({
+        "content-security-policy": [`script-src 'unsafe-inline'`, STRICT],
+      }),
+    ).toEqual([]);
+    expect(ids({ "content-security-policy": `script-src 'unsafe-inline', ${STRICT}` })).toEqual([]);
+  });
+
+  it("invalid: a header with no known directive protects nothing (and is not 'missing')", () => {
+    for (const bad of [" ; ;", "default-src: 'self'", "self", "'self' 'unsafe-inline'"]) {
+      const r = idsOf(judge(evidenceOf({ "content-security-policy": bad })));
+      expect(r, bad).toContain("csp-invalid");
+      expect(r, bad).not.toContain("csp-missing");
+      expect(r, bad).not.toContain("csp-unsafe-inline");
+    }
+  });
+
+  it("Report-Only alone protects nothing: csp-missing and csp-report-only", () => {
+    const r = idsOf(judge(evidenceOf({ "content-security-policy-report-only": STRICT })));
+    expect(r).toContain("csp-missing");
+    expect(r).toContain("csp-report-only");
+    expect(
+      ids({ "content-security-policy": STRICT, "content-security-policy-report-only": STRICT }),
+    ).toEqual([]);
+  });
+
+  it("a <meta> policy counts, is judged, and is said to be one", () => {
+    expect(ids({}, [STRICT])).toEqual(["csp-in-meta"]);
+    expect(ids({}, ["default-src 'self' 'unsafe-eval'"])).toEqual([
+      "csp-unsafe-eval",
+      "csp-no-object-src",
+      "csp-no-base-uri",
+      "csp-in-meta",
+    ]);
+    const all = idsOf(judge(evidenceOf({}, { page: { metaCsp: [STRICT], scripts: [] } })));
+    expect(all).not.toContain("csp-missing");
+    // frame-ancestors in a meta tag is ignored by browsers: X-Frame-Options is still missing.
+    expect(all).toContain("x-frame-options-missing");
+  });
+
+  it("frame-ancestors in the header waives x-frame-options-missing", () => {
+    expect(idsOf(judge(evidenceOf({ "content-security-policy": STRICT })))).not.toContain(
+      "x-frame-options-missing",
+    );
+    expect(
+      idsOf(
+        judge(evidenceOf({ "content-security-policy": "default-src 'self'; frame-ancestors *" })),
+      ),
+    ).toContain("x-frame-options-missing");
+  });
+});

@@ -1,0 +1,90 @@
+/** X-Frame-Options, X-Content-Type-Options, Referrer-Policy and Permissions-Policy values. */
+import { describe, expect, it } from "vitest";
+import { judgePermissionsPolicy } from "../../../src/snapshot/rules/permissions-policy.js";
+import { judgeReferrerPolicy } from "../../../src/snapshot/rules/referrer-policy.js";
+import { judgeXContentTypeOptions } from "../../../src/snapshot/rules/x-content-type-options.js";
+import { judgeXFrameOptions } from "../../../src/snapshot/rules/x-frame-options.js";
+import type { Judge } from "../../../src/snapshot/rules/rule.js";
+import { evidenceOf, idsOf } from "../../fixtures/evidence.js";
+
+const run = (j: Judge, headers: Record<string, string | string[]>) => idsOf(j(evidenceOf(headers)));
+
+describe("X-Frame-Options", () => {
+  const ids = (v: string | string[]) => run(judgeXFrameOptions, { "x-frame-options": v });
+  it("good: DENY or SAMEORIGIN, any case, the same value repeated", () => {
+    for (const v of ["DENY", "sameorigin", " SameOrigin ", ["DENY", "deny"]])
+      expect(ids(v)).toEqual([]);
+  });
+  it("weak: ALLOW-FROM is obsolete", () => {
+    expect(ids("ALLOW-FROM https://a.example")).toEqual(["x-frame-options-invalid"]);
+  });
+  it("not judged when the CSP's frame-ancestors takes its place", () => {
+    expect(
+      run(judgeXFrameOptions, {
+        "x-frame-options": "garbage",
+        "content-security-policy": "frame-ancestors 'self'",
+      }),
+    ).toEqual([]);
+  });
+  it("invalid: garbage, or several different values", () => {
+    expect(ids("garbage")).toEqual(["x-frame-options-invalid"]);
+    expect(ids("DENY, SAMEORIGIN")).toEqual(["x-frame-options-invalid"]);
+    expect(ids(["DENY", "SAMEORIGIN"])).toEqual(["x-frame-options-invalid"]);
+  });
+});
+
+describe("X-Content-Type-Options", () => {
+  const ids = (v: string | string[]) =>
+    run(judgeXContentTypeOptions, { "x-content-type-options": v });
+  it("good: nosniff", () => {
+    expect(ids("nosniff")).toEqual([]);
+    expect(ids("NoSniff")).toEqual([]);
+  });
+  it("weak: a typo is no protection", () => {
+    expect(ids("nosnif")).toEqual(["x-content-type-options-invalid"]);
+  });
+  it("invalid: anything else beside nosniff", () => {
+    expect(ids("nosniff, sniff")).toEqual(["x-content-type-options-invalid"]);
+    expect(ids("yes")).toEqual(["x-content-type-options-invalid"]);
+  });
+});
+
+describe("Referrer-Policy", () => {
+  const find = (v: string | string[]) => judgeReferrerPolicy(evidenceOf({ "referrer-policy": v }));
+  const ids = (v: string | string[]) => idsOf(find(v));
+  it("good: a safe policy; the last valid token wins", () => {
+    expect(ids("strict-origin-when-cross-origin")).toEqual([]);
+    expect(ids("unsafe-url, no-referrer")).toEqual([]);
+    expect(ids("no-referrer, made-up-policy")).toEqual([]);
+  });
+  it("weak: unsafe-url and no-referrer-when-downgrade, named in the message", () => {
+    expect(ids("unsafe-url")).toEqual(["referrer-policy-unsafe"]);
+    expect(ids(["no-referrer", "no-referrer-when-downgrade"])).toEqual(["referrer-policy-unsafe"]);
+    expect(find("UNSAFE-URL")[0]?.message).toMatch(/unsafe-url/);
+  });
+  it("invalid: no valid token at all", () => {
+    expect(ids("never")).toEqual(["referrer-policy-invalid"]);
+    expect(ids("origin-only, strict")).toEqual(["referrer-policy-invalid"]);
+  });
+});
+
+describe("Permissions-Policy", () => {
+  const ids = (h: Record<string, string>) => run(judgePermissionsPolicy, h);
+  it("good: a structured-field dictionary of allowlists", () => {
+    expect(
+      ids({ "permissions-policy": 'camera=(), geolocation=(self "https://a.example")' }),
+    ).toEqual([]);
+    expect(ids({ "permissions-policy": "fullscreen=*, autoplay=self" })).toEqual([]);
+  });
+  it("weak: only the legacy Feature-Policy", () => {
+    expect(ids({ "feature-policy": "camera 'none'" })).toEqual(["permissions-policy-legacy"]);
+    expect(ids({ "feature-policy": "camera 'none'", "permissions-policy": "camera=()" })).toEqual(
+      [],
+    );
+  });
+  it("invalid: Feature-Policy syntax, or a value that is not an allowlist", () => {
+    expect(ids({ "permissions-policy": "camera 'none'" })).toEqual(["permissions-policy-invalid"]);
+    expect(ids({ "permissions-policy": "camera=(self" })).toEqual(["permissions-policy-invalid"]);
+    expect(ids({ "permissions-policy": 'camera="self"' })).toEqual(["permissions-policy-invalid"]);
+  });
+});
