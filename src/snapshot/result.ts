@@ -26,8 +26,15 @@ export interface CheckValues {
   sitemap_xml: boolean | null;
 }
 
-/** One report (docs/contract.md §2.1). */
-export interface SnapshotResult {
+/**
+ * The sections of the report that rules add (docs/contract.md §8; rule.ts, `Section`), one
+ * member each, keyed as the rule's `section.key`.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the rules' sections join here
+export interface ReportSections {}
+
+/** One report (docs/contract.md §2.1, then §8's sections). */
+export interface SnapshotResult extends ReportSections {
   requested_url: string;
   normalized_url: string;
   final_url: string;
@@ -57,7 +64,7 @@ export interface SnapshotResult {
 /** What a report says besides its checks and notes. */
 export type ReportFacts = Omit<
   SnapshotResult,
-  CheckField | "notes" | "checks" | "findings" | "score" | "grade"
+  CheckField | "notes" | "checks" | "findings" | "score" | "grade" | keyof ReportSections
 >;
 
 /**
@@ -69,6 +76,7 @@ export function buildReport(
   values: CheckValues,
   notes: string[],
   findings: Finding[] = [],
+  sections: ReportSections = {},
 ): SnapshotResult {
   const score = scoreOf(findings);
   const fields: Partial<Record<CheckField, boolean | null>> = {};
@@ -91,6 +99,7 @@ export function buildReport(
     findings,
     score,
     grade: gradeOf(score),
+    ...sections,
   };
 }
 

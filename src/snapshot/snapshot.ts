@@ -35,7 +35,7 @@ import type {
   HttpsVerdict,
   PageEvidence,
 } from "./rules/evidence.js";
-import { checkHeaders, judge, snapshotNotes } from "./rules/index.js";
+import { checkHeaders, judge, reportSections, snapshotNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
 import { isHtmlType, parsePage } from "./page.js";
 import { createResolver, shareAnswers } from "./net/resolver.js";
@@ -480,6 +480,7 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
         },
         snapshotNotes(evidence, findings),
         findings,
+        reportSections(evidence),
       );
     } finally {
       session.end();

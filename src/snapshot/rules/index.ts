@@ -9,6 +9,8 @@ import type { Finding } from "./finding.js";
 import { ALL_FINDINGS, HEADER_CHECKS, RULES } from "./registry.js";
 import type { HeaderCheckName } from "./registry.js";
 import type { HeaderMap } from "../types.js";
+import type { ReportSections } from "../result.js";
+import type { Rule } from "./rule.js";
 
 /** Whether each of the six headers is present on the final response. */
 export type HeaderPresence = Record<HeaderCheckName, boolean>;
@@ -88,4 +90,13 @@ export function snapshotNotes(e: Evidence, findings: readonly Finding[] = []): s
 /** The notes of a report whose only findings are its headers (the demo and sample reports). */
 export function headerNotes(headers: HeaderPresence, findings: readonly Finding[] = []): string[] {
   return withFindings(missingHeaderNotes(headers), findings);
+}
+
+/** Each rule's own section of the report, in registry order (rule.ts, `Section`). */
+export function reportSections(e: Evidence): ReportSections {
+  const sections: Record<string, unknown> = {};
+  for (const rule of RULES as readonly Rule[]) {
+    if (rule.section) sections[rule.section.key] = rule.section.of(e);
+  }
+  return sections as unknown as ReportSections;
 }

@@ -42,6 +42,19 @@ export type CheckSpec = HeaderCheckSpec | FileCheckSpec | HttpsCheckSpec;
 /** One judge: a pure function from the evidence of a snapshot to the findings of its topic. */
 export type Judge = (e: Evidence) => Finding[];
 
+/**
+ * A section of the report of the topic's own (docs/contract.md §8), after SERVICE.md's fields and
+ * the grade, in registry order. Its type is a member of `ReportSections` (result.ts) and its zod
+ * schema sits beside the report's in src/http/report-schemas.ts (the engine loads no schema
+ * library); `tsc` holds the three together.
+ */
+export interface Section<K extends string = string> {
+  /** The report key. */
+  key: K;
+  /** Its value on one snapshot (null when it does not apply, e.g. no TLS answer). */
+  of: (e: Evidence) => unknown;
+}
+
 export interface Rule {
   /** The topic: the `check` of each of its findings. */
   topic: string;
@@ -54,6 +67,8 @@ export interface Rule {
   judge?: Judge;
   /** Its notes that are not findings (e.g. HSTS sent over plain HTTP), as sentences. */
   notes?: (e: Evidence) => string[];
+  /** Its own section of the report, if it has one. */
+  section?: Section;
 }
 
 /** A rule, its literal names kept (the registry derives the report's check names from them). */
