@@ -3,7 +3,7 @@
  * DevUSDC + the project's facilitator + the service as `secsnap serve` wires it): @x402/axios
  * (v2), x402-axios (v1), @faremeter/fetch, @dexterai/x402 and x402-fetch 1.2 called with a
  * `Headers` object, each used through its public API as its README shows (@faremeter/fetch with
- * a handler of our own: its EVM handler package is not installed). Each call must answer
+ * its own EVM handler, @faremeter/payment-evm). Each call must answer
  * 200 with the report and the payment response header, and move exactly 0.05 USDC from its payer
  * to payTo in one Transfer. Beside them, the discovery audit of @agentcash/discovery (what
  * `agentcash discover` / `check` run) against the running service. One devnet, one service.
@@ -20,9 +20,9 @@ import {
 } from "@agentcash/discovery";
 import { getPaymentReceipt, wrapFetch as dexterWrapFetch } from "@dexterai/x402/client";
 import { wrap as faremeterWrap } from "@faremeter/fetch";
+import { createPaymentHandler as createFaremeterEvmHandler } from "@faremeter/payment-evm/exact";
 import { wrapAxiosWithPaymentFromConfig } from "@x402/axios";
 import { decodePaymentResponseHeader } from "@x402/core/http";
-import { authorizationTypes } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import axios from "axios";
 import {
@@ -48,8 +48,6 @@ import { startLocalTarget, startPaidService, type LocalTarget } from "../fixture
 import { usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
-/** @faremeter/fetch's payment handler type, as its `wrap` takes it. */
-type PaymentHandler = Parameters<typeof faremeterWrap>[1]["handlers"][number];
 const CHAIN_ID = 84532;
 
 let devnet: Devnet;
@@ -214,55 +212,24 @@ describe("third-party x402 clients pay POST /v1/snapshot on the devnet", () => {
     });
   });
 
-  it("@faremeter/fetch: its authorization is valid from a minute ago, and it pays", async () => {
-    // @faremeter/fetch pays through pluggable handlers; its EVM handler package is not among
-    // our dependencies, so this handler is written against the public PaymentHandler type,
-    // signing what faremeter's EVM handler signs: validAfter = now − 60 s (the devnet's chain
-    // clock follows the wall clock, so such a proof is valid at once).
+  it("@faremeter/fetch with its own EVM handler: its authorization is valid from a minute ago, and it pays", async () => {
+    // @faremeter/payment-evm's exact handler, as its README wires it: the devnet's USDC sits at
+    // Base Sepolia's address, which faremeter's asset table names for chain 84532. It signs
+    // validAfter = now − 60 s (the devnet's chain clock follows the wall clock, so such a proof
+    // is valid at once); the signer is wrapped only to read what it signed.
     const account = privateKeyToAccount(payerKey(3));
     const signed: { validAfter: bigint; signedAt: bigint }[] = [];
-    const handler: PaymentHandler = async (_ctx, accepts) =>
-      accepts
-        .filter((r) => r.scheme === "exact" && r.network === `eip155:${CHAIN_ID}`)
-        .map((requirements) => ({
-          requirements,
-          exec: async () => {
-            const now = BigInt(Math.floor(Date.now() / 1000));
-            const authorization = {
-              from: account.address,
-              to: getAddress(requirements.payTo),
-              value: BigInt(requirements.amount),
-              validAfter: now - 60n,
-              validBefore: now + BigInt(requirements.maxTimeoutSeconds),
-              nonce:
-                `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")}` as Hex,
-            };
-            const extra = requirements.extra as { name: string; version: string };
-            const signature = await account.signTypedData({
-              domain: {
-                name: extra.name,
-                version: extra.version,
-                chainId: CHAIN_ID,
-                verifyingContract: getAddress(requirements.asset),
-              },
-              types: authorizationTypes,
-              primaryType: "TransferWithAuthorization",
-              message: authorization,
-            });
-            signed.push({ validAfter: authorization.validAfter, signedAt: now });
-            return {
-              payload: {
-                signature,
-                authorization: {
-                  ...authorization,
-                  value: authorization.value.toString(),
-                  validAfter: authorization.validAfter.toString(),
-                  validBefore: authorization.validBefore.toString(),
-                },
-              },
-            };
-          },
-        }));
+    const handler = createFaremeterEvmHandler({
+      chain: { id: CHAIN_ID, name: "Base Sepolia" },
+      address: account.address,
+      account: {
+        signTypedData: (params) => {
+          const { validAfter } = params.message as { validAfter: bigint };
+          signed.push({ validAfter, signedAt: BigInt(Math.floor(Date.now() / 1000)) });
+          return account.signTypedData(params as Parameters<typeof account.signTypedData>[0]);
+        },
+      },
+    });
     const paidFetch = faremeterWrap(loopbackFetch, { handlers: [handler], retryCount: 0 });
     const from = sent.length;
     await expectPaidOnce(3, async () => {
