@@ -5,7 +5,6 @@ import ipaddr from "ipaddr.js";
 // zod's tree-shakable build: `scan` reads its settings here, and full zod costs it ≈ 25 ms at
 // start (docs/benchmarks.md, "Start-up").
 import * as z from "zod/mini";
-import en from "zod/v4/locales/en.js";
 import { ConfigError } from "./config-error.js";
 
 /**
@@ -18,9 +17,17 @@ export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 
+/** Longest bad value quoted back in an error line; the rest is cut (one short line). */
+const MAX_QUOTED = 40;
+
+/** A bad value as an error line quotes it: JSON-escaped (no control characters), cut short. */
+function quoted(raw: string): string {
+  return JSON.stringify(raw.length > MAX_QUOTED ? `${raw.slice(0, MAX_QUOTED)}…` : raw);
+}
+
 /**
  * One variable through its schema; unset or blank means `fallback`. The error names the
- * variable and quotes the bad value, except for a secret, which is never echoed.
+ * variable, says what is expected and quotes the bad value, except a secret's, never echoed.
  */
 function read<T>(
   env: Env,
@@ -33,17 +40,11 @@ function read<T>(
   const parsed = schema.safeParse(raw === undefined || raw === "" ? fallback : raw);
   if (!parsed.success) {
     const why = parsed.error.issues[0]?.message ?? "is invalid";
-    const got = raw && !secret ? ` (got ${JSON.stringify(raw)})` : "";
+    const got = raw && !secret ? ` (got ${quoted(raw)})` : "";
     throw new ConfigError(name, `${why}${got}`);
   }
   return parsed.data;
 }
-
-/**
- * zod's English messages, which PORT and HOST have always said: zod/mini loads no locale, so
- * they are given here (zod's own, not a copy).
- */
-const zodEnglish = { error: en().localeError };
 
 /** A variable without a default: blank is "must be set (what it is)". */
 const required = (what: string) => z.string().check(z.minLength(1, `must be set (${what})`));
@@ -335,6 +336,8 @@ export interface TelemetryConfig {
   logLevel: LogLevel;
 }
 
+const METRICS_PORT_EXPECTED = 'must be a TCP port (1-65535), 0 for a free one, or "off"';
+
 /** METRICS_PORT: `off` (no metrics listener) or a port to listen on. */
 const metricsPort = z.union(
   [
@@ -342,20 +345,16 @@ const metricsPort = z.union(
       z.literal("off"),
       z.transform(() => undefined),
     ),
-    int(0, 65535, 'a TCP port (0-65535) or "off"'),
+    int(0, 65535, METRICS_PORT_EXPECTED.slice("must be ".length)),
   ],
-  zodEnglish,
+  { message: METRICS_PORT_EXPECTED },
 );
 
 export function loadTelemetryConfig(env: Env = process.env): TelemetryConfig {
   return {
     metricsPort: read(env, "METRICS_PORT", metricsPort, "9464"),
-    metricsHost: read(
-      env,
-      "METRICS_HOST",
-      z.string().check(z.minLength(1, zodEnglish)),
-      "127.0.0.1",
-    ),
+    // Any name or address: one that cannot be bound stops the start at listen, naming METRICS_HOST.
+    metricsHost: read(env, "METRICS_HOST", z.string(), "127.0.0.1"),
     logLevel: read(
       env,
       "LOG_LEVEL",
@@ -585,14 +584,7 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
 }
 
 export function loadConfig(env: Env = process.env): Config {
-  const port = read(
-    env,
-    "PORT",
-    z.coerce
-      .number(zodEnglish)
-      .check(z.int(zodEnglish), z.minimum(0, zodEnglish), z.maximum(65535, zodEnglish)),
-    "8080",
-  );
+  const port = read(env, "PORT", int(0, 65535, "a TCP port (1-65535), 0 for a free one"), "8080");
   const telemetry = loadTelemetryConfig(env);
   // Metrics are for the operator only: never on the public listener.
   if (
@@ -604,7 +596,8 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return {
     port,
-    host: read(env, "HOST", z.string().check(z.minLength(1, zodEnglish)), "0.0.0.0"),
+    // Any name or address: one that cannot be bound stops the start at listen, naming HOST.
+    host: read(env, "HOST", z.string(), "0.0.0.0"),
     publicUrl: read(env, "PUBLIC_URL", publicUrl, ""),
     operatorContact: read(env, "OPERATOR_CONTACT", operatorContact, ""),
     // May carry a password: never echoed in an error.

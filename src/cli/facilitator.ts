@@ -1,4 +1,5 @@
 import { createPublicClient, formatEther, http } from "viem";
+import { isListenError, listenError } from "../config-error.js";
 import { loadFacilitatorConfig } from "../config.js";
 import {
   fetchRpcChainId,
@@ -78,8 +79,17 @@ export const facilitatorCommand: Command = {
         `secsnap facilitator listening on ${running.url} for ${networks.join(", ")}; gas payer ${running.address}${config.authToken ? "; bearer token required" : ""}`,
       );
     } catch (err) {
-      // An unreachable or mismatched RPC is the operator's to fix, not a crash: one line.
-      stderr.write(`secsnap facilitator: ${(err as Error).message}\n`);
+      // An unreachable or mismatched RPC, a busy port: the operator's to fix, not a crash: one
+      // line, naming the variable when it is the address.
+      const message = isListenError(err)
+        ? listenError(err, {
+            host: config.host,
+            port: config.port,
+            portVariable: "FACILITATOR_PORT",
+            hostVariable: "FACILITATOR_HOST",
+          }).message
+        : (err as Error).message.split("\n")[0];
+      stderr.write(`secsnap facilitator: ${message}\n`);
       return 1;
     }
     await reportGasBalance(config.rpcUrl, running, log);

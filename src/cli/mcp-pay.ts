@@ -15,13 +15,12 @@ import { chainRpc, chargeOnChain, networkLabel, readUsdcBalance, usdc } from "./
 import {
   PaymentRefused,
   challengeOf,
-  checkedKey,
   chooseAccount,
   chooseOffer,
   describeBody,
   signProof,
 } from "./pay-offer.js";
-import { MAINNET, snapshotEndpoint } from "./pay-options.js";
+import { MAINNET, checkedKey, snapshotEndpoint } from "./pay-options.js";
 import {
   ANSWER_TIMEOUT_S,
   ask,

@@ -10,7 +10,7 @@ import { parseArgs } from "node:util";
 import { UsageError, type Command } from "./command.js";
 import { answerFirstRequests, readListing } from "./mcp-listing.js";
 import type { McpOptions } from "./mcp-pay.js";
-import { apiBase, httpUrl, parseNetwork, usdcOption } from "./pay-options.js";
+import { apiBase, checkKeyVariable, httpUrl, parseNetwork, usdcOption } from "./pay-options.js";
 import { DEFAULT_PAY_TIMEOUT_S } from "./pay-send.js";
 
 /** The price it expects: `--max-usdc` defaults to it, so a dearer service is refused. */
@@ -38,6 +38,7 @@ export const mcpCommand: Command = {
 
   async run({ args, env, stderr }) {
     const { options, writeListing } = readOptions(args);
+    checkKeyVariable(env); // a bad key: one line at start, not an error at the first paid call
     const log = (line: string) => stderr.write(`secsnap mcp: ${line}\n`);
     if (writeListing !== undefined) {
       // The build's step (scripts/bundle.js): the SDK's first answers, recorded.

@@ -18,7 +18,7 @@ import { NETWORK_IDS } from "../config.js";
 import { DEFAULT_PAYER, DEVNET_NETWORK } from "../devnet/index.js";
 import { UsageError } from "./command.js";
 import { authorizationOf, networkLabel, type SignedAuthorization } from "./pay-charge.js";
-import { MAINNET, NETWORK_NAMES } from "./pay-options.js";
+import { MAINNET, NETWORK_NAMES, checkedKey } from "./pay-options.js";
 import type { Answer } from "./pay-send.js";
 
 /** Characters of a refusal's body shown. */
@@ -94,14 +94,6 @@ export function chooseAccount(
       ? `the API asks for payment on ${networkLabel(offer.network)}: set SECSNAP_PRIVATE_KEY to the payer's private key`
       : "set SECSNAP_PRIVATE_KEY to the payer's private key",
   );
-}
-
-/** SECSNAP_PRIVATE_KEY, checked: 0x and 64 hex digits. */
-export function checkedKey(key: string): `0x${string}` {
-  if (!/^0x[0-9a-fA-F]{64}$/.test(key)) {
-    throw new UsageError("SECSNAP_PRIVATE_KEY must be a 0x-prefixed 32-byte hex private key");
-  }
-  return key as `0x${string}`;
 }
 
 /** An answer's body for one line: no control characters from the service, bounded. */

@@ -2,6 +2,7 @@
  * The command-line values `secsnap pay` and `secsnap mcp` share: the API's snapshot route and the
  * networks. No heavy import here: `secsnap mcp` checks its options before loading any of x402.
  */
+import { ConfigError } from "../config-error.js";
 import { NETWORK_IDS } from "../config.js";
 import { UsageError } from "./command.js";
 
@@ -58,4 +59,24 @@ export function apiBase(api: string): URL {
 /** `<api>/v1/snapshot`: the paid route under the base of `--api`. */
 export function snapshotEndpoint(api: string): URL {
   return new URL("v1/snapshot", apiBase(api));
+}
+
+/**
+ * SECSNAP_PRIVATE_KEY, checked: 0x and 64 hex digits. A bad one is a ConfigError, one line
+ * without usage (the command line was fine), and never echoes the key.
+ */
+export function checkedKey(key: string): `0x${string}` {
+  if (!/^0x[0-9a-fA-F]{64}$/.test(key)) {
+    throw new ConfigError(
+      "SECSNAP_PRIVATE_KEY",
+      "must be a private key: 0x and 64 hex digits (32 bytes); the value is not shown",
+    );
+  }
+  return key as `0x${string}`;
+}
+
+/** Checks SECSNAP_PRIVATE_KEY at start, before any network work, when it is set. */
+export function checkKeyVariable(env: NodeJS.ProcessEnv): void {
+  const key = env.SECSNAP_PRIVATE_KEY?.trim();
+  if (key) checkedKey(key);
 }

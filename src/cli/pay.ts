@@ -4,6 +4,7 @@ import type { PaymentRequired, PaymentRequirements, SettleResponse } from "@x402
 import { parseUnits } from "viem";
 import type { LocalAccount } from "viem/accounts";
 import { USDC_DECIMALS } from "../devnet/index.js";
+import { ConfigError } from "../config-error.js";
 import { UsageError, type Command, type CliOutput } from "./command.js";
 import { chargeOnChain as readCharge, networkLabel, usdc } from "./pay-charge.js";
 import {
@@ -17,6 +18,7 @@ import {
 } from "./pay-offer.js";
 import {
   NETWORK_NAMES,
+  checkKeyVariable,
   httpUrl,
   parseNetwork,
   snapshotEndpoint,
@@ -91,6 +93,7 @@ export const payCommand: Command = {
 
   async run({ args, env, stdout, stderr }) {
     const options = readOptions(args);
+    checkKeyVariable(env); // a bad key: one line before any network work
     const interrupts = new Interrupts(stderr);
     try {
       return await pay(options, env, stdout, stderr, interrupts);
@@ -116,7 +119,7 @@ async function pay(
   try {
     account = choosePayer(env, offer, stderr);
   } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
+    if (!(err instanceof UsageError || err instanceof ConfigError)) throw err;
     // Not runCli's usage text: the key is the problem, and this line must stay the last.
     stderr.write(`secsnap pay: ${err.message}\n`);
     return nothingCharged(1, stderr);

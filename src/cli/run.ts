@@ -1,4 +1,4 @@
-import { ConfigError } from "../config-error.js";
+import { StartupError } from "../config-error.js";
 import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type Command, type CliIo } from "./command.js";
 
@@ -77,7 +77,8 @@ export async function runCli(argv: string[], io: Omit<CliIo, "args">): Promise<n
   try {
     return await command.run({ ...io, args });
   } catch (err) {
-    if (err instanceof ConfigError) {
+    // A bad variable, a busy port, a devnet that cannot start: the operator's to fix, one line.
+    if (err instanceof StartupError) {
       io.stderr.write(`secsnap: ${err.message}\n`);
       return 1;
     }

@@ -1,3 +1,4 @@
+import { StartupError } from "../config-error.js";
 import { NETWORK_IDS, type PaymentConfig } from "../config.js";
 import type { ServiceMetrics } from "../http/index.js";
 import type { PaymentRecordStore } from "../store/index.js";
@@ -8,6 +9,9 @@ import {
   type PaymentGate,
   type SharedState,
 } from "../payment/index.js";
+
+/** Where `secsnap pay` looks for a devnet offer's chain when given no --rpc (pay-charge.ts). */
+const DEFAULT_DEVNET_RPC = "http://127.0.0.1:8545";
 
 /** The payment side of `serve`: the gate, what the first line says of it, and what it started. */
 export interface PaymentSetup {
@@ -32,8 +36,9 @@ export interface PaymentSetup {
 /**
  * X402_PAY_TO set: the configured networks and facilitator, whose /supported is fetched and
  * checked before listening; while it is down the paid route answers 503 (docs/contract.md §7.5). Unset: the
- * embedded devnet (started, or reused when already running on its ports), offering only
- * eip155:84532 (§7.7); loaded only then.
+ * embedded devnet, offering only eip155:84532 (§7.7); loaded only then. A devnet already on
+ * its ports is another instance's, which goes when that instance stops: this one starts its
+ * own on free ports instead and says so on the first line.
  */
 export async function setupPayment(
   config: PaymentConfig,
@@ -77,7 +82,19 @@ export async function setupPayment(
   const devnet = await startDevnet({
     rpcPort: config.devnetRpcPort,
     facilitatorPort: config.devnetFacilitatorPort,
+    reuse: false,
+  }).catch((error: unknown) => {
+    // anvil missing, seeding refused…: the start stops with one line, not a stack.
+    if (error instanceof StartupError) throw error;
+    const message = (error as Error).message.split("\n")[0] ?? String(error);
+    throw new StartupError(`devnet: could not start: ${message}`);
   });
+  // `secsnap pay` reads the chain on 127.0.0.1:8545 unless told: say where this one is.
+  const rpcOption = devnet.rpcUrl === DEFAULT_DEVNET_RPC ? "" : ` --rpc ${devnet.rpcUrl}`;
+  const moved =
+    devnet.movedFrom.length > 0
+      ? ` (own devnet on free ports: ${devnet.movedFrom.join(" and ")} held by another instance's devnet)`
+      : "";
   try {
     const gate = createPaymentGate({
       ...paymentGateOptionsFromConfig(config, {
@@ -98,10 +115,10 @@ export async function setupPayment(
       payTo: devnet.payTo,
       mode:
         `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
-        `${devnet.reused ? " (reused)" : ""}, facilitator ${devnet.facilitatorUrl}, USDC ${devnet.usdcAddress}, ` +
+        `, facilitator ${devnet.facilitatorUrl}${moved}, USDC ${devnet.usdcAddress}, ` +
         `payTo ${devnet.payTo}`,
       howToPay: (serviceUrl) =>
-        `pay with: ./bin/secsnap.js pay https://example.com --api ${serviceUrl} (funded test account 2)`,
+        `pay with: ./bin/secsnap.js pay https://example.com --api ${serviceUrl}${rpcOption} (funded test account 2)`,
       close: () => devnet.close(),
     };
   } catch (err) {

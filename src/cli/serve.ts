@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
+import { listenError, type ListenTarget } from "../config-error.js";
 import { loadConfig, type Config } from "../config.js";
 import {
   ClientRateLimit,
@@ -220,7 +221,7 @@ function readinessChecks(
 
 /**
  * The public listener, then the metrics one. Undefined when one cannot be bound: then what was
- * wired is closed and one line names the address.
+ * wired is closed and one line names the variable to change (a busy PORT, an unknown HOST…).
  */
 async function listen(
   config: Config,
@@ -231,11 +232,22 @@ async function listen(
   let server;
   let metricsServer;
   const { metricsPort, metricsHost } = config.telemetry;
-  let listening = `${config.host}:${config.port}`;
+  let target: ListenTarget = {
+    host: config.host,
+    port: config.port,
+    portVariable: "PORT",
+    hostVariable: "HOST",
+  };
   try {
     server = await startServer({ config, app, front, observe });
     if (metricsPort !== undefined) {
-      listening = `${metricsHost}:${metricsPort} (METRICS_PORT)`;
+      target = {
+        host: metricsHost,
+        port: metricsPort,
+        portVariable: "METRICS_PORT",
+        hostVariable: "METRICS_HOST",
+        alternative: "or METRICS_PORT=off for no metrics listener",
+      };
       metricsServer = await startServer({
         config: { host: metricsHost, port: metricsPort },
         app: metricsApp(service.metrics),
@@ -251,8 +263,7 @@ async function listen(
       service.shared.close(),
       service.records.close(),
     ]);
-    const code = (err as NodeJS.ErrnoException).code ?? "error";
-    stderr.write(`cannot listen on ${listening}: ${code}\n`);
+    stderr.write(`secsnap: ${listenError(err, target).message}\n`);
     return undefined;
   }
   return { server, metricsServer };

@@ -3,6 +3,7 @@ import type { Address, Hex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { startAnvil } from "./anvil.js";
 import type { AnvilProcess } from "./anvil.js";
+import { ConfigError, StartupError, isListenError, listenError } from "../config-error.js";
 import { compileDevnetContracts } from "./compile.js";
 import {
   DEV_USDC_ABI,
@@ -20,7 +21,8 @@ import {
  * The embedded local payment network (docs/contract.md §7.7): anvil posing as Base Sepolia,
  * DevUSDC at the Base Sepolia USDC address, 1000 USDC for each of accounts 2–9, and an x402
  * facilitator that settles with account 0's gas. A devnet already answering on the same ports
- * is reused rather than started twice.
+ * is reused rather than started twice, unless `reuse` is false: then this one starts on free
+ * ports beside it (`secsnap serve`: another instance's devnet goes when that instance stops).
  */
 
 export interface DevnetOptions {
@@ -30,6 +32,11 @@ export interface DevnetOptions {
   facilitatorPort: number;
   /** Progress lines ("devnet: ..."); silent when omitted. */
   log?: (line: string) => void;
+  /**
+   * A devnet found on these ports: reused (true, the default), or left alone with this one
+   * started on free ports instead (false). Anything else on them stops the start either way.
+   */
+  reuse?: boolean;
 }
 
 export interface Devnet {
@@ -49,6 +56,11 @@ export interface Devnet {
   reused: boolean;
   /** True when a running devnet facilitator was found on facilitatorPort and reused. */
   facilitatorReused: boolean;
+  /**
+   * The ports that were asked for but held by another devnet, this one having started on free
+   * ports instead (`reuse: false`); empty otherwise.
+   */
+  movedFrom: string[];
   /** pid of the anvil this call spawned; undefined when reused. */
   anvilPid: number | undefined;
   /** Stops what this call started (anvil, facilitator); leaves reused parts running. */
@@ -139,8 +151,9 @@ async function probeFacilitator(url: string): Promise<Probe> {
 }
 
 function portInUse(what: string, port: number, variable: string, detail: string): Error {
-  return new Error(
-    `devnet: ${HOST}:${port} (${what}) is in use by something that is not a secsnap devnet (${detail}); stop it or choose another port with ${variable}`,
+  return new ConfigError(
+    variable,
+    `is ${port}, but the devnet's ${HOST}:${port} (${what}) is in use by something that is not a secsnap devnet (${detail}); stop it or set ${variable} to a free port (0 picks one)`,
   );
 }
 
@@ -242,6 +255,8 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
 
   try {
     // --- chain
+    const reuse = opts.reuse ?? true;
+    const movedFrom: string[] = [];
     let rpcUrl = `http://${HOST}:${opts.rpcPort}`;
     let reused = false;
     let anvilPid: number | undefined;
@@ -249,11 +264,18 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     if (rpcProbe.state === "foreign") {
       throw portInUse("RPC", opts.rpcPort, "DEVNET_RPC_PORT", rpcProbe.detail);
     }
-    if (rpcProbe.state === "devnet") {
+    if (rpcProbe.state === "devnet" && reuse) {
       reused = true;
       log(`devnet: reusing the devnet chain already running at ${rpcUrl}`);
     } else {
-      const anvil = await startAnvil({ port: opts.rpcPort });
+      // Another devnet on the port and no reuse: this one's chain goes on a free port.
+      const anvilPort = rpcProbe.state === "devnet" ? 0 : opts.rpcPort;
+      if (anvilPort !== opts.rpcPort) movedFrom.push(`DEVNET_RPC_PORT ${opts.rpcPort}`);
+      const anvil = await startAnvil({ port: anvilPort }).catch((error: unknown) => {
+        throw new StartupError(
+          `devnet: ${(error as Error).message}${anvilPort === 0 ? "" : ` (DEVNET_RPC_PORT ${anvilPort}: a free port, or 0 for any, may help)`}`,
+        );
+      });
       const detach = killOnProcessEnd(anvil);
       cleanups.push(async () => {
         detach();
@@ -273,7 +295,12 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     let facilitatorReused = false;
     const facProbe: Probe =
       opts.facilitatorPort === 0 ? { state: "free" } : await probeFacilitator(facilitatorUrl);
-    if (facProbe.state === "foreign" || (facProbe.state === "devnet" && !reused)) {
+    // Without reuse a devnet facilitator found there is another instance's: ours goes elsewhere.
+    const facilitatorPort = facProbe.state === "devnet" && !reuse ? 0 : opts.facilitatorPort;
+    if (facilitatorPort !== opts.facilitatorPort) {
+      movedFrom.push(`DEVNET_FACILITATOR_PORT ${opts.facilitatorPort}`);
+    }
+    if (facProbe.state === "foreign" || (facProbe.state === "devnet" && reuse && !reused)) {
       throw portInUse(
         "facilitator",
         opts.facilitatorPort,
@@ -283,7 +310,7 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
           : `an x402 facilitator for another chain: the devnet chain at ${rpcUrl} was not running`,
       );
     }
-    if (facProbe.state === "devnet") {
+    if (facProbe.state === "devnet" && reuse) {
       facilitatorReused = true;
       log(`devnet: reusing the facilitator already running at ${facilitatorUrl}`);
     } else {
@@ -294,10 +321,19 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
         privateKey: GAS_PAYER.privateKey,
         networks: [DEVNET_NETWORK],
         host: HOST,
-        port: opts.facilitatorPort,
+        port: facilitatorPort,
         pollingIntervalMs: 50,
         confirmationTimeoutMs: 30_000,
         log,
+      }).catch((error: unknown) => {
+        // Taken between the probe and the listen, most likely: one line naming the variable.
+        throw isListenError(error)
+          ? listenError(error, {
+              host: HOST,
+              port: facilitatorPort,
+              portVariable: "DEVNET_FACILITATOR_PORT",
+            })
+          : error;
       });
       cleanups.push(() => facilitator.close());
       facilitatorUrl = facilitator.url;
@@ -319,6 +355,7 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
       payerAddresses: PAYERS.map((p) => p.address),
       reused,
       facilitatorReused,
+      movedFrom,
       anvilPid,
       close: () => (closing ??= cleanup()),
     };

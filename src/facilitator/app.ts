@@ -207,12 +207,16 @@ function listen(app: Hono, host: string, port: number): Promise<ServerType> {
   return new Promise<ServerType>((resolve, reject) => {
     const server = serve({ fetch: app.fetch, hostname: host, port });
     server.once("listening", () => resolve(server));
+    // The code is kept so that the caller can name its own variable (listenError).
     server.once("error", (error: NodeJS.ErrnoException) =>
       reject(
-        new Error(
-          error.code === "EADDRINUSE"
-            ? `facilitator: ${host}:${port} is already in use`
-            : `facilitator: cannot listen on ${host}:${port}: ${error.message}`,
+        Object.assign(
+          new Error(
+            error.code === "EADDRINUSE"
+              ? `facilitator: ${host}:${port} is already in use`
+              : `facilitator: cannot listen on ${host}:${port}: ${error.message}`,
+          ),
+          { code: error.code },
         ),
       ),
     );

@@ -3,11 +3,13 @@
  * real process, its GET /ready and its SIGTERM. A facilitator unreachable at start keeps /ready
  * at 503 naming it until it answers; on SIGTERM /ready turns 503 `draining` first, new paid work
  * is refused with nothing charged, the paid request in flight still finishes and settles on
- * chain, then the process exits 0.
+ * chain, then the process exits 0. A second instance started beside a first one's devnet runs
+ * its own on free ports, so it stays ready, and paid, when the first stops.
  */
-import { spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
-import { fileURLToPath } from "node:url";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
@@ -160,61 +162,72 @@ it(
   },
 );
 
-/** A devnet in a process of its own (test/fixtures/devnet-child.ts), as another instance's. */
-async function devnetChild(rpcPort: number, facilitatorPort: number) {
-  const fixture = fileURLToPath(new URL("../fixtures/devnet-child.ts", import.meta.url));
-  const child = spawn(
-    process.execPath,
-    ["--import", "tsx", fixture, "wait", String(rpcPort), String(facilitatorPort)],
-    { stdio: ["ignore", "pipe", "inherit"] },
+/** `serve` in devnet mode on `devnet` ports with its own DATA_DIR; resolves at its first line. */
+async function serveOn(devnet: { rpcPort: number; facilitatorPort: number }, dataDir: string) {
+  const child = spawnCli(
+    ["serve"],
+    cleanEnv({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      DATA_DIR: dataDir,
+      SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
+      SNAPSHOT_ALLOWED_PORTS: String(target.port),
+      DEVNET_RPC_PORT: String(devnet.rpcPort),
+      DEVNET_FACILITATOR_PORT: String(devnet.facilitatorPort),
+      SHUTDOWN_GRACE_MS: "0",
+    }),
   );
-  await waitForLine(child.stdout, /"rpcUrl"/);
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  return {
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-      await exited;
-    },
-  };
+  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+  const first = await waitForLine(child.stdout, /listening on/);
+  const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+  return { child, exited, first, base };
 }
 
 it(
-  "devnet mode reusing another process's devnet: /ready 503 once that devnet is gone, 200 when it is back",
-  { timeout: 180_000 },
+  "a second instance beside a first one's devnet starts its own on free ports: ready and paid after the first stops",
+  { timeout: 240_000 },
   async () => {
-    const rpcPort = await closedPort("127.0.0.1");
-    const facilitatorPort = await closedPort("127.0.0.1");
-    let devnet = await devnetChild(rpcPort, facilitatorPort);
-    const child = spawnCli(
-      ["serve"],
-      cleanEnv({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        DEVNET_RPC_PORT: String(rpcPort),
-        DEVNET_FACILITATOR_PORT: String(facilitatorPort),
-        SHUTDOWN_GRACE_MS: "0",
-      }),
-    );
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const ports = {
+      rpcPort: await closedPort("127.0.0.1"),
+      facilitatorPort: await closedPort("127.0.0.1"),
+    };
+    const dirs = await mkdtemp(join(tmpdir(), "secsnap-two-"));
+    const first = await serveOn(ports, join(dirs, "first"));
+    let second: Awaited<ReturnType<typeof serveOn>> | undefined;
     try {
-      const first = await waitForLine(child.stdout, /listening on/);
-      expect(first).toMatch(/\(reused\)/);
-      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
-      expect(await untilStatus(base, 200)).toEqual({ status: 200, body: { status: "ready" } });
+      expect(first.first).toContain(`at http://127.0.0.1:${ports.rpcPort},`);
+      second = await serveOn(ports, join(dirs, "second"));
+      // Its own chain and facilitator, said on the first line, and the pay command finds them.
+      expect(second.first).toMatch(
+        new RegExp(
+          `own devnet on free ports: DEVNET_RPC_PORT ${ports.rpcPort} and DEVNET_FACILITATOR_PORT ${ports.facilitatorPort} held by another instance's devnet`,
+        ),
+      );
+      const rpc = /--rpc (http:\/\/\S+)/.exec(second.first)?.[1] as string;
+      expect(rpc).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(rpc).not.toBe(`http://127.0.0.1:${ports.rpcPort}`);
+      expect(await untilReady(second.base)).toEqual({ status: 200, body: { status: "ready" } });
 
-      await devnet.stop();
-      const gone = await untilStatus(base, 503);
-      expect(gone.status).toBe(503);
-      expect((gone.body as { down: string[] }).down).toContain("facilitator");
+      first.child.kill("SIGTERM");
+      expect(await first.exited).toBe(0);
+      // The first's devnet is gone with it; the second's is not.
+      await expect(
+        fetch(`http://127.0.0.1:${ports.rpcPort}`, { method: "POST", body: "{}" }),
+      ).rejects.toThrow();
+      expect(await ready(second.base)).toEqual({ status: 200, body: { status: "ready" } });
+      const paid = await runCli(
+        ["pay", target.url, "--api", second.base, "--rpc", rpc],
+        cleanEnv(),
+      );
+      expect(paid, paid.stderr + paid.stdout).toMatchObject({ code: 0 });
+      expect(JSON.parse(paid.stdout)).toMatchObject({ requested_url: target.url, reachable: true });
 
-      devnet = await devnetChild(rpcPort, facilitatorPort);
-      expect(await untilStatus(base, 200)).toEqual({ status: 200, body: { status: "ready" } });
-
-      child.kill("SIGTERM");
-      expect(await exited).toBe(0);
+      second.child.kill("SIGTERM");
+      expect(await second.exited).toBe(0);
     } finally {
-      child.kill("SIGKILL");
-      await devnet.stop();
+      first.child.kill("SIGKILL");
+      second?.child.kill("SIGKILL");
+      await rm(dirs, { recursive: true, force: true });
     }
   },
 );

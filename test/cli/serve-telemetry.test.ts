@@ -111,7 +111,7 @@ describe("serve with its metrics listener", () => {
       const run = await runProcess(["serve"], env({ METRICS_PORT: String(port) }));
       expect(run.code).toBe(1);
       expect(run.stderr.trim()).toBe(
-        `cannot listen on 127.0.0.1:${port} (METRICS_PORT): EADDRINUSE`,
+        `secsnap: METRICS_PORT ${port} is in use on 127.0.0.1 (EADDRINUSE): stop what holds it or set METRICS_PORT to a free port (0 picks one), or METRICS_PORT=off for no metrics listener`,
       );
     } finally {
       taken.close();

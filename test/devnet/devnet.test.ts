@@ -364,6 +364,29 @@ describe("reuse", () => {
   });
 });
 
+describe("reuse: false", () => {
+  it("beside a running devnet starts its own on free ports and says which ports it left", async () => {
+    const rpcPort = portOf(devnet.rpcUrl);
+    const facilitatorPort = portOf(devnet.facilitatorUrl);
+    const own = await startDevnet({ rpcPort, facilitatorPort, reuse: false });
+    try {
+      expect(own.reused).toBe(false);
+      expect(own.facilitatorReused).toBe(false);
+      expect(own.movedFrom).toEqual([
+        `DEVNET_RPC_PORT ${rpcPort}`,
+        `DEVNET_FACILITATOR_PORT ${facilitatorPort}`,
+      ]);
+      expect(portOf(own.rpcUrl)).not.toBe(rpcPort);
+      expect(portOf(own.facilitatorUrl)).not.toBe(facilitatorPort);
+      const supported = await fetch(`${own.facilitatorUrl}/supported`);
+      expect(supported.status).toBe(200);
+    } finally {
+      await own.close();
+    }
+    expect(await client().getChainId()).toBe(84532); // the first one is left running
+  });
+});
+
 describe("a facilitator without its chain", () => {
   it("is not reused beside a freshly started chain: clear error, and the new anvil is stopped", async () => {
     // A fixed RPC port with nothing on it, next to the running devnet's facilitator port: the
