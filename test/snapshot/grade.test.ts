@@ -3,10 +3,12 @@
  * targets: no working HTTPS is F, a site with no security header is D at best, and a check our
  * own settings stopped (the HTTPS probe's port not allowed) is not held against the site.
  */
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotResult } from "../../src/snapshot/index.js";
 import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
-import { gradeCapOf, gradeOf, scoreOf } from "../../src/snapshot/rules/score.js";
+import { ALL_FINDINGS } from "../../src/snapshot/rules/registry.js";
+import { PENALTY, gradeCapOf, gradeOf, scoreOf } from "../../src/snapshot/rules/score.js";
 import type { Finding } from "../../src/snapshot/rules/finding.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";
@@ -133,5 +135,34 @@ describe("gradeOf and gradeCapOf", () => {
     expect(scoreOf([finding("csp-unsafe-eval", "medium")])).toBe(90);
     expect(scoreOf([finding("some-new-id", "medium")])).toBe(80);
     expect(scoreOf([finding("some-new-id", "high"), finding("other-new-id", "low")])).toBe(70);
+  });
+});
+
+describe('docs/findings.md "Score and grade"', () => {
+  const doc = readFileSync(new URL("../../docs/findings.md", import.meta.url), "utf8");
+  const section = doc.slice(
+    doc.indexOf("## Score and grade"),
+    doc.indexOf("\n## ", doc.indexOf("## Score and grade") + 1),
+  );
+
+  it("states each severity's penalty", () => {
+    const rows = [...section.matchAll(/^\|\s*(high|medium|low|info)\s*\|\s*(\d+)\s*\|/gm)];
+    expect(Object.fromEntries(rows.map((r) => [r[1], Number(r[2])]))).toEqual(PENALTY);
+  });
+
+  it("lists exactly the findings with a penalty of their own, with it and their severity", () => {
+    const rows = [
+      ...section.matchAll(/^\|\s*`([a-z0-9-]+)`\s*\|\s*(high|medium|low|info)\s*\|\s*(\d+)\s*\|/gm),
+    ];
+    const own = ALL_FINDINGS.filter((d) => d.penalty !== undefined);
+    expect(rows.map((r) => [r[1], r[2], Number(r[3])])).toEqual(
+      own.map((d) => [d.id, d.severity, d.penalty]),
+    );
+  });
+
+  it("names the findings that cap the grade at F", () => {
+    for (const d of ALL_FINDINGS.filter((f) => f.gradeCap === "F")) {
+      expect(section).toContain(`\`${d.id}\``);
+    }
   });
 });
