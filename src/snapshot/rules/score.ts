@@ -36,7 +36,7 @@ export const GRADES = GRADE_SCALE.map(([grade]) => grade);
 export type Grade = (typeof GRADE_SCALE)[number][0];
 
 /** The best grade of a site that answered without any of the six security headers (SPEC §8). */
-export const NO_SECURITY_HEADER_CAP: Grade = "D";
+const NO_SECURITY_HEADER_CAP: Grade = "D";
 
 const PENALTY_OF_ID = new Map(
   ALL_FINDINGS.flatMap((d) => (d.penalty === undefined ? [] : [[d.id, d.penalty] as const])),
