@@ -80,7 +80,11 @@ export const SnapshotResultSchema = z
       .array(FindingSchema)
       .describe("Judgements of what was seen, most severe first (docs/findings.md)."),
     score: z.number().int().min(0).max(100).describe("100 less a penalty per finding."),
-    grade: z.enum(GRADES as [string, ...string[]]).describe("The score on a fixed scale."),
+    grade: z
+      .enum(GRADES as [string, ...string[]])
+      .describe(
+        "The score on a fixed scale, capped: F without working HTTPS, D at best with no security header.",
+      ),
   })
   .strict();
 

@@ -1,7 +1,7 @@
-import { CHECKS } from "./rules/registry.js";
+import { CHECKS, HEADER_CHECKS } from "./rules/registry.js";
 import type { CheckField, CheckName } from "./rules/registry.js";
 import type { Finding } from "./rules/finding.js";
-import { gradeOf, scoreOf } from "./rules/score.js";
+import { gradeCapOf, gradeOf, scoreOf } from "./rules/score.js";
 
 /**
  * The report shapes of docs/contract.md §2, as the engine builds them: plain types, so the engine
@@ -79,6 +79,9 @@ export function buildReport(
   sections: ReportSections = {},
 ): SnapshotResult {
   const score = scoreOf(findings);
+  // Only a site that answered can be said to send no security header (an unfinished chain's
+  // header fields are false because nothing was seen).
+  const noSecurityHeader = facts.reachable && HEADER_CHECKS.every((c) => values[c.name] !== true);
   const fields: Partial<Record<CheckField, boolean | null>> = {};
   const checks: Partial<Record<CheckName, boolean | null>> = {};
   for (const { name, field } of CHECKS) {
@@ -98,7 +101,7 @@ export function buildReport(
     checks: checks as CheckValues,
     findings,
     score,
-    grade: gradeOf(score),
+    grade: gradeOf(score, gradeCapOf(findings, noSecurityHeader)),
     ...sections,
   };
 }

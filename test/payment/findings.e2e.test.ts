@@ -257,8 +257,9 @@ describe("paid reports judge values, not only presence", () => {
     expect(report.findings.find((f) => f.id === "hsts-max-age-short")?.recommendation).toBe(
       "Set `Strict-Transport-Security: max-age=31536000; includeSubDomains`.",
     );
-    // 3 medium, 3 low, 1 info: 100 − 30 − 15.
-    expect(report).toMatchObject({ score: 55, grade: "C" });
+    // unsafe-inline and X-Frame-Options 20 each, unsafe-eval and a short HSTS 10 each, two
+    // lows 5 each, one info: 100 − 70 (docs/findings.md "Score and grade").
+    expect(report).toMatchObject({ score: 30, grade: "D" });
   });
 
   it("invalid values and careless cookies, the cookies named; paid once on chain", async () => {
@@ -275,8 +276,9 @@ describe("paid reports judge values, not only presence", () => {
     expect(report.findings.find((f) => f.id === "cookie-prefix-invalid")?.message).toMatch(
       /^The cookie "__Host-pref"/,
     );
-    // 3 medium, 3 low: 100 − 30 − 15.
-    expect(report).toMatchObject({ score: 55, grade: "C" });
+    // HSTS invalid and a session cookie without HttpOnly 20 each, without Secure 10, three lows
+    // 5 each: 100 − 65.
+    expect(report).toMatchObject({ score: 35, grade: "D" });
   });
 
   it.each([

@@ -15,6 +15,7 @@ export const COOKIE_NO_SECURE: FindingDef = {
   id: "cookie-no-secure",
   check: "cookies",
   severity: "medium",
+  penalty: 10,
   message: "A cookie is set without Secure on an HTTPS page, so it can leak over plain HTTP.",
   recommendation: "Add `Secure` to every cookie the site sets over HTTPS.",
 };

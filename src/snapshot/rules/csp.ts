@@ -16,6 +16,7 @@ export const CSP_MISSING: FindingDef = {
   id: "csp-missing",
   check: "csp",
   severity: "medium",
+  penalty: 25,
   message: "Content-Security-Policy (CSP) header is missing.",
   recommendation:
     "Set a `Content-Security-Policy`, e.g. `default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'`.",
@@ -24,6 +25,7 @@ export const CSP_INVALID: FindingDef = {
   id: "csp-invalid",
   check: "csp",
   severity: "medium",
+  penalty: 25,
   message:
     "The Content-Security-Policy header has no directive browsers know, so it protects nothing.",
   recommendation:
@@ -42,6 +44,7 @@ export const CSP_UNSAFE_EVAL: FindingDef = {
   id: "csp-unsafe-eval",
   check: "csp",
   severity: "medium",
+  penalty: 10,
   message: "The Content-Security-Policy allows eval() in scripts ('unsafe-eval').",
   recommendation: "Remove `'unsafe-eval'` from `script-src` (or `default-src`).",
 };

@@ -21,6 +21,8 @@ export interface Finding {
 export interface FindingDef extends Finding {
   /** Points it costs the score; without it, the penalty of its severity (rules/score.ts). */
   penalty?: number;
+  /** The best grade a report with it can get, whatever its score (rules/score.ts). */
+  gradeCap?: "F";
   /** Ids it says more precisely: a report that has this finding drops those. */
   supersedes?: readonly string[];
 }

@@ -42,6 +42,7 @@ export const HSTS_MAX_AGE_SHORT: FindingDef = {
   id: "hsts-max-age-short",
   check: "hsts",
   severity: "low",
+  penalty: 10,
   message: "Strict-Transport-Security max-age is shorter than 180 days (15552000 seconds).",
   recommendation: FIX,
 };

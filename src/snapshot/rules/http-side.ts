@@ -6,12 +6,14 @@
 import type { Evidence } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
+import { httpsNotChecked } from "./https.js";
 import { defineRule } from "./rule.js";
 
 export const HTTP_ONLY: FindingDef = {
   id: "http-only",
   check: "http_side",
   severity: "high",
+  gradeCap: "F",
   // The more specific statement of a broken HTTPS when plain HTTP carries the site.
   supersedes: ["https-failed"],
   message: "The site is served over plain HTTP only: http:// answers and HTTPS does not work.",
@@ -59,9 +61,9 @@ export function judgeHttpSide(evidence: Evidence): Finding[] {
     }
   }
   // Plain HTTP carries the site (a page, or a redirect that stays on http) and HTTPS is broken.
-  // An HTTPS probe our own cap stopped says nothing about the site (docs/snapshot-engine.md
-  // "Per-snapshot caps"): the findings below, which do not depend on it, still apply.
-  const httpsBroken = !evidence.https.ok && evidence.https.failure.kind !== "capped";
+  // An HTTPS probe our own cap or policy stopped says nothing about the site (docs/contract.md
+  // §4.4): the findings below, which do not depend on it, still apply.
+  const httpsBroken = !evidence.https.ok && !httpsNotChecked(evidence.https);
   if (httpsBroken && target?.protocol !== "https:") {
     return [
       found(

@@ -44,21 +44,34 @@ export const HTTPS_FAILED: FindingDef = {
   id: "https-failed",
   check: "https",
   severity: "high",
+  gradeCap: "F",
   message: "HTTPS does not work.",
   recommendation:
     "Serve the site over HTTPS with a valid certificate for its name from a trusted certificate authority.",
 };
 
+/**
+ * Whether our own limits, not the site, stopped the https check: a cap of ours, or our policy
+ * refusing the probe's target (its port 443 not in SNAPSHOT_ALLOWED_PORTS, its address blocked).
+ * A redirect the site chose to a refused target never gets here: that is a 400 (§4.2 row 2).
+ */
+export function httpsNotChecked(https: HttpsVerdict): boolean {
+  return !https.ok && (https.failure.kind === "capped" || https.failure.kind === "blocked");
+}
+
 /** The note of a failed https check; its finding says the same words. */
 function httpsFailedNote(url: string, failure: FailureCause): string {
-  // Our cap stopped the request: nothing was learned about the site's HTTPS.
+  // Our cap or policy stopped the request: nothing was learned about the site's HTTPS.
   if (failure.kind === "capped") return `HTTPS was not checked (${url}): ${cause(failure)}.`;
+  if (failure.kind === "blocked") {
+    return `HTTPS was not checked (${url}): this service's settings do not allow that target (${failure.message}).`;
+  }
   return `HTTPS does not work (${url}): ${cause(failure)}.`;
 }
 
 export function judgeHttps(e: Evidence): Finding[] {
-  // A probe our own cap stopped learned nothing about the site: no finding against it.
-  if (e.https.ok || e.https.failure.kind === "capped") return [];
+  // A probe our own limits stopped learned nothing about the site: no finding against it.
+  if (e.https.ok || httpsNotChecked(e.https)) return [];
   return [found(HTTPS_FAILED, httpsFailedNote(e.https.url, e.https.failure))];
 }
 

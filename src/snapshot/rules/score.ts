@@ -1,19 +1,21 @@
 /**
- * The score and grade of a report (docs/findings.md "Scoring"): 100 less each finding's penalty
- * (its own `penalty` in its rule module, else the one of its severity), never below 0; the grade
- * is read off the score on a fixed scale.
+ * The score and grade of a report (docs/findings.md "Score and grade"): 100 less each finding's
+ * penalty (its own `penalty` in its rule module, else the one of its severity), never below 0;
+ * the grade is read off the score on a fixed scale, then capped: F without working HTTPS (a
+ * finding with `gradeCap`), D at best for a site that answered with no security header.
  */
 import type { Finding, Severity } from "./finding.js";
 import { ALL_FINDINGS } from "./registry.js";
 
+/** Calibrated against MDN HTTP Observatory's deductions (docs/findings.md "Score and grade"). */
 export const PENALTY: Readonly<Record<Severity, number>> = {
   high: 25,
-  medium: 10,
+  medium: 20,
   low: 5,
   info: 0,
 };
 
-/** Lowest score of each grade, best first. */
+/** Lowest score of each grade, best first (the same scale as Observatory's). */
 export const GRADE_SCALE = [
   ["A+", 100],
   ["A", 90],
@@ -33,8 +35,15 @@ export const GRADE_SCALE = [
 export const GRADES = GRADE_SCALE.map(([grade]) => grade);
 export type Grade = (typeof GRADE_SCALE)[number][0];
 
+/** The best grade of a site that answered without any of the six security headers (SPEC §8). */
+const NO_SECURITY_HEADER_CAP: Grade = "D";
+
 const PENALTY_OF_ID = new Map(
   ALL_FINDINGS.flatMap((d) => (d.penalty === undefined ? [] : [[d.id, d.penalty] as const])),
+);
+
+const CAP_OF_ID = new Map(
+  ALL_FINDINGS.flatMap((d) => (d.gradeCap === undefined ? [] : [[d.id, d.gradeCap] as const])),
 );
 
 export function scoreOf(findings: readonly Finding[]): number {
@@ -45,7 +54,24 @@ export function scoreOf(findings: readonly Finding[]): number {
   return Math.max(0, 100 - lost);
 }
 
-export function gradeOf(score: number): Grade {
-  for (const [grade, lowest] of GRADE_SCALE) if (score >= lowest) return grade;
+/** The worse of two grades. */
+function worse(a: Grade, b: Grade): Grade {
+  return GRADES.indexOf(a) >= GRADES.indexOf(b) ? a : b;
+}
+
+/**
+ * The best grade the report can have whatever its score: the worst `gradeCap` of its findings,
+ * and D when the site answered without any security header (`noSecurityHeader`). Only findings
+ * cap: a check our own limits stopped has none (docs/contract.md §4.4), so it caps nothing.
+ */
+export function gradeCapOf(findings: readonly Finding[], noSecurityHeader: boolean): Grade {
+  let cap: Grade = noSecurityHeader ? NO_SECURITY_HEADER_CAP : "A+";
+  for (const f of findings) cap = worse(cap, CAP_OF_ID.get(f.id) ?? "A+");
+  return cap;
+}
+
+/** The grade of `score` on the scale, no better than `cap`. */
+export function gradeOf(score: number, cap: Grade = "A+"): Grade {
+  for (const [grade, lowest] of GRADE_SCALE) if (score >= lowest) return worse(grade, cap);
   return "F";
 }

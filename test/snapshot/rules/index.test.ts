@@ -94,8 +94,9 @@ describe("the demo", () => {
     ]);
     expect(demo.findings.map((f) => f.message)).toEqual(demo.notes);
     expect(demo.score).toBe(scoreOf(demo.findings));
-    expect(demo.score).toBe(65);
-    expect(demo.grade).toBe("B-");
+    // 100 − (20 + 25 + 20 + 5), as Observatory would grade it (docs/findings.md "Score and grade").
+    expect(demo.score).toBe(30);
+    expect(demo.grade).toBe("D");
   });
 });
 
