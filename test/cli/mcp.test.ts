@@ -362,7 +362,8 @@ describe("the MCP Inspector's CLI", () => {
     return JSON.parse(stdout) as unknown;
   }
 
-  it("lists the tools and calls demo_snapshot", async () => {
+  // Two runs of an outside CLI, each starting Node twice: slow on a busy machine.
+  it("lists the tools and calls demo_snapshot", { timeout: 90_000 }, async () => {
     const listed = (await inspect(["tools/list"])) as { tools: Tool[] };
     expect(listed.tools.map((t) => t.name).sort()).toEqual(["demo_snapshot", "snapshot", "wallet"]);
     const demo = (await inspect(["tools/call", "--tool-name", "demo_snapshot"])) as CallToolResult;
