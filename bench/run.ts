@@ -4,6 +4,7 @@
  *
  *   npm run bench                         every part
  *   npm run bench -- snapshot [lines…]    one part; further arguments go to that part
+ *   npm run bench -- observatory          our scan vs MDN Observatory's (root: ports 80/443)
  *   npm run bench -- payment
  *   npm run bench -- mcp
  *   npm run bench -- startup
@@ -17,6 +18,7 @@ import { fileURLToPath } from "node:url";
 
 const PARTS = [
   "snapshot",
+  "observatory",
   "payment",
   "mcp",
   "startup",

@@ -9,7 +9,8 @@
  * and a measuring child started with NODE_EXTRA_CA_CERTS pointing at the CA — Node reads that
  * variable only at start-up, and the engine must trust the target exactly as it trusts a public
  * site (no `ca:` option). One child per line, so each line's peak RSS is its own. Exits 1 if any
- * line misses its target or the engine's report is not what the target serves.
+ * line misses its target or the engine's report is not what the target serves, or a snapshot
+ * sends the target more requests than its budget (the https line: ≤ 7, the redirect line: ≤ 9).
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -73,6 +74,9 @@ const LINES = {
   },
 } satisfies Record<string, LineSpec>;
 type LineName = keyof typeof LINES;
+
+/** Requests per snapshot the target may receive (issue 20; docs/snapshot-engine.md). */
+const REQUEST_BUDGETS = { https: 7, redirect: 9 } as const;
 
 /** What the parent tells the measuring child. */
 interface ChildSetup {
@@ -293,6 +297,30 @@ function table(results: LineResult[]): string {
   return rows.join("\n");
 }
 
+/**
+ * Requests the target received per snapshot (median over the measured rounds), against issue
+ * 20's budgets: the https line's input is an origin with no redirect (a bare-host scan), the
+ * redirect line's is the http:// input that redirects to https twice (the worst common case).
+ * Returns true when a count is over its budget.
+ */
+function printRequestCounts(results: LineResult[]): boolean {
+  let over = false;
+  for (const [line, what] of [
+    ["https", "bare-host"],
+    ["redirect", "http://"],
+  ] as const) {
+    const r = results.find((x) => x.line === line);
+    const n = r?.duel.a.peer.requests;
+    if (n === undefined) continue;
+    const budget = REQUEST_BUDGETS[line];
+    over ||= n > budget;
+    console.log(
+      `requests per ${what} scan ${n} (≤ ${budget}) ${n <= budget ? "PASS" : "FAIL"}   [line ${line}, target's count, median per snapshot]`,
+    );
+  }
+  return over;
+}
+
 async function main(): Promise<number> {
   const childSetup = process.env[CHILD_ENV];
   if (childSetup) {
@@ -355,6 +383,7 @@ async function main(): Promise<number> {
     console.log(`peak RSS of the measuring process, line ${r.line}: ${mib(r.processPeakRss)} MiB`);
   }
   failed ||= results.some((r) => r.duel.ratio > LINES[r.line].target);
+  failed = printRequestCounts(results) || failed;
   console.log(failed ? "\nsnapshot benchmark: FAIL" : "\nsnapshot benchmark: PASS");
   return failed ? 1 : 0;
 }

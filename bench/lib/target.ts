@@ -63,6 +63,8 @@ export interface BenchTargetOptions {
   cert: { certPem: string; keyPem: string };
   /** The host whose `/` is the page (default PAGE_HOST). */
   pageHost?: string;
+  /** Fixed ports (e.g. 80 and 443 for a scanner that knows no other); default: any free. */
+  ports?: { http: number; https: number };
 }
 
 function hostOf(req: IncomingMessage): string {
@@ -113,7 +115,8 @@ export async function startBenchTarget(opts: BenchTargetOptions): Promise<BenchT
   ];
   const sockets = new Set<Socket>();
   const ports: number[] = [];
-  for (const server of servers) {
+  const fixedPorts = opts.ports ? [opts.ports.http, opts.ports.https] : [0, 0];
+  for (const [i, server] of servers.entries()) {
     server.on("connection", (s: Socket) => {
       counts.connections++;
       sockets.add(s);
@@ -124,7 +127,7 @@ export async function startBenchTarget(opts: BenchTargetOptions): Promise<BenchT
     server.on("clientError", (_err, socket: Socket) => socket.destroy());
     // 1000 connections arrive at once in the concurrency test; Node's default backlog (511)
     // would make some of them wait for a SYN retransmission (1 s) and measure the kernel.
-    server.listen({ port: 0, host: opts.address, backlog: 4096 });
+    server.listen({ port: fixedPorts[i], host: opts.address, backlog: 4096 });
     await once(server, "listening");
     ports.push((server.address() as AddressInfo).port);
   }

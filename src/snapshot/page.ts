@@ -4,6 +4,7 @@
  * the body is read by fetch.ts.
  */
 import type { PageEvidence } from "./rules/evidence.js";
+import type * as Htmlparser2 from "htmlparser2";
 
 /** Elements a parser keeps in `<head>`; any other start tag begins the body (HTML §13.2.6.4.4). */
 const HEAD_ELEMENTS = new Set([
@@ -51,9 +52,12 @@ function resolveHttp(ref: string, base: URL): URL | null {
  * that cannot be in a head. Script URLs resolve against the first `<base href>` seen before them
  * (the document base URL; a base with a non-http(s) URL is ignored, as browsers do).
  */
+/** htmlparser2, imported once: each `import()` is a loader round trip, even of a loaded module. */
+let htmlparser: Promise<typeof Htmlparser2> | undefined;
+
 export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidence> {
   // Loaded with the first page: not part of the CLI's start-up (docs/benchmarks.md, "Start-up").
-  const { Parser } = await import("htmlparser2");
+  const { Parser } = await (htmlparser ??= import("htmlparser2"));
   const metaCsp: string[] = [];
   const scripts: PageEvidence["scripts"] = [];
   let inHead = true;

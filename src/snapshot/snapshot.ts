@@ -1,9 +1,11 @@
 /**
  * One snapshot, end to end (docs/contract.md §4): validate, fetch the chain, run the checks,
- * build the report. Speed comes from speculation: the well-known probes of the input origin
- * (and of the first redirect targets) and the HTTPS probe of an http input start together with
- * the main request, are reused when the final origin/host turns out the same, and whatever is
- * left unused is cancelled when the snapshot ends. Each snapshot has its own dispatcher: its
+ * build the report. Speed comes from speculation: the well-known probes of an https input origin
+ * (and of the first https redirect targets) start together with the main request, are reused
+ * when the final origin turns out the same, and whatever is left unused is cancelled when the
+ * snapshot ends. An http:// hop gets no speculation: it usually redirects to https, and its
+ * files and an HTTPS probe would repeat requests the chain then makes anyway (docs/snapshot-
+ * engine.md "Requests per snapshot"). Each snapshot has its own dispatcher: its
  * requests share keep-alive connections, every connect knows the snapshot's deadline and
  * signal, and all its connections are closed when it ends. One deadline covers everything.
  */
@@ -243,7 +245,6 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
   // Each origin's file probes can be cancelled alone: those of an origin the chain only passed
   // through are not needed once it has ended, and must not use the caps the final one needs.
   const filesCancel = new Map<string, AbortController>();
-  let chainOver = false;
   const httpsByHost = new Map<string, Promise<HttpsProbe>>();
   const httpSideByHost = new Map<string, Promise<HttpSideProbe>>();
   // One made-up origin per snapshot (docs/snapshot-engine.md "CORS probe").
@@ -273,17 +274,10 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
     },
     httpsFor(hostname) {
       let p = httpsByHost.get(hostname);
-      if (!p) {
-        httpsByHost.set(hostname, (p = probeHttps(hostname, probePort, ctx)));
-        // A speculative probe the caps refused while the chain ran is asked again if needed.
-        void p.then((r) => {
-          if (!chainOver && !r.ok && r.failure.kind === "capped") httpsByHost.delete(hostname);
-        });
-      }
+      if (!p) httpsByHost.set(hostname, (p = probeHttps(hostname, probePort, ctx)));
       return p;
     },
     chainEnded(finalUrl) {
-      chainOver = true;
       for (const [origin, cancel] of filesCancel) {
         if (origin !== finalUrl.origin) cancel.abort();
       }
@@ -319,8 +313,10 @@ function isPage(hop: Hop): boolean {
 }
 
 /**
- * The main chain; when `speculate`, starting the probes of its first origins as soon as they are
- * known and the http-side probe with the first request (otherwise runChecks starts what it needs).
+ * The main chain; when `speculate`, starting the file probes of its first https origins as soon
+ * as they are known and the http-side probe with the first request (otherwise runChecks starts
+ * what it needs). The HTTPS probe is never speculative: it is sent only for an http final URL
+ * the chain did not prove, so a site that redirects to https gets no request twice.
  */
 function followChain(
   input: URL,
@@ -330,8 +326,9 @@ function followChain(
 ): Promise<FetchedChain> {
   const onUrl = (url: URL, index: number) => {
     if (!speculate) return;
-    if (index <= EARLY_PROBE_HOPS) void session.filesFor(url);
-    if (index === 0 && url.protocol === "http:") void session.httpsFor(url.hostname);
+    // Files of an http origin are asked only when it is final (after the chain): asked early,
+    // each would be a redirect to https followed by the request the https origin makes anyway.
+    if (index <= EARLY_PROBE_HOPS && url.protocol === "https:") void session.filesFor(url);
     if (index === 0 && !firstHopIsHttpSide(url, session.httpPort)) {
       void session.httpSideFor(url.hostname);
     }
@@ -399,9 +396,11 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
   const isHttpFinal = finalUrl.protocol === "http:";
   const needProbe = isHttpFinal && !httpsProvenByChain(chain, finalUrl.hostname, session.probePort);
   // Under the caps the HTTPS probe comes before the files, and both before CORS and the http://
-  // side (docs/snapshot-engine.md "Per-snapshot caps"); asked in that order, released in steps.
-  session.chainEnded(finalUrl);
+  // side (docs/snapshot-engine.md "Per-snapshot caps"); released in steps. The final origin's
+  // files are asked before the chain's hold is released, so they queue ahead of an http-side
+  // probe already waiting (an http origin's files were not speculated).
   const filesAsked = chain.final !== null ? session.filesFor(finalUrl) : null;
+  session.chainEnded(finalUrl);
   const probeAsked = needProbe ? session.httpsFor(finalUrl.hostname) : null;
   session.httpsDecided();
   const page = pageOf(chain);

@@ -263,8 +263,8 @@ describe("lower caps from the configuration: the documented precedence", () => {
       `http://site.test:${site.port}/away`,
       caps({ SNAPSHOT_MAX_REQUESTS: "5" }),
     );
-    // site.test's files were started with the main request but waited, and were cancelled when
-    // the chain ended on www.site.test; the HTTPS probe kept its one request.
+    // site.test is an http origin the chain passed through: its files were never asked; the
+    // HTTPS probe kept its one request, the final origin's files came before the http:// side.
     expect(plain).toEqual([
       "site.test/away",
       "www.site.test/home",

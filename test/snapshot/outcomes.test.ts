@@ -380,17 +380,18 @@ describe("speculation under a crowd (EngineOptions.speculationLimit)", () => {
       speculationLimit: 1,
     });
     const held: ServerResponse[] = [];
-    site.route("/held-1", (_req, res) => held.push(res));
-    site.route("/held-2", (_req, res) => held.push(res));
-    const before = site.requests.length;
+    secure.route("/held-1", (_req, res) => held.push(res));
+    secure.route("/held-2", (_req, res) => held.push(res));
+    const before = secure.requests.length;
     const filesAsked = () =>
-      site.requests.slice(before).filter((q) => WELL_KNOWN.includes(q.path)).length;
+      secure.requests.slice(before).filter((q) => WELL_KNOWN.includes(q.path)).length;
     try {
-      // The first has no other snapshot in flight: its files are asked with its main request.
-      const first = limited.snapshot(`http://site.test:${site.port}/held-1`);
+      // The first has no other snapshot in flight: its files are asked with its main request
+      // (an https input: an http one's files wait for the chain anyway).
+      const first = limited.snapshot(`https://secure.test:${secure.port}/held-1`);
       await until(() => held.length === 1 && filesAsked() === 3);
       // The second starts with one in flight, which is the limit: only its main request goes.
-      const second = limited.snapshot(`http://site.test:${site.port}/held-2`);
+      const second = limited.snapshot(`https://secure.test:${secure.port}/held-2`);
       await until(() => held.length === 2);
       await sleep(300);
       expect(filesAsked()).toBe(3);
