@@ -390,10 +390,10 @@ export const dnsRule = defineRule({
   topic: "dns",
   findings: [
     DNS_SPF_ALLOWS_ALL,
-    DNS_DMARC_MISSING,
     DNS_SPF_MISSING,
     DNS_SPF_INVALID,
     DNS_SPF_WEAK,
+    DNS_DMARC_MISSING,
     DNS_DMARC_NONE,
     DNS_CAA_MISSING,
     DNS_MTA_STS_INVALID,
