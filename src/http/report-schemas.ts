@@ -47,6 +47,65 @@ const FindingSchema = z
   })
   .strict();
 
+const DnsSectionSchema = z
+  .object({
+    domain: z
+      .string()
+      .describe("The registrable domain of the final host (public suffix list, ICANN section)."),
+    caa: z
+      .object({
+        present: z.boolean().describe("The domain has a CAA record set (RFC 8659)."),
+        issuers: z
+          .array(z.string())
+          .describe("Authorities its `issue`/`issuewild` records name; [] when none may issue."),
+      })
+      .strict()
+      .nullable()
+      .describe("null: the DNS servers gave no usable answer in time."),
+    spf: z
+      .object({
+        present: z.boolean().describe("A TXT record starting `v=spf1` is published."),
+        record: z.string().nullable().describe("The SPF record (the first, if several)."),
+        all: z
+          .enum(["+all", "?all", "~all", "-all"])
+          .nullable()
+          .describe("Its `all` term; `+all` and `?all` are weak; null: none, or several records."),
+      })
+      .strict()
+      .nullable()
+      .describe("null: the DNS servers gave no usable answer in time."),
+    dmarc: z
+      .object({
+        present: z.boolean().describe("A TXT record starting `v=DMARC1` is at `_dmarc.<domain>`."),
+        record: z.string().nullable().describe("The DMARC record (the first, if several)."),
+        policy: z
+          .enum(["none", "quarantine", "reject"])
+          .nullable()
+          .describe("Its `p=`; `none` is weak; null: invalid, or several records."),
+      })
+      .strict()
+      .nullable()
+      .describe("null: the DNS servers gave no usable answer in time."),
+    mta_sts: z
+      .object({
+        present: z.boolean().describe("A TXT record starting `v=STSv1` is at `_mta-sts.<domain>`."),
+        mode: z
+          .enum(["enforce", "testing", "none"])
+          .nullable()
+          .describe("The policy file's mode; null: no record, or the file could not be used."),
+        max_age: z
+          .number()
+          .int()
+          .nullable()
+          .describe("The policy's max_age in seconds; null as for mode."),
+      })
+      .strict()
+      .nullable()
+      .describe("null: the DNS servers gave no usable answer in time."),
+  })
+  .strict()
+  .describe("The domain's mail and certificate records (docs/contract.md §8).");
+
 export const SnapshotResultSchema = z
   .object({
     requested_url: z.string().describe("The URL as submitted."),
@@ -85,6 +144,9 @@ export const SnapshotResultSchema = z
       .describe(
         "The score on a fixed scale, capped: F without working HTTPS, D at best with no security header.",
       ),
+    dns: DnsSectionSchema.nullable().describe(
+      "CAA, SPF, DMARC and MTA-STS of the final host's registrable domain; null when the host is an IP address or not under a public suffix.",
+    ),
   })
   .strict();
 

@@ -5,10 +5,25 @@
 import { headerFindings, headerNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
 import { buildReport } from "./result.js";
-import type { DemoSnapshotResult, SnapshotResult } from "./result.js";
+import type { DemoSnapshotResult, ReportSections, SnapshotResult } from "./result.js";
 
 const DEMO_NOTE =
   "This is a static example report; no site was fetched. The live operation is the paid POST /v1/snapshot (0.05 USDC via x402).";
+
+/** The sample site's sections: a domain whose records leave nothing to find. */
+const SECTIONS: ReportSections = {
+  dns: {
+    domain: "example.com",
+    caa: { present: true, issuers: ["letsencrypt.org"] },
+    spf: { present: true, record: "v=spf1 include:_spf.example.com -all", all: "-all" },
+    dmarc: {
+      present: true,
+      record: "v=DMARC1; p=reject; rua=mailto:dmarc@example.com",
+      policy: "reject",
+    },
+    mta_sts: { present: true, mode: "enforce", max_age: 604800 },
+  },
+};
 
 /** A report of a sample site at https://example.com with the given headers present, everything
  * else in order. */
@@ -27,6 +42,7 @@ function sampleReport(headers: HeaderPresence): SnapshotResult {
     { https: true, ...headers, security_txt: true, robots_txt: true, sitemap_xml: true },
     headerNotes(headers, findings),
     findings,
+    SECTIONS,
   );
 }
 

@@ -2,6 +2,7 @@ import { CHECKS, HEADER_CHECKS } from "./rules/registry.js";
 import type { CheckField, CheckName } from "./rules/registry.js";
 import type { Finding } from "./rules/finding.js";
 import { gradeCapOf, gradeOf, scoreOf } from "./rules/score.js";
+import type { DnsSection } from "./rules/dns.js";
 
 /**
  * The report shapes of docs/contract.md §2, as the engine builds them: plain types, so the engine
@@ -30,8 +31,10 @@ export interface CheckValues {
  * The sections of the report that rules add (docs/contract.md §8; rule.ts, `Section`), one
  * member each, keyed as the rule's `section.key`.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the rules' sections join here
-export interface ReportSections {}
+export interface ReportSections {
+  /** The registrable domain's CAA, SPF, DMARC, MTA-STS; null when the host is not a public name. */
+  dns: DnsSection | null;
+}
 
 /** One report (docs/contract.md §2.1, then §8's sections). */
 export interface SnapshotResult extends ReportSections {
@@ -76,7 +79,7 @@ export function buildReport(
   values: CheckValues,
   notes: string[],
   findings: Finding[] = [],
-  sections: ReportSections = {},
+  sections: ReportSections,
 ): SnapshotResult {
   const score = scoreOf(findings);
   // Only a site that answered can be said to send no security header (an unfinished chain's

@@ -40,8 +40,11 @@ import type {
 import { checkHeaders, judge, reportSections, snapshotNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
 import { isHtmlType, parsePage } from "./page.js";
-import { createResolver, shareAnswers } from "./net/resolver.js";
-import type { ResolveHost } from "./net/resolver.js";
+import { createRecordLookup, createResolver, shareAnswers } from "./net/resolver.js";
+import type { RecordLookup, ResolveHost } from "./net/resolver.js";
+import { domainEvidence, startDomainLookups } from "./net/domain.js";
+import type { DomainLookups } from "./net/domain.js";
+import { registrableDomain } from "./rules/dns.js";
 import { SnapshotError, buildReport } from "./result.js";
 import type { SnapshotResult } from "./result.js";
 import { requestFailureOf } from "./types.js";
@@ -178,6 +181,9 @@ interface Session {
   httpSideFor(hostname: string): Promise<HttpSideProbe>;
   /** The final URL asked again with a made-up `Origin`, at most once per snapshot. */
   corsOf(url: URL): Promise<CorsProbe>;
+  /** The domain lookups of a host's registrable domain, started at most once per domain;
+   * null when the host has none (an IP address, a name under no public suffix). */
+  domainFor(hostname: string): DomainLookups | null;
   /**
    * The chain ended on `finalUrl`: the speculative file probes of other origins are cancelled,
    * and what the caps held back for the chain goes to the requests waiting for it.
@@ -194,10 +200,18 @@ interface SessionOptions {
   caller: AbortSignal | undefined;
   policy: UrlPolicy;
   resolve: ResolveHost;
+  records: RecordLookup;
   options: EngineOptions;
 }
 
-function openSession({ rawUrl, caller, policy, resolve, options }: SessionOptions): Session {
+function openSession({
+  rawUrl,
+  caller,
+  policy,
+  resolve,
+  records,
+  options,
+}: SessionOptions): Session {
   const deadline = new AbortController();
   const done = new AbortController();
   const deadlineAt = Date.now() + options.timeoutMs;
@@ -250,6 +264,7 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
   // One made-up origin per snapshot (docs/snapshot-engine.md "CORS probe").
   const corsOrigin = `https://${randomBytes(6).toString("hex")}.invalid`;
   let cors: Promise<CorsProbe> | undefined;
+  const domains = new Map<string, DomainLookups>();
   return {
     ctx,
     probePort,
@@ -261,6 +276,14 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
     },
     corsOf(url) {
       return (cors ??= probeCors(url, corsOrigin, ctx));
+    },
+    domainFor(hostname) {
+      const domain = registrableDomain(hostname);
+      if (domain === null) return null;
+      let lookups = domains.get(domain);
+      if (!lookups)
+        domains.set(domain, (lookups = startDomainLookups(domain, records, probePort, ctx)));
+      return lookups;
     },
     filesFor(url) {
       let p = filesByOrigin.get(url.origin);
@@ -406,6 +429,8 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
   const page = pageOf(chain);
   const cors = chain.final !== null && speaksCors(chain.final) ? session.corsOf(finalUrl) : null;
   const httpSide = httpSideFrom(chain, input, session);
+  // The report is of the final host's domain (docs/snapshot-engine.md "The domain").
+  const domain = session.domainFor(finalUrl.hostname);
   const [files, probe] = await Promise.all([filesAsked, probeAsked]);
   const https = checkHttps({
     finalUrl,
@@ -418,12 +443,13 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
     probe: isHttpFinal && !needProbe ? { ok: true } : probe,
     probeUrl: httpsProbeUrl(finalUrl.hostname, session.probePort).href,
   });
-  const [pageEvidence, corsProbe, httpSideProbe] = await settleWithin<
-    [PageEvidence | null, CorsProbe, HttpSideProbe]
-  >(EXTRA_GRACE_MS, [
-    [page, null],
-    [cors, { kind: "failed" }],
-    [httpSide, { kind: "failed", failure: { kind: "timeout" } }],
+  const [[pageEvidence, corsProbe, httpSideProbe], dns] = await Promise.all([
+    settleWithin<[PageEvidence | null, CorsProbe, HttpSideProbe]>(EXTRA_GRACE_MS, [
+      [page, null],
+      [cors, { kind: "failed" }],
+      [httpSide, { kind: "failed", failure: { kind: "timeout" } }],
+    ]),
+    domain ? domainEvidence(domain, EXTRA_GRACE_MS) : null,
   ]);
   const evidence: Evidence = {
     input,
@@ -433,6 +459,7 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
     httpSide: httpSideProbe,
     https,
     files,
+    dns,
   };
   return { headers: checkHeaders(chain.final?.headers ?? null), https, files, evidence };
 }
@@ -443,6 +470,9 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     createResolver(options.dnsServers, { timeoutMs: options.timeoutMs }),
   );
 
+  // CAA and TXT questions go to the same servers, under the same bound (docs/contract.md §8).
+  const records = createRecordLookup(options.dnsServers, { timeoutMs: options.timeoutMs });
+
   const speculationLimit = options.speculationLimit ?? defaultSnapshotConcurrency();
 
   /** `othersInFlight`: the engine's snapshots already running when this one starts. */
@@ -452,9 +482,11 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     othersInFlight: number,
   ): Promise<SnapshotResult> {
     const input = parseInputUrl(rawUrl, policy);
-    const session = openSession({ rawUrl, caller, policy, resolve, options });
+    const session = openSession({ rawUrl, caller, policy, resolve, records, options });
     const fetchedAt = new Date().toISOString();
     try {
+      // The domain's records are asked as soon as the host is known, beside the chain.
+      session.domainFor(input.hostname);
       const speculate = othersInFlight < speculationLimit;
       const chain = await followChain(input, options.maxRedirects, session, speculate);
       refuseUnansweredFirstRequest(chain);

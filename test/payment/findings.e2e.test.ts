@@ -27,7 +27,16 @@ import {
   type SnapshotResult,
 } from "../../src/snapshot/index.js";
 import { startDnsServer, type DnsFixture } from "../fixtures/dns-server.js";
-import { GOOD_HEADERS, RESPONSE_FINDINGS, SECURITY_TXT } from "../fixtures/finding-cases.js";
+import {
+  DOMAIN_CASES,
+  DOMAIN_FINDINGS,
+  GOOD_HEADERS,
+  RESPONSE_FINDINGS,
+  SECURITY_TXT,
+  domainNames,
+  domainRecords,
+  mtaStsRoute,
+} from "../fixtures/finding-cases.js";
 import {
   PUBLIC_CIDRS,
   PUBLIC_HOST,
@@ -133,10 +142,13 @@ beforeAll(async () => {
   devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   chain = createPublicClient({ transport: http(devnet.rpcUrl) });
   const ca = await loadTestCa();
-  dns = await startDnsServer({ "site.test": { A: [PUBLIC_HOST] } });
+  dns = await startDnsServer({ "site.test": { A: [PUBLIC_HOST] }, ...domainRecords() });
   site = await startHttpsTarget({
-    cert: await issueLeaf(ca, { dnsNames: ["site.test"], ips: [PUBLIC_HOST] }),
+    cert: await issueLeaf(ca, { dnsNames: ["site.test", ...domainNames()], ips: [PUBLIC_HOST] }),
     routes: {
+      // The domain cases: www.<domain>/ is a good page, mta-sts.<domain> serves its policy.
+      "/": respond.text("good", GOOD_HEADERS),
+      "/.well-known/mta-sts.txt": mtaStsRoute,
       "/weak": respond.text("weak", WEAK),
       "/invalid": respond.text("invalid", INVALID),
       "/zero": respond.text("zero", ZERO),
@@ -161,6 +173,8 @@ beforeAll(async () => {
     timeoutMs: 5_000,
     maxRedirects: 10,
     dnsServers: [dns.address],
+    // The MTA-STS policy host's port stands for 443.
+    httpsProbePort: site.port,
   });
   const gate = createPaymentGate({
     store: new MemoryPaymentRecordStore(),
@@ -307,6 +321,29 @@ describe("paid reports judge values, not only presence", () => {
 
   it("together, the paid reports above show every id of the response judges", () => {
     const missing = RESPONSE_FINDINGS.map((d) => d.id).filter((id) => !shown.has(id));
+    expect(missing).toEqual([]);
+  });
+});
+
+describe("paid reports judge the domain's records", () => {
+  const weak = DOMAIN_CASES.filter((c) => c.ids.length > 0);
+
+  it.each(weak.map((c) => [c.domain, c] as const))(
+    "%s: its CAA, SPF, DMARC and MTA-STS findings; paid once on chain",
+    async (_domain, c) => {
+      const { report, paid, received } = await paidReport(
+        payer(7),
+        site.url("/", `www.${c.domain}`),
+      );
+      expect(paid).toBe(PRICE_UNITS);
+      expect(received).toBe(PRICE_UNITS);
+      expect(report.dns?.domain).toBe(c.domain);
+      expectNamed(report, c.ids);
+    },
+  );
+
+  it("together, the paid reports above show every id of the domain", () => {
+    const missing = DOMAIN_FINDINGS.map((d) => d.id).filter((id) => !shown.has(id));
     expect(missing).toEqual([]);
   });
 });

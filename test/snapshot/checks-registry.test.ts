@@ -29,6 +29,8 @@ describe("checks registry", () => {
       "findings",
       "score",
       "grade",
+      // docs/contract.md §9: the sections rules add, after the grade.
+      "dns",
     ]);
   });
 

@@ -68,6 +68,8 @@ const FIELD_ORDER = [
   "findings",
   "score",
   "grade",
+  // docs/contract.md §9: the sections rules add, after the grade.
+  "dns",
 ];
 
 /** Sends headers exactly as given: a flat [name, value, name, value, …] list keeps duplicates. */

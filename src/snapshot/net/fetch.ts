@@ -11,7 +11,7 @@ import zlib from "node:zlib";
 import { request } from "./undici.js";
 import type { Dispatcher } from "undici";
 import { USER_AGENT } from "../../version.js";
-import type { CorsProbe, HttpSideProbe } from "../rules/evidence.js";
+import type { CorsProbe, HttpSideProbe, PolicyFetch } from "../rules/evidence.js";
 import { SnapshotError } from "../result.js";
 import type {
   Chain,
@@ -556,5 +556,35 @@ export async function probeHttps(
     return { ok: true };
   } catch (err) {
     return { ok: false, failure: classifyError(err, ctx, url) };
+  }
+}
+
+/**
+ * The MTA-STS policy of `domain` (RFC 8461 §3.3): `GET https://mta-sts.<domain>/.well-known/
+ * mta-sts.txt` on `port` (443 in production), one request, redirects not followed, on the
+ * snapshot's dispatcher (SSRF rules, caps, deadline); the body read (bounded) for a 200 only.
+ * Never throws.
+ */
+export async function fetchMtaStsPolicy(
+  domain: string,
+  port: number,
+  ctx: FetchContext,
+): Promise<PolicyFetch> {
+  const url = new URL(`https://mta-sts.${domain}:${port}/.well-known/mta-sts.txt`);
+  if (!ctx.policy.allowedPorts.has(port)) {
+    return { kind: "failed", failure: { kind: "blocked", message: `port ${port} is not allowed` } };
+  }
+  try {
+    const res = await get(url, ctx);
+    const headers = toHeaderMap(res.headers);
+    const answer = { url: url.href, status: res.statusCode };
+    const contentType = lastHeader(headers, "content-type");
+    if (res.statusCode !== 200) {
+      discard(res, ctx);
+      return { kind: "response", ...answer, contentType, body: null };
+    }
+    return { kind: "response", ...answer, contentType, body: await readWholeBody(res, headers) };
+  } catch (err) {
+    return { kind: "failed", failure: classifyError(err, ctx, url) };
   }
 }

@@ -228,3 +228,67 @@ export function shareAnswers(resolve: ResolveHost): ResolveHost {
     }).finally(leave);
   };
 }
+
+/** What one CAA or TXT question got (the domain checks of docs/contract.md §8). */
+export type RecordAnswer<T> =
+  /** The records (NOERROR with answers). */
+  | { kind: "records"; records: T[] }
+  /** NXDOMAIN or NODATA: the name has no record of that type. */
+  | { kind: "none" }
+  /** No usable answer: SERVFAIL, REFUSED, no answer in time, cancelled; `code` is c-ares'. */
+  | { kind: "failed"; code: string };
+
+/** One CAA record as c-ares gives it (the tags it knows; others are left out). */
+export interface CaaRecordAnswer {
+  critical: number;
+  issue?: string;
+  issuewild?: string;
+  iodef?: string;
+}
+
+export interface RecordLookup {
+  caa(name: string, signal: AbortSignal): Promise<RecordAnswer<CaaRecordAnswer>>;
+  /** Each TXT record with its character-strings joined (RFC 7208 §3.3). */
+  txt(name: string, signal: AbortSignal): Promise<RecordAnswer<string>>;
+}
+
+/**
+ * CAA and TXT questions through the same servers, c-ares and time bound as the address lookups
+ * (createResolver). Never rejects: every outcome is a RecordAnswer.
+ */
+export function createRecordLookup(
+  dnsServers: readonly string[],
+  options: Pick<ResolverOptions, "timeoutMs"> = {},
+): RecordLookup {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  async function ask<T>(
+    query: (r: dns.Resolver) => Promise<T[]>,
+    signal: AbortSignal,
+  ): Promise<RecordAnswer<T>> {
+    const servers = dnsServers.length > 0 ? [...dnsServers] : nodeDns.getServers();
+    if (servers.length === 0) return { kind: "failed", code: "ENOSERVERS" };
+    const resolver = new dns.Resolver({
+      timeout: Math.max(100, Math.ceil(timeoutMs / 2)),
+      tries: TRIES,
+    });
+    resolver.setServers(servers);
+    const bound = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    try {
+      const records = await raceSignal(query(resolver), bound, () => resolver.cancel());
+      return records.length > 0 ? { kind: "records", records } : { kind: "none" };
+    } catch (err) {
+      if (bound.aborted) return { kind: "failed", code: "ETIMEOUT" };
+      const code = codeOf(err);
+      return code === "ENOTFOUND" || code === "ENODATA"
+        ? { kind: "none" }
+        : { kind: "failed", code };
+    } finally {
+      resolver.cancel();
+    }
+  }
+  return {
+    caa: (name, signal) => ask((r) => r.resolveCaa(name) as Promise<CaaRecordAnswer[]>, signal),
+    txt: (name, signal) =>
+      ask((r) => r.resolveTxt(name).then((rs) => rs.map((chunks) => chunks.join(""))), signal),
+  };
+}

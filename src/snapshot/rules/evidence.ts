@@ -74,6 +74,43 @@ export interface Evidence {
   https: HttpsVerdict;
   /** The well-known files of the final origin; null when the site was not reachable. */
   files: FileVerdicts | null;
+  /** The final host's domain records (rules/dns.ts); absent or null when it is not a name. */
+  dns?: DomainEvidence | null;
+}
+
+/** What a CAA or TXT question got: its records, none (NXDOMAIN/NODATA), or no usable answer. */
+export type DnsAnswer<T> =
+  { kind: "records"; records: T[] } | { kind: "none" } | { kind: "failed"; code: string };
+
+/** `GET https://mta-sts.<domain>/.well-known/mta-sts.txt` (RFC 8461 §3.3), redirects not followed. */
+export type PolicyFetch =
+  | {
+      kind: "response";
+      url: string;
+      status: number;
+      contentType: string | undefined;
+      /** Decoded body (≤ 64 KiB) of a 200; null otherwise or when it could not be read. */
+      body: Buffer | null;
+    }
+  | { kind: "failed"; failure: RequestFailure };
+
+/**
+ * The domain records of the final host's registrable domain (docs/contract.md §8), each null
+ * when its answer did not arrive before the report was built.
+ */
+export interface DomainEvidence {
+  /** The registrable domain (public suffix list). */
+  domain: string;
+  /** CAA records at the domain: the issuer of each `issue`/`issuewild` (may be ""), by tag. */
+  caa: DnsAnswer<{ tag: string; value: string }> | null;
+  /** TXT records at the domain. */
+  txt: DnsAnswer<string> | null;
+  /** TXT records at `_dmarc.<domain>`. */
+  dmarc: DnsAnswer<string> | null;
+  /** TXT records at `_mta-sts.<domain>`. */
+  mtaStsTxt: DnsAnswer<string> | null;
+  /** The policy file; null when not fetched (no MTA-STS record) or late. */
+  mtaStsPolicy: PolicyFetch | null;
 }
 
 /** Every non-blank instance of a header on the final response, trimmed; [] when there is none. */

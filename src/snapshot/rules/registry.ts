@@ -12,6 +12,7 @@ import type { Rule } from "./rule.js";
 import { cookiesRule } from "./cookies.js";
 import { corsRule } from "./cors.js";
 import { cspRule } from "./csp.js";
+import { dnsRule } from "./dns.js";
 import { hstsRule } from "./hsts.js";
 import { httpSideRule } from "./http-side.js";
 import { httpsRule } from "./https.js";
@@ -41,6 +42,7 @@ export const RULES = [
   redirectsRule,
   sriRule,
   corsRule,
+  dnsRule,
 ] as const satisfies readonly Rule[];
 
 type Check = Extract<(typeof RULES)[number], { check: unknown }>["check"];

@@ -1,0 +1,79 @@
+/**
+ * The domain lookups of one snapshot (docs/snapshot-engine.md "The domain"): CAA and TXT at the
+ * registrable domain, TXT at `_dmarc.` and `_mta-sts.`, through the engine's DNS servers, all at
+ * once; then, only when an MTA-STS record is there, its policy file over the snapshot's pinned
+ * dispatcher. Nothing here throws.
+ */
+import type { DnsAnswer, DomainEvidence, PolicyFetch } from "../rules/evidence.js";
+import { fetchMtaStsPolicy } from "./fetch.js";
+import type { FetchContext } from "./fetch.js";
+import type { RecordAnswer, RecordLookup } from "./resolver.js";
+
+/** The lookups of one domain, each settling on its own. */
+export interface DomainLookups {
+  domain: string;
+  caa: Promise<DnsAnswer<{ tag: string; value: string }>>;
+  txt: Promise<DnsAnswer<string>>;
+  dmarc: Promise<DnsAnswer<string>>;
+  mtaStsTxt: Promise<DnsAnswer<string>>;
+  /** null: no MTA-STS record, so no request. */
+  mtaStsPolicy: Promise<PolicyFetch | null>;
+}
+
+/** c-ares' CAA objects carry the tag as a key; the three tags of RFC 8659 are kept. */
+function caaRecords(
+  answer: RecordAnswer<{ issue?: string; issuewild?: string; iodef?: string }>,
+): DnsAnswer<{ tag: string; value: string }> {
+  if (answer.kind !== "records") return answer;
+  const records = answer.records.flatMap((r) =>
+    (["issue", "issuewild", "iodef"] as const).flatMap((tag) => {
+      const value = r[tag];
+      return value === undefined ? [] : [{ tag, value }];
+    }),
+  );
+  // A CAA set of only other tags still is a CAA set (RFC 8659 §4): present, no issuer named.
+  return { kind: "records", records: records.length > 0 ? records : [{ tag: "other", value: "" }] };
+}
+
+/** Starts every lookup of `domain` now; the policy file on `port` (443 in production). */
+export function startDomainLookups(
+  domain: string,
+  records: RecordLookup,
+  port: number,
+  ctx: FetchContext,
+): DomainLookups {
+  const { signal } = ctx;
+  const mtaStsTxt = records.txt(`_mta-sts.${domain}`, signal);
+  return {
+    domain,
+    caa: records.caa(domain, signal).then(caaRecords),
+    txt: records.txt(domain, signal),
+    dmarc: records.txt(`_dmarc.${domain}`, signal),
+    mtaStsTxt,
+    // RFC 8461 §3.1: the policy is fetched only for a record beginning `v=STSv1`.
+    mtaStsPolicy: mtaStsTxt.then((a) =>
+      a.kind === "records" && a.records.some((r) => /^v=STSv1(\s|;|$)/.test(r.trim()))
+        ? fetchMtaStsPolicy(domain, port, ctx)
+        : null,
+    ),
+  };
+}
+
+/** The evidence of `lookups` as settled within `ms` from now; what comes later is null. */
+export async function domainEvidence(lookups: DomainLookups, ms: number): Promise<DomainEvidence> {
+  let timer: NodeJS.Timeout | undefined;
+  const grace = new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)));
+  const by = <T>(p: Promise<T>): Promise<T | null> => Promise.race([p, grace]);
+  try {
+    const [caa, txt, dmarc, mtaStsTxt, mtaStsPolicy] = await Promise.all([
+      by(lookups.caa),
+      by(lookups.txt),
+      by(lookups.dmarc),
+      by(lookups.mtaStsTxt),
+      by(lookups.mtaStsPolicy),
+    ]);
+    return { domain: lookups.domain, caa, txt, dmarc, mtaStsTxt, mtaStsPolicy };
+  } finally {
+    clearTimeout(timer);
+  }
+}

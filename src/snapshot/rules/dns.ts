@@ -1,0 +1,406 @@
+/**
+ * The domain (docs/contract.md §8, docs/findings.md "Domain"): CAA, SPF, DMARC and MTA-STS of the
+ * final host's registrable domain, as the engine's resolver answered them, and the MTA-STS policy
+ * file. Pure functions of the evidence; the lookups are net/domain.ts's.
+ */
+import { createRequire } from "node:module";
+import { isIP } from "node:net";
+import type * as Tldts from "tldts";
+import type { DnsAnswer, DomainEvidence, Evidence, PolicyFetch } from "./evidence.js";
+import { found } from "./finding.js";
+import type { Finding, FindingDef } from "./finding.js";
+import { capReached, cause } from "./notes.js";
+import { defineRule } from "./rule.js";
+
+export type SpfAll = "+all" | "?all" | "~all" | "-all";
+export type DmarcPolicy = "none" | "quarantine" | "reject";
+export type MtaStsMode = "enforce" | "testing" | "none";
+
+/** The `dns` section of a report; each part null when its answer could not be had. */
+export interface DnsSection {
+  domain: string;
+  caa: { present: boolean; issuers: string[] } | null;
+  spf: { present: boolean; record: string | null; all: SpfAll | null } | null;
+  dmarc: { present: boolean; record: string | null; policy: DmarcPolicy | null } | null;
+  mta_sts: { present: boolean; mode: MtaStsMode | null; max_age: number | null } | null;
+}
+
+// tldts (the public suffix list) is required on the first named target, not at start-up
+// (docs/benchmarks.md, "Start-up"), as in redirects.ts.
+const requireCjs = createRequire(import.meta.url);
+let tldts: typeof Tldts | undefined;
+
+/**
+ * The registrable domain of `hostname` under the ICANN section of the public suffix list, or
+ * null: an IP literal, a public suffix itself, or a name under a suffix the list does not know
+ * (`.test`, `.internal`, a single label) — no public CA or mail server consults those records.
+ */
+export function registrableDomain(hostname: string): string | null {
+  const host = hostname
+    .replace(/^\[|\]$/g, "")
+    .replace(/\.$/, "")
+    .toLowerCase();
+  if (isIP(host) !== 0) return null;
+  tldts ??= requireCjs("tldts") as typeof Tldts;
+  const parsed = tldts.parse(host, { allowPrivateDomains: false });
+  return parsed.isIcann === true && parsed.domain ? parsed.domain : null;
+}
+
+export const DNS_CAA_MISSING: FindingDef = {
+  id: "dns-caa-missing",
+  check: "dns",
+  severity: "low",
+  message: "The domain has no CAA record: any certificate authority may issue certificates for it.",
+  recommendation:
+    'Publish a CAA record naming the authority you use, e.g. `example.com. CAA 0 issue "letsencrypt.org"`.',
+};
+
+export const DNS_SPF_MISSING: FindingDef = {
+  id: "dns-spf-missing",
+  check: "dns",
+  severity: "low",
+  message:
+    "The domain publishes no SPF record: receivers cannot tell its mail servers from others.",
+  recommendation:
+    "Publish a TXT record listing the servers that send its mail, ending in `-all` or `~all`; a domain that sends no mail publishes `v=spf1 -all`.",
+};
+
+export const DNS_SPF_ALLOWS_ALL: FindingDef = {
+  id: "dns-spf-allows-all",
+  check: "dns",
+  severity: "high",
+  message:
+    "The domain's SPF record ends in `+all`: every server on the Internet passes SPF for it, which helps spoofed mail through.",
+  recommendation: "End the SPF record in `-all` (or `~all`) instead of `+all`.",
+};
+
+export const DNS_SPF_WEAK: FindingDef = {
+  id: "dns-spf-weak",
+  check: "dns",
+  severity: "low",
+  message:
+    "The domain's SPF record ends in `?all`: mail from any other server is neutral, not refused.",
+  recommendation: "End the SPF record in `-all` (or `~all` while DMARC reports are reviewed).",
+};
+
+export const DNS_SPF_INVALID: FindingDef = {
+  id: "dns-spf-invalid",
+  check: "dns",
+  severity: "low",
+  message:
+    "The domain publishes more than one SPF record; receivers treat that as an error and ignore them all.",
+  recommendation: "Merge them into one TXT record starting with `v=spf1`.",
+};
+
+export const DNS_DMARC_MISSING: FindingDef = {
+  id: "dns-dmarc-missing",
+  check: "dns",
+  severity: "medium",
+  message:
+    "The domain publishes no DMARC policy: mail forging its name in the From line is not refused.",
+  recommendation:
+    "Publish a TXT record at `_dmarc.<domain>`, e.g. `v=DMARC1; p=quarantine; rua=mailto:dmarc@<domain>`, then move to `p=reject`.",
+};
+
+export const DNS_DMARC_NONE: FindingDef = {
+  id: "dns-dmarc-none",
+  check: "dns",
+  severity: "low",
+  message:
+    "The domain's DMARC policy is `p=none`: receivers report forged mail but still deliver it.",
+  recommendation:
+    "Once the DMARC reports show your own mail passing, set `p=quarantine`, then `p=reject`.",
+};
+
+export const DNS_MTA_STS_MISSING: FindingDef = {
+  id: "dns-mta-sts-missing",
+  check: "dns",
+  severity: "info",
+  message:
+    "The domain has no MTA-STS policy: mail sent to it may be delivered without TLS if an attacker strips STARTTLS.",
+  recommendation:
+    "If the domain receives mail, publish `_mta-sts.<domain>` TXT `v=STSv1; id=<serial>` and a policy at `https://mta-sts.<domain>/.well-known/mta-sts.txt`.",
+};
+
+export const DNS_MTA_STS_TESTING: FindingDef = {
+  id: "dns-mta-sts-testing",
+  check: "dns",
+  severity: "info",
+  message:
+    "The domain's MTA-STS policy is in `testing` mode: senders report failures but deliver anyway.",
+  recommendation: "Once TLS reports show no failures, set `mode: enforce` in the policy file.",
+};
+
+export const DNS_MTA_STS_INVALID: FindingDef = {
+  id: "dns-mta-sts-invalid",
+  check: "dns",
+  severity: "low",
+  message: "The domain announces MTA-STS but its policy file cannot be used.",
+  recommendation:
+    "Serve `https://mta-sts.<domain>/.well-known/mta-sts.txt` as `text/plain` with a valid certificate, with `version: STSv1`, `mode`, `max_age` and `mx` lines.",
+};
+
+/** The records of a TXT answer that begin with `prefix` (case-insensitive), then a space or `;`. */
+function recordsWith(answer: DnsAnswer<string>, prefix: string): string[] {
+  if (answer.kind !== "records") return [];
+  const re = new RegExp(`^${prefix}(\\s|;|$)`, "i");
+  return answer.records.map((r) => r.trim()).filter((r) => re.test(r));
+}
+
+/** The `all` of an SPF record (RFC 7208 §5.1; no qualifier means `+`), or null without one. */
+export function spfAll(record: string): SpfAll | null {
+  for (const term of record.split(/\s+/).slice(1)) {
+    const m = /^([+?~-]?)all$/i.exec(term);
+    if (m) return `${m[1] || "+"}all` as SpfAll;
+  }
+  return null;
+}
+
+/** The tags of a DMARC record (RFC 7489 §6.4), names lower-cased. */
+function tagsOf(record: string): Map<string, string> {
+  const tags = new Map<string, string>();
+  for (const part of record.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0) tags.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+  }
+  return tags;
+}
+
+export function dmarcPolicy(record: string): DmarcPolicy | null {
+  const p = tagsOf(record).get("p")?.toLowerCase();
+  return p === "none" || p === "quarantine" || p === "reject" ? p : null;
+}
+
+export interface MtaStsPolicy {
+  mode: MtaStsMode;
+  maxAge: number;
+  mx: string[];
+}
+
+/** RFC 8461 §3.2: `key: value` lines; version STSv1, a mode, a max_age ≤ 31557600, mx (enforce/testing). */
+export function parseMtaStsPolicy(text: string): MtaStsPolicy | null {
+  const fields = new Map<string, string>();
+  const mx: string[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    const colon = line.indexOf(":");
+    if (colon <= 0) continue;
+    const key = line.slice(0, colon).trim();
+    const value = line.slice(colon + 1).trim();
+    if (key === "mx") mx.push(value);
+    else if (!fields.has(key)) fields.set(key, value);
+  }
+  const mode = fields.get("mode");
+  const maxAge = fields.get("max_age") ?? "";
+  if (fields.get("version") !== "STSv1") return null;
+  if (mode !== "enforce" && mode !== "testing" && mode !== "none") return null;
+  if (!/^\d{1,10}$/.test(maxAge) || Number(maxAge) > 31_557_600) return null;
+  if (mode !== "none" && mx.length === 0) return null;
+  return { mode, maxAge: Number(maxAge), mx };
+}
+
+/** Why a policy file cannot be used, or the policy; "ours" when a limit of ours stopped it. */
+type PolicyOutcome =
+  | { kind: "policy"; policy: MtaStsPolicy }
+  | { kind: "unusable"; why: string }
+  | { kind: "ours"; why: string };
+
+function policyOutcome(fetch: PolicyFetch): PolicyOutcome {
+  if (fetch.kind === "failed") {
+    const f = fetch.failure;
+    if (f.kind === "capped") return { kind: "ours", why: capReached(f) };
+    if (f.kind === "blocked")
+      return { kind: "ours", why: "it is not allowed by this service's settings" };
+    if (f.kind === "timeout") return { kind: "ours", why: "no answer arrived in time" };
+    return { kind: "unusable", why: cause(f) };
+  }
+  if (fetch.status !== 200) return { kind: "unusable", why: `it answers HTTP ${fetch.status}` };
+  const type = fetch.contentType?.split(";")[0]?.trim().toLowerCase();
+  if (type !== "text/plain") return { kind: "unusable", why: "it is not served as text/plain" };
+  const policy = fetch.body ? parseMtaStsPolicy(new TextDecoder().decode(fetch.body)) : null;
+  return policy
+    ? { kind: "policy", policy }
+    : { kind: "unusable", why: "it is not a valid policy" };
+}
+
+/** The domain evidence, when there is one. */
+function dnsOf(e: Evidence): DomainEvidence | null {
+  return e.dns ?? null;
+}
+
+export function dnsSection(e: Evidence): DnsSection | null {
+  const d = dnsOf(e);
+  if (!d) return null;
+  const usable = <T>(a: DnsAnswer<T> | null): a is Exclude<DnsAnswer<T>, { kind: "failed" }> =>
+    a !== null && a.kind !== "failed";
+  const spf = usable(d.txt) ? recordsWith(d.txt, "v=spf1") : null;
+  const dmarc = usable(d.dmarc) ? recordsWith(d.dmarc, "v=DMARC1") : null;
+  const sts = usable(d.mtaStsTxt) ? recordsWith(d.mtaStsTxt, "v=STSv1") : null;
+  const outcome = d.mtaStsPolicy ? policyOutcome(d.mtaStsPolicy) : null;
+  const policy = outcome?.kind === "policy" ? outcome.policy : null;
+  return {
+    domain: d.domain,
+    caa: usable(d.caa)
+      ? {
+          present: d.caa.kind === "records",
+          issuers: [
+            ...new Set(
+              (d.caa.kind === "records" ? d.caa.records : [])
+                .filter((r) => r.tag === "issue" || r.tag === "issuewild")
+                .map((r) => r.value.split(";")[0]?.trim() ?? "")
+                .filter((v) => v !== ""),
+            ),
+          ],
+        }
+      : null,
+    spf: spf && {
+      present: spf.length > 0,
+      record: spf[0] ?? null,
+      all: spf.length === 1 ? spfAll(spf[0] as string) : null,
+    },
+    dmarc: dmarc && {
+      present: dmarc.length > 0,
+      record: dmarc[0] ?? null,
+      policy: dmarc.length === 1 ? dmarcPolicy(dmarc[0] as string) : null,
+    },
+    mta_sts: sts && {
+      present: sts.length > 0,
+      mode: policy?.mode ?? null,
+      max_age: policy?.maxAge ?? null,
+    },
+  };
+}
+
+export function judgeDns(e: Evidence): Finding[] {
+  const d = dnsOf(e);
+  const s = dnsSection(e);
+  if (!d || !s) return [];
+  const out: Finding[] = [];
+  const { domain } = s;
+  if (s.spf && !s.spf.present) {
+    out.push(
+      found(
+        DNS_SPF_MISSING,
+        `The domain ${domain} publishes no SPF record: receivers cannot tell its mail servers from others.`,
+      ),
+    );
+  } else if (s.spf) {
+    const count = d.txt?.kind === "records" ? recordsWith(d.txt, "v=spf1").length : 0;
+    if (count > 1) {
+      out.push(
+        found(
+          DNS_SPF_INVALID,
+          `The domain ${domain} publishes ${count} SPF records; receivers treat that as an error and ignore them all.`,
+        ),
+      );
+    } else if (s.spf.all === "+all") {
+      out.push(found(DNS_SPF_ALLOWS_ALL));
+    } else if (s.spf.all === "?all") {
+      out.push(found(DNS_SPF_WEAK));
+    } else if (s.spf.all === null && !/(^|\s)redirect=/i.test(s.spf.record ?? "")) {
+      out.push(
+        found(
+          DNS_SPF_WEAK,
+          "The domain's SPF record has no `all` term: mail from any other server is neutral, not refused.",
+        ),
+      );
+    }
+  }
+  if (s.dmarc && !s.dmarc.present) {
+    out.push(
+      found(
+        DNS_DMARC_MISSING,
+        `The domain ${domain} publishes no DMARC policy: mail forging its name in the From line is not refused.`,
+      ),
+    );
+  } else if (s.dmarc && s.dmarc.policy !== "quarantine" && s.dmarc.policy !== "reject") {
+    out.push(
+      s.dmarc.policy === "none"
+        ? found(DNS_DMARC_NONE)
+        : found(
+            DNS_DMARC_MISSING,
+            `The DMARC record of ${domain} sets no valid policy (one record with \`p=\`), so receivers apply none.`,
+          ),
+    );
+  }
+  if (s.caa && !s.caa.present) {
+    out.push(
+      found(
+        DNS_CAA_MISSING,
+        `The domain ${domain} has no CAA record: any certificate authority may issue certificates for it.`,
+      ),
+    );
+  }
+  if (s.mta_sts && !s.mta_sts.present) {
+    out.push(found(DNS_MTA_STS_MISSING));
+  } else if (s.mta_sts && d.mtaStsPolicy) {
+    const outcome = policyOutcome(d.mtaStsPolicy);
+    if (outcome.kind === "unusable") {
+      out.push(
+        found(
+          DNS_MTA_STS_INVALID,
+          `The domain ${domain} announces MTA-STS but its policy file cannot be used: ${outcome.why}.`,
+        ),
+      );
+    } else if (outcome.kind === "policy" && outcome.policy.mode === "testing") {
+      out.push(found(DNS_MTA_STS_TESTING));
+    } else if (outcome.kind === "policy" && outcome.policy.mode === "none") {
+      out.push(
+        found(
+          DNS_MTA_STS_MISSING,
+          `The MTA-STS policy of ${domain} is \`mode: none\`: senders apply no policy.`,
+        ),
+      );
+    }
+  }
+  return out;
+}
+
+/** What could not be looked up, in plain words (a limit of ours or the DNS servers: not the site's fault). */
+export function dnsNotes(e: Evidence): string[] {
+  const d = dnsOf(e);
+  if (!d) return [];
+  const notes: string[] = [];
+  const unanswered = (what: string, a: DnsAnswer<unknown> | null) => {
+    if (a === null)
+      notes.push(`The ${what} of ${d.domain} could not be looked up: no answer arrived in time.`);
+    else if (a.kind === "failed") {
+      notes.push(
+        `The ${what} of ${d.domain} could not be looked up: the DNS servers gave no usable answer.`,
+      );
+    }
+  };
+  unanswered("CAA records", d.caa);
+  unanswered("SPF record", d.txt);
+  unanswered("DMARC record", d.dmarc);
+  unanswered("MTA-STS record", d.mtaStsTxt);
+  const announced =
+    d.mtaStsTxt?.kind === "records" && recordsWith(d.mtaStsTxt, "v=STSv1").length > 0;
+  if (announced) {
+    const outcome = d.mtaStsPolicy
+      ? policyOutcome(d.mtaStsPolicy)
+      : { kind: "ours", why: "no answer arrived in time" };
+    if (outcome.kind === "ours") {
+      notes.push(`The MTA-STS policy of ${d.domain} was not fetched: ${outcome.why}.`);
+    }
+  }
+  return notes;
+}
+
+export const dnsRule = defineRule({
+  topic: "dns",
+  findings: [
+    DNS_SPF_ALLOWS_ALL,
+    DNS_SPF_MISSING,
+    DNS_SPF_INVALID,
+    DNS_SPF_WEAK,
+    DNS_DMARC_MISSING,
+    DNS_DMARC_NONE,
+    DNS_CAA_MISSING,
+    DNS_MTA_STS_INVALID,
+    DNS_MTA_STS_MISSING,
+    DNS_MTA_STS_TESTING,
+  ],
+  judge: judgeDns,
+  notes: dnsNotes,
+  section: { key: "dns", of: dnsSection },
+});

@@ -1,0 +1,156 @@
+/**
+ * The domain section through the engine (docs/contract.md §8): CAA and TXT answers from the real
+ * DNS fixture, the MTA-STS policy from a real HTTPS target named `mta-sts.<domain>`.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import type { SnapshotEngine } from "../../src/snapshot/index.js";
+import { startDnsServer } from "../fixtures/dns-server.js";
+import type { DnsFixture } from "../fixtures/dns-server.js";
+import {
+  DOMAIN_CASES,
+  DOMAIN_FINDINGS,
+  GOOD_HEADERS,
+  SECURITY_TXT,
+  domainNames,
+  domainRecords,
+  mtaStsRoute,
+} from "../fixtures/finding-cases.js";
+import { PUBLIC_HOST, createTestEngine, respond, startHttpsTarget } from "../fixtures/targets.js";
+import type { TargetServer } from "../fixtures/targets.js";
+import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
+
+let dns: DnsFixture;
+let site: TargetServer;
+let engine: SnapshotEngine;
+
+beforeAll(async () => {
+  const ca = await loadTestCa();
+  dns = await startDnsServer({
+    ...domainRecords(),
+    "site.test": { A: [PUBLIC_HOST] },
+    "slow-mail.com": { TXT: ["v=spf1 -all"], drop: ["CAA"] },
+    "www.slow-mail.com": { A: [PUBLIC_HOST] },
+    "_dmarc.slow-mail.com": { rcode: "SERVFAIL" },
+  });
+  site = await startHttpsTarget({
+    cert: await issueLeaf(ca, {
+      dnsNames: [...domainNames(), "site.test", "www.slow-mail.com"],
+      ips: [PUBLIC_HOST],
+    }),
+    routes: {
+      "/": respond.text("good", GOOD_HEADERS),
+      "/.well-known/mta-sts.txt": mtaStsRoute,
+      ...SECURITY_TXT,
+    },
+  });
+  // The policy host's port stands for 443 (httpsProbePort, as the HTTPS probe).
+  engine = createTestEngine({ dns, ports: [site.port], httpsProbePort: site.port });
+});
+
+afterAll(async () => {
+  await engine.close();
+  await Promise.all([site.close(), dns.close()]);
+});
+
+const policyRequests = (domain: string) =>
+  site.requests.filter((r) => r.headers.host?.startsWith(`mta-sts.${domain}:`));
+
+describe("the domain section", () => {
+  it.each(DOMAIN_CASES.map((c) => [c.domain, c] as const))(
+    "%s: exactly its findings, said in the notes",
+    async (_domain, c) => {
+      const report = await engine.snapshot(site.url("/", `www.${c.domain}`));
+      SnapshotResultSchema.parse(report);
+      expect(report.findings.map((f) => f.id)).toEqual(c.ids);
+      for (const f of report.findings) expect(report.notes).toContain(f.message);
+      expect(report.dns?.domain).toBe(c.domain);
+      // No policy request without an MTA-STS record; one with it.
+      expect(policyRequests(c.domain)).toHaveLength(c.mtaStsTxt ? 1 : 0);
+    },
+  );
+
+  it("a domain that does everything right: every part read", async () => {
+    const report = await engine.snapshot(site.url("/", "www.good-mail.com"));
+    expect(report.dns).toEqual({
+      domain: "good-mail.com",
+      caa: { present: true, issuers: ["letsencrypt.org"] },
+      spf: { present: true, record: "v=spf1 include:_spf.good-mail.com -all", all: "-all" },
+      dmarc: {
+        present: true,
+        record: "v=DMARC1; p=reject; rua=mailto:dmarc@good-mail.com",
+        policy: "reject",
+      },
+      mta_sts: { present: true, mode: "enforce", max_age: 604800 },
+    });
+    expect(report.score).toBe(100);
+  });
+
+  it("the weak answers are named in the section", async () => {
+    const report = await engine.snapshot(site.url("/", "www.weak-mail.com"));
+    expect(report.dns).toMatchObject({
+      caa: { present: false, issuers: [] },
+      spf: { present: true, all: "+all" },
+      dmarc: { present: true, policy: "none" },
+      mta_sts: { present: true, mode: "testing", max_age: 604800 },
+    });
+    const odd = await engine.snapshot(site.url("/", "www.odd-mail.com"));
+    // `issue ";"`: a CAA set that lets no authority issue.
+    expect(odd.dns).toMatchObject({
+      caa: { present: true, issuers: [] },
+      spf: { present: true, all: null },
+      mta_sts: { present: true, mode: null, max_age: null },
+    });
+  });
+
+  it("an IP address or a name under no public suffix has no domain section and asks nothing", async () => {
+    const before = dns.queries.length;
+    const byIp = await engine.snapshot(site.url("/"));
+    const byTest = await engine.snapshot(site.url("/", "site.test"));
+    expect(byIp.dns).toBeNull();
+    expect(byTest.dns).toBeNull();
+    const asked = dns.queries.slice(before).map((q) => q.type);
+    expect(asked.filter((t) => t === "CAA" || t === "TXT")).toEqual([]);
+    expect(byIp.findings.filter((f) => f.check === "dns")).toEqual([]);
+  });
+
+  it("a lookup with no usable answer is null with a note, never a finding", async () => {
+    const report = await engine.snapshot(site.url("/", "www.slow-mail.com"));
+    expect(report.dns).toMatchObject({
+      domain: "slow-mail.com",
+      caa: null,
+      dmarc: null,
+      spf: { present: true, all: "-all" },
+    });
+    expect(report.notes).toContain(
+      "The CAA records of slow-mail.com could not be looked up: no answer arrived in time.",
+    );
+    expect(report.notes).toContain(
+      "The DMARC record of slow-mail.com could not be looked up: the DNS servers gave no usable answer.",
+    );
+    const ids = report.findings.map((f) => f.id);
+    expect(ids).not.toContain("dns-caa-missing");
+    expect(ids).not.toContain("dns-dmarc-missing");
+  });
+
+  it("a policy host on a port the service may not use: mode null and a note, no finding", async () => {
+    const strict = createTestEngine({ dns, ports: [site.port] });
+    try {
+      const before = policyRequests("weak-mail.com").length;
+      const report = await strict.snapshot(site.url("/", "www.weak-mail.com"));
+      expect(report.dns?.mta_sts).toEqual({ present: true, mode: null, max_age: null });
+      expect(report.notes).toContain(
+        "The MTA-STS policy of weak-mail.com was not fetched: it is not allowed by this service's settings.",
+      );
+      expect(report.findings.map((f) => f.id)).not.toContain("dns-mta-sts-testing");
+      expect(policyRequests("weak-mail.com")).toHaveLength(before);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  it("the cases serve every id of the domain", () => {
+    const served = new Set(DOMAIN_CASES.flatMap((c) => c.ids));
+    for (const d of DOMAIN_FINDINGS) expect(served, d.id).toContain(d.id);
+  });
+});

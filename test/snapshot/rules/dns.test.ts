@@ -1,0 +1,169 @@
+/** The domain judges over hand-made answers: good, weak and invalid records. */
+import { describe, expect, it } from "vitest";
+import type { DomainEvidence } from "../../../src/snapshot/rules/evidence.js";
+import {
+  dmarcPolicy,
+  dnsNotes,
+  dnsSection,
+  judgeDns,
+  parseMtaStsPolicy,
+  registrableDomain,
+  spfAll,
+} from "../../../src/snapshot/rules/dns.js";
+import { evidenceOf, idsOf } from "../../fixtures/evidence.js";
+
+const txt = (...records: string[]) => ({ kind: "records" as const, records });
+const NONE = { kind: "none" as const };
+
+function domain(over: Partial<DomainEvidence> = {}): DomainEvidence {
+  return {
+    domain: "example.com",
+    caa: { kind: "records", records: [{ tag: "issue", value: "letsencrypt.org" }] },
+    txt: txt("v=spf1 -all"),
+    dmarc: txt("v=DMARC1; p=reject"),
+    mtaStsTxt: txt("v=STSv1; id=1"),
+    mtaStsPolicy: {
+      kind: "response",
+      url: "https://mta-sts.example.com/.well-known/mta-sts.txt",
+      status: 200,
+      contentType: "text/plain; charset=utf-8",
+      body: Buffer.from(
+        "version: STSv1\r\nmode: enforce\r\nmx: *.example.com\r\nmax_age: 86400\r\n",
+      ),
+    },
+    ...over,
+  };
+}
+
+const judged = (over: Partial<DomainEvidence> = {}) =>
+  idsOf(judgeDns({ ...evidenceOf(), dns: domain(over) }));
+
+describe("registrableDomain", () => {
+  it("is the ICANN public suffix list's, and null for IPs and unknown suffixes", () => {
+    expect(registrableDomain("www.example.com")).toBe("example.com");
+    expect(registrableDomain("a.b.example.co.uk")).toBe("example.co.uk");
+    expect(registrableDomain("WWW.Example.COM.")).toBe("example.com");
+    expect(registrableDomain("user.github.io")).toBe("github.io");
+    expect(registrableDomain("co.uk")).toBeNull();
+    expect(registrableDomain("127.0.0.2")).toBeNull();
+    expect(registrableDomain("[2001:db8::1]")).toBeNull();
+    expect(registrableDomain("site.test")).toBeNull();
+    expect(registrableDomain("localhost")).toBeNull();
+  });
+});
+
+describe("parsers", () => {
+  it("spfAll: the qualifier of `all`, `+` when none; null without `all`", () => {
+    expect(spfAll("v=spf1 -all")).toBe("-all");
+    expect(spfAll("v=spf1 mx ~ALL")).toBe("~all");
+    expect(spfAll("v=spf1 all")).toBe("+all");
+    expect(spfAll("v=spf1 ?all")).toBe("?all");
+    expect(spfAll("v=spf1 include:allmail.example")).toBeNull();
+    expect(spfAll("v=spf1 redirect=_spf.example.com")).toBeNull();
+  });
+
+  it("dmarcPolicy: p= of none, quarantine or reject; null otherwise", () => {
+    expect(dmarcPolicy("v=DMARC1; p=Reject; rua=mailto:a@b")).toBe("reject");
+    expect(dmarcPolicy("v=DMARC1;p=none")).toBe("none");
+    expect(dmarcPolicy("v=DMARC1; sp=reject")).toBeNull();
+    expect(dmarcPolicy("v=DMARC1; p=block")).toBeNull();
+  });
+
+  it("parseMtaStsPolicy: RFC 8461 §3.2 fields, or null", () => {
+    expect(
+      parseMtaStsPolicy("version: STSv1\nmode: testing\nmx: a.example\nmax_age: 600\n"),
+    ).toEqual({
+      mode: "testing",
+      maxAge: 600,
+      mx: ["a.example"],
+    });
+    expect(parseMtaStsPolicy("version: STSv1\nmode: none\nmax_age: 0")).toMatchObject({
+      mode: "none",
+    });
+    expect(parseMtaStsPolicy("version: STSv2\nmode: enforce\nmx: a\nmax_age: 1")).toBeNull();
+    expect(parseMtaStsPolicy("version: STSv1\nmode: enforce\nmax_age: 1")).toBeNull();
+    expect(
+      parseMtaStsPolicy("version: STSv1\nmode: enforce\nmx: a\nmax_age: 99999999999"),
+    ).toBeNull();
+    expect(parseMtaStsPolicy("<html>not found</html>")).toBeNull();
+  });
+});
+
+describe("judgeDns", () => {
+  it("a well-kept domain has no finding; no dns evidence, no finding", () => {
+    expect(judged()).toEqual([]);
+    expect(judgeDns(evidenceOf())).toEqual([]);
+    expect(dnsSection(evidenceOf())).toBeNull();
+  });
+
+  it("SPF: missing, +all, ?all, no all, several records; ~all and redirect= are fine", () => {
+    expect(judged({ txt: NONE })).toEqual(["dns-spf-missing"]);
+    expect(judged({ txt: txt("unrelated") })).toEqual(["dns-spf-missing"]);
+    expect(judged({ txt: txt("v=spf1 +all") })).toEqual(["dns-spf-allows-all"]);
+    expect(judged({ txt: txt("v=spf1 ?all") })).toEqual(["dns-spf-weak"]);
+    expect(judged({ txt: txt("v=spf1 mx") })).toEqual(["dns-spf-weak"]);
+    expect(judged({ txt: txt("v=spf1 -all", "v=spf1 ~all") })).toEqual(["dns-spf-invalid"]);
+    expect(judged({ txt: txt("v=spf1 mx ~all") })).toEqual([]);
+    expect(judged({ txt: txt("v=spf1 redirect=_spf.example.net") })).toEqual([]);
+  });
+
+  it("DMARC: missing, p=none, no valid p; quarantine is fine", () => {
+    expect(judged({ dmarc: NONE })).toEqual(["dns-dmarc-missing"]);
+    expect(judged({ dmarc: txt("v=DMARC1; p=none") })).toEqual(["dns-dmarc-none"]);
+    expect(judged({ dmarc: txt("v=DMARC1; rua=mailto:x@y") })).toEqual(["dns-dmarc-missing"]);
+    expect(judged({ dmarc: txt("v=DMARC1; p=quarantine") })).toEqual([]);
+  });
+
+  it("CAA and MTA-STS: missing, testing, mode none, unusable policy files", () => {
+    expect(judged({ caa: NONE })).toEqual(["dns-caa-missing"]);
+    expect(judged({ mtaStsTxt: NONE, mtaStsPolicy: null })).toEqual(["dns-mta-sts-missing"]);
+    const policy = (body: string, status = 200, contentType = "text/plain") => ({
+      mtaStsPolicy: {
+        kind: "response" as const,
+        url: "u",
+        status,
+        contentType,
+        body: Buffer.from(body),
+      },
+    });
+    const testing = "version: STSv1\nmode: testing\nmx: a\nmax_age: 60";
+    expect(judged(policy(testing))).toEqual(["dns-mta-sts-testing"]);
+    expect(judged(policy("version: STSv1\nmode: none\nmax_age: 60"))).toEqual([
+      "dns-mta-sts-missing",
+    ]);
+    expect(judged(policy(testing, 404))).toEqual(["dns-mta-sts-invalid"]);
+    expect(judged(policy(testing, 200, "text/html"))).toEqual(["dns-mta-sts-invalid"]);
+    const tls = {
+      mtaStsPolicy: {
+        kind: "failed" as const,
+        failure: { kind: "tls" as const, reason: "expired" as const, code: undefined },
+      },
+    };
+    const [finding] = judgeDns({ ...evidenceOf(), dns: domain(tls) });
+    expect(finding?.message).toBe(
+      "The domain example.com announces MTA-STS but its policy file cannot be used: the TLS certificate has expired.",
+    );
+  });
+
+  it("what could not be had is null with a note, never a finding", () => {
+    const e = {
+      ...evidenceOf(),
+      dns: domain({
+        caa: null,
+        dmarc: { kind: "failed", code: "ESERVFAIL" },
+        mtaStsPolicy: { kind: "failed", failure: { kind: "capped", limit: "requests", max: 32 } },
+      }),
+    };
+    expect(idsOf(judgeDns(e))).toEqual([]);
+    expect(dnsSection(e)).toMatchObject({
+      caa: null,
+      dmarc: null,
+      mta_sts: { present: true, mode: null },
+    });
+    expect(dnsNotes(e)).toEqual([
+      "The CAA records of example.com could not be looked up: no answer arrived in time.",
+      "The DMARC record of example.com could not be looked up: the DNS servers gave no usable answer.",
+      "The MTA-STS policy of example.com was not fetched: our limit of 32 requests per snapshot was reached.",
+    ]);
+  });
+});
