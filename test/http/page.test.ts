@@ -165,9 +165,9 @@ describe("GET / (the page)", () => {
     expect(body).toContain("<strong>0.07 USDC</strong>");
     expect(body).toContain("Base Sepolia (eip155:84532), here the local devnet");
     expect(body).not.toContain("eip155:8453)");
-    // In devnet mode secsnap pay needs no key.
+    // In devnet mode secsnap pay needs no key; it is run from the clone.
     expect(body).toContain(
-      "<code>secsnap pay https://example.com --api https://snap.example/tools",
+      '<code data-sample="cli">./bin/secsnap.js pay https://example.com --api https://snap.example/tools',
     );
     expect(body).toContain("from &quot;@x402/fetch&quot;");
     expect(body).toContain("from &quot;x402-fetch&quot;");
@@ -176,7 +176,7 @@ describe("GET / (the page)", () => {
     // Without PUBLIC_URL the samples name the URL the page was asked at.
     const local = await (await fetch(`${served.url}/`)).text();
     expect(local).toContain(
-      `SECSNAP_PRIVATE_KEY=0x… secsnap pay https://example.com --api ${served.url}`,
+      `SECSNAP_PRIVATE_KEY=0x… ./bin/secsnap.js pay https://example.com --api ${served.url}`,
     );
     expect(local).toContain("Base (eip155:8453) or Base Sepolia (eip155:84532)");
   });
@@ -216,7 +216,10 @@ describe("renderPage", () => {
     ]);
     expect(findings[0]!.text).toContain("High");
     expect(findings[0]!.text).toContain("High <script>alert(1)</script> one.");
-    expect(findings[0]!.text).toContain("Fix: Set `Strict-Transport-Security: max-age=31536000`.");
+    expect(findings[0]!.text).toContain("Fix: Set Strict-Transport-Security: max-age=31536000.");
+    // Inline code is <code>, not literal backticks.
+    expect(page).toContain("Fix: Set <code>Strict-Transport-Security: max-age=31536000</code>.");
+    expect(page).not.toContain("`");
     // The hostile message is text, never markup.
     expect(page).toContain("High &lt;script&gt;alert(1)&lt;/script&gt; one.");
     expect(elements(page, "script")).toEqual([]);
