@@ -68,7 +68,7 @@ const CSS = `
 @media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9da7b3;--card:#161b22;--line:#30363d;
 --ok:#3fb950;--bad:#f85149;--unk:#d29922;--accent:#58a6ff;--high:#f85149;--medium:#f0883e;--low:#d29922;--info:#9da7b3}}
 *{box-sizing:border-box}
-body{margin:0;background:var(--bg);color:var(--fg);font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+body{margin:0;overflow-wrap:anywhere;background:var(--bg);color:var(--fg);font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
 main{max-width:52rem;margin:0 auto;padding:1.5rem 1rem 3rem}
 h1{font-size:1.8rem;margin:.5rem 0}h2{font-size:1.3rem;margin-top:2rem;border-bottom:1px solid var(--line);padding-bottom:.3rem}
 a{color:var(--accent)}p,li{overflow-wrap:anywhere}.muted{color:var(--muted)}
