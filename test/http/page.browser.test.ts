@@ -159,134 +159,141 @@ describe.skipIf(!chromiumPath)("the page in Chromium", () => {
   });
 });
 
-describe.skipIf(!chromiumPath)("the scan form and the reference in Chromium, over the devnet", () => {
-  let services: ScanServices;
-  let browser: Browser;
+describe.skipIf(!chromiumPath)(
+  "the scan form and the reference in Chromium, over the devnet",
+  () => {
+    let services: ScanServices;
+    let browser: Browser;
 
-  beforeAll(async () => {
-    services = await startScanServices({ perMinute: 100 });
-    browser = await chromium.launch({
-      executablePath: chromiumPath as string,
-      args: ["--no-sandbox"],
-      headless: true,
-      timeout: LAUNCH_MS,
+    beforeAll(async () => {
+      services = await startScanServices({ perMinute: 100 });
+      browser = await chromium.launch({
+        executablePath: chromiumPath as string,
+        args: ["--no-sandbox"],
+        headless: true,
+        timeout: LAUNCH_MS,
+      });
+      mkdirSync(DOCS_SCREENSHOTS, { recursive: true });
+    }, 120_000);
+
+    afterAll(async () => {
+      await browser?.close();
+      await services?.close();
     });
-    mkdirSync(DOCS_SCREENSHOTS, { recursive: true });
-  }, 120_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    await services?.close();
-  });
+    async function openPage(viewport = { width: 1100, height: 900 }) {
+      const page = await browser.newPage({ viewport });
+      page.setDefaultTimeout(NAVIGATION_MS);
+      const problems: string[] = [];
+      page.on("console", (m) => {
+        if (m.type() === "error" || m.type() === "warning") problems.push(m.text());
+      });
+      page.on("pageerror", (e) => problems.push(e.message));
+      page.on("requestfailed", (r) => problems.push(`failed: ${r.url()}`));
+      return { page, problems };
+    }
 
-  async function openPage(viewport = { width: 1100, height: 900 }) {
-    const page = await browser.newPage({ viewport });
-    page.setDefaultTimeout(NAVIGATION_MS);
-    const problems: string[] = [];
-    page.on("console", (m) => {
-      if (m.type() === "error" || m.type() === "warning") problems.push(m.text());
+    it("in devnet mode pays from the funded account and renders the report; money moves on chain", async () => {
+      const before = {
+        payer: await services.balance(services.payer),
+        payTo: await services.balance(services.devnet.payTo),
+      };
+      const { page, problems } = await openPage();
+      try {
+        await page.goto(`${services.devnetUrl}/`, { waitUntil: "load" });
+        await page.screenshot({ path: `${DOCS_SCREENSHOTS}/page-devnet.png` });
+        await page.getByLabel(/Scans a URL/).fill(services.hostileUrl);
+        await Promise.all([
+          page.waitForURL(`${services.devnetUrl}/demo/pay-and-scan`),
+          page.getByRole("button", { name: "Pay and scan" }).click(),
+        ]);
+        const result = page.locator("#result");
+        expect(await result.getAttribute("data-outcome")).toBe("report");
+        expect(await result.locator("[data-grade]").innerText()).toMatch(/^[A-F][+-]?$/);
+        expect(await result.locator("li[data-check]").count()).toBeGreaterThan(0);
+        expect(await result.locator("li[data-finding]").count()).toBeGreaterThan(0);
+        expect(await result.locator("[data-receipt]").innerText()).toMatch(/^Paid 0\.05 USDC/);
+        await result.screenshot({ path: `${DOCS_SCREENSHOTS}/page-report.png` });
+        expect(await services.balance(services.payer)).toBe(before.payer - PRICE_UNITS);
+        expect(await services.balance(services.devnet.payTo)).toBe(before.payTo + PRICE_UNITS);
+        expect(problems).toEqual([]);
+      } finally {
+        await page.close();
+      }
     });
-    page.on("pageerror", (e) => problems.push(e.message));
-    page.on("requestfailed", (r) => problems.push(`failed: ${r.url()}`));
-    return { page, problems };
-  }
 
-  it("in devnet mode pays from the funded account and renders the report; money moves on chain", async () => {
-    const before = {
-      payer: await services.balance(services.payer),
-      payTo: await services.balance(services.devnet.payTo),
-    };
-    const { page, problems } = await openPage();
-    try {
-      await page.goto(`${services.devnetUrl}/`, { waitUntil: "load" });
-      await page.screenshot({ path: `${DOCS_SCREENSHOTS}/page-devnet.png` });
-      await page.getByLabel(/Scans a URL/).fill(services.hostileUrl);
-      await Promise.all([
-        page.waitForURL(`${services.devnetUrl}/demo/pay-and-scan`),
-        page.getByRole("button", { name: "Pay and scan" }).click(),
-      ]);
-      const result = page.locator("#result");
-      expect(await result.getAttribute("data-outcome")).toBe("report");
-      expect(await result.locator("[data-grade]").innerText()).toMatch(/^[A-F][+-]?$/);
-      expect(await result.locator("li[data-check]").count()).toBeGreaterThan(0);
-      expect(await result.locator("li[data-finding]").count()).toBeGreaterThan(0);
-      expect(await result.locator("[data-receipt]").innerText()).toMatch(/^Paid 0\.05 USDC/);
-      await result.screenshot({ path: `${DOCS_SCREENSHOTS}/page-report.png` });
-      expect(await services.balance(services.payer)).toBe(before.payer - PRICE_UNITS);
-      expect(await services.balance(services.devnet.payTo)).toBe(before.payTo + PRICE_UNITS);
-      expect(problems).toEqual([]);
-    } finally {
-      await page.close();
-    }
-  });
+    it("fits a phone, form and all", async () => {
+      const { page, problems } = await openPage(PHONE);
+      try {
+        await page.goto(`${services.devnetUrl}/`, { waitUntil: "load" });
+        const overflow = await page.evaluate<number>(
+          "document.documentElement.scrollWidth - document.documentElement.clientWidth",
+        );
+        expect(overflow).toBe(0);
+        await page.getByRole("button", { name: "Pay and scan" }).waitFor({ state: "visible" });
+        await page.screenshot({ path: `${DOCS_SCREENSHOTS}/page-mobile.png` });
+        expect(problems).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    });
 
-  it("fits a phone, form and all", async () => {
-    const { page, problems } = await openPage(PHONE);
-    try {
-      await page.goto(`${services.devnetUrl}/`, { waitUntil: "load" });
-      const overflow = await page.evaluate<number>(
-        "document.documentElement.scrollWidth - document.documentElement.clientWidth",
-      );
-      expect(overflow).toBe(0);
-      await page.getByRole("button", { name: "Pay and scan" }).waitFor({ state: "visible" });
-      await page.screenshot({ path: `${DOCS_SCREENSHOTS}/page-mobile.png` });
-      expect(problems).toEqual([]);
-    } finally {
-      await page.close();
-    }
-  });
+    it("in production mode shows the 402 challenge: price, network, payee, and how to pay", async () => {
+      const before = await services.balance(services.payer);
+      const { page, problems } = await openPage();
+      try {
+        await page.goto(`${services.productionUrl}/`, { waitUntil: "load" });
+        await page.getByLabel(/Shows the payment/).fill(services.hostileUrl);
+        await Promise.all([
+          page.waitForURL(`${services.productionUrl}/demo/challenge`),
+          page.getByRole("button", { name: "Show the payment" }).click(),
+        ]);
+        const result = page.locator("#result");
+        expect(await result.getAttribute("data-outcome")).toBe("challenge");
+        expect(await result.locator("[data-price]").innerText()).toBe("0.05 USDC");
+        expect(await result.locator("[data-network]").innerText()).toContain("eip155:84532");
+        expect(await result.locator("[data-pay-to]").innerText()).toBe(services.devnet.payTo);
+        expect(await result.locator('[data-sample="cli"]').innerText()).toContain(
+          `./bin/secsnap.js pay ${services.hostileUrl}`,
+        );
+        await result.screenshot({ path: `${DOCS_SCREENSHOTS}/page-challenge.png` });
+        expect(await services.balance(services.payer)).toBe(before);
+        expect(problems).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    });
 
-  it("in production mode shows the 402 challenge: price, network, payee, and how to pay", async () => {
-    const before = await services.balance(services.payer);
-    const { page, problems } = await openPage();
-    try {
-      await page.goto(`${services.productionUrl}/`, { waitUntil: "load" });
-      await page.getByLabel(/Shows the payment/).fill(services.hostileUrl);
-      await Promise.all([
-        page.waitForURL(`${services.productionUrl}/demo/challenge`),
-        page.getByRole("button", { name: "Show the payment" }).click(),
-      ]);
-      const result = page.locator("#result");
-      expect(await result.getAttribute("data-outcome")).toBe("challenge");
-      expect(await result.locator("[data-price]").innerText()).toBe("0.05 USDC");
-      expect(await result.locator("[data-network]").innerText()).toContain("eip155:84532");
-      expect(await result.locator("[data-pay-to]").innerText()).toBe(services.devnet.payTo);
-      expect(await result.locator('[data-sample="cli"]').innerText()).toContain(
-        `./bin/secsnap.js pay ${services.hostileUrl}`,
-      );
-      await result.screenshot({ path: `${DOCS_SCREENSHOTS}/page-challenge.png` });
-      expect(await services.balance(services.payer)).toBe(before);
-      expect(problems).toEqual([]);
-    } finally {
-      await page.close();
-    }
-  });
-
-  it("the reference in devnet mode shows the demo report, real errors and the devnet's challenge", async () => {
-    const { page } = await openPage();
-    // Scalar's 3 MB script renders slowly on a busy machine.
-    page.setDefaultTimeout(REFERENCE_MS);
-    try {
-      await page.goto(`${services.devnetUrl}/reference`, { waitUntil: "load" });
-      const tab = (status: string) =>
-        page.getByRole("tab", { name: new RegExp(`STATUS:\\s*${status}`, "i") }).first();
-      await tab("200").waitFor({ state: "visible" });
-      const shown = () => page.evaluate<string>("document.body.innerText");
-      // Scalar invents values from the schema where there is no example (MIN_SAFE_INTEGER…).
-      expect(await shown()).toContain('"final_status_code": 200');
-      expect(await shown()).toContain(`"grade": "${demoSnapshot().grade}"`);
-      expect(await shown()).not.toContain("9007199254740991");
-      await tab("400").click();
-      await page.getByText('"error_type": "ssrf"').first().waitFor({ state: "visible" });
-      await tab("402").click();
-      await page.getByText('"network": "base-sepolia"').first().waitFor({ state: "visible" });
-      expect(await shown()).toContain(`"payTo": "${services.devnet.payTo}"`);
-      expect(await shown()).not.toMatch(/eip155:8453(?!2)|"network": "base"/);
-    } finally {
-      await page.close();
-    }
-  }, 2 * REFERENCE_MS);
-});
+    it(
+      "the reference in devnet mode shows the demo report, real errors and the devnet's challenge",
+      async () => {
+        const { page } = await openPage();
+        // Scalar's 3 MB script renders slowly on a busy machine.
+        page.setDefaultTimeout(REFERENCE_MS);
+        try {
+          await page.goto(`${services.devnetUrl}/reference`, { waitUntil: "load" });
+          const tab = (status: string) =>
+            page.getByRole("tab", { name: new RegExp(`STATUS:\\s*${status}`, "i") }).first();
+          await tab("200").waitFor({ state: "visible" });
+          const shown = () => page.evaluate<string>("document.body.innerText");
+          // Scalar invents values from the schema where there is no example (MIN_SAFE_INTEGER…).
+          expect(await shown()).toContain('"final_status_code": 200');
+          expect(await shown()).toContain(`"grade": "${demoSnapshot().grade}"`);
+          expect(await shown()).not.toContain("9007199254740991");
+          await tab("400").click();
+          await page.getByText('"error_type": "ssrf"').first().waitFor({ state: "visible" });
+          await tab("402").click();
+          await page.getByText('"network": "base-sepolia"').first().waitFor({ state: "visible" });
+          expect(await shown()).toContain(`"payTo": "${services.devnet.payTo}"`);
+          expect(await shown()).not.toMatch(/eip155:8453(?!2)|"network": "base"/);
+        } finally {
+          await page.close();
+        }
+      },
+      2 * REFERENCE_MS,
+    );
+  },
+);
 
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
