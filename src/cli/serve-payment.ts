@@ -2,6 +2,7 @@ import { StartupError } from "../config-error.js";
 import { NETWORK_IDS, type PaymentConfig } from "../config.js";
 import type { ServiceMetrics } from "../http/index.js";
 import type { PaymentRecordStore } from "../store/index.js";
+import type { DevnetAccount } from "../devnet/index.js";
 import {
   createPaymentGate,
   paidRecordOptionsFromConfig,
@@ -25,6 +26,8 @@ export interface PaymentSetup {
   facilitatorUrl: string;
   /** Devnet mode: the chain's JSON-RPC URL, which its facilitator settles on; checked likewise. */
   devnetRpcUrl?: string;
+  /** Devnet mode: the funded test account the page names and its scan form pays from. */
+  devnetPayer?: DevnetAccount;
   /** Who is paid: for the 402's example in /openapi.json. */
   payTo: `0x${string}`;
   /** How to pay this service, given its URL (devnet mode: a command that works as it is). */
@@ -78,7 +81,7 @@ export async function setupPayment(
     };
   }
 
-  const { startDevnet } = await import("../devnet/index.js");
+  const { startDevnet, DEFAULT_PAYER } = await import("../devnet/index.js");
   const devnet = await startDevnet({
     rpcPort: config.devnetRpcPort,
     facilitatorPort: config.devnetFacilitatorPort,
@@ -113,12 +116,13 @@ export async function setupPayment(
       facilitatorUrl: devnet.facilitatorUrl,
       devnetRpcUrl: devnet.rpcUrl,
       payTo: devnet.payTo,
+      devnetPayer: DEFAULT_PAYER,
       mode:
         `DEVNET: local payment network, no real money — chain ${devnet.network} at ${devnet.rpcUrl}` +
         `, facilitator ${devnet.facilitatorUrl}${moved}, USDC ${devnet.usdcAddress}, ` +
         `payTo ${devnet.payTo}`,
       howToPay: (serviceUrl) =>
-        `pay with: ./bin/secsnap.js pay https://example.com --api ${serviceUrl}${rpcOption} (funded test account 2)`,
+        `pay with: ./bin/secsnap.js pay https://example.com --api ${serviceUrl}${rpcOption} (funded test account ${DEFAULT_PAYER.index})`,
       close: () => devnet.close(),
     };
   } catch (err) {

@@ -135,6 +135,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     networks: payment.networks,
     devnet: payment.devnet,
     payTo: payment.payTo,
+    ...(payment.devnetPayer && { devnetPayer: payment.devnetPayer }),
     ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
     ...(config.operatorContact !== undefined && { operatorContact: config.operatorContact }),
     log: appLog,

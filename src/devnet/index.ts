@@ -4,6 +4,7 @@
  */
 export { startDevnet } from "./devnet.js";
 export type { Devnet } from "./devnet.js";
+export type { DevnetAccount } from "./constants.js";
 export {
   DEFAULT_PAYER,
   DEV_USDC_ABI,

@@ -41,6 +41,8 @@ import {
 } from "./report-schemas.js";
 import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS, renderPage } from "./page.js";
 import { REFERENCE_PATH, addReferenceRoutes } from "./reference.js";
+import { CHALLENGE_PATH, PAY_AND_SCAN_PATH } from "./page-paths.js";
+import { addScanRoutes, isSelfCall } from "./page-scan.js";
 import {
   MAX_BODY_BYTES,
   checkSnapshotRequest,
@@ -81,6 +83,11 @@ export interface AppDeps {
   networks?: readonly string[];
   /** The networks are the embedded devnet (docs/contract.md §7.7), for the page. */
   devnet?: boolean;
+  /**
+   * Devnet mode: the funded devnet account (a public anvil key) the page names, and its scan form
+   * pays from on the server's side (POST /demo/pay-and-scan, served only with it).
+   */
+  devnetPayer?: { index: number; address: `0x${string}`; privateKey: `0x${string}` };
   /** Who is paid (X402_PAY_TO, or the devnet's payee), for the 402's example in /openapi.json. */
   payTo?: `0x${string}`;
   /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
@@ -117,10 +124,11 @@ const ALLOWED_METHODS = {
   "/favicon.svg": "GET, HEAD, OPTIONS",
   "/": "GET, HEAD, OPTIONS",
   [REFERENCE_PATH]: "GET, HEAD, OPTIONS",
+  [CHALLENGE_PATH]: "POST",
 } as const;
 
 /** The route patterns the app answers (metrics and logs label requests by these, others "other"). */
-export const ROUTES: readonly string[] = Object.keys(ALLOWED_METHODS);
+export const ROUTES: readonly string[] = [...Object.keys(ALLOWED_METHODS), PAY_AND_SCAN_PATH];
 
 /** The HTTP API: CORS, the paid snapshot route, the free routes, then 405/404/500. */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
@@ -151,7 +159,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   addFreeRoutes(app, deps, admission, checkShape);
   addPageRoutes(app, deps);
   addAgentRoutes(app, deps);
-  addFallbacks(app, log);
+  addFallbacks(app, log, deps.devnet === true && deps.devnetPayer !== undefined);
   return app;
 }
 
@@ -186,7 +194,8 @@ function rateLimitMiddleware(
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = (name: string) => c.req.header(name);
-    if (ClientRateLimit.exempt(c.req.path)) return next();
+    // The scan form's calls to the service itself: the form post was counted already.
+    if (ClientRateLimit.exempt(c.req.path) || isSelfCall(c)) return next();
     // POST /mcp counts itself once it has read what the message is (mcpCallBudget).
     if (mcpCounts && c.req.path === MCP_PATH && c.req.method === "POST") return next();
     const client = clientOf(c, trusted);
@@ -398,13 +407,19 @@ function addAgentRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
   app.get("/favicon.svg", icon(FAVICON_SVG, "image/svg+xml"));
 }
 
-/** GET / (the page) and GET /reference (the interactive API reference); HTML, not JSON. */
+/**
+ * GET / (the page), its scan form's routes (page-scan.ts) and GET /reference (the interactive
+ * API reference); HTML, not JSON.
+ */
 function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
+  // The devnet's account is named, and pays, only in devnet mode.
+  const devnetPayer = deps.devnet === true ? deps.devnetPayer : undefined;
   const facts = {
     priceUsdc: deps.priceUsdc ?? DEFAULT_PRICE_USDC,
     networks: deps.networks ?? Object.values(NETWORK_IDS),
     devnet: deps.devnet ?? false,
     report: demoSnapshot(),
+    ...(devnetPayer && { devnetPayer }),
   };
   // Without PUBLIC_URL the samples name the URL the page was asked at, as the challenge does.
   let last: { serviceUrl: string; body: string } | undefined;
@@ -420,12 +435,20 @@ function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
       },
     });
   });
+  addScanRoutes(app, {
+    facts: (c) => ({ ...facts, serviceUrl: baseUrlOf(deps, c) }),
+    app,
+    ...(devnetPayer && { devnetPayer }),
+    ...(deps.publicUrl !== undefined && { publicUrl: deps.publicUrl }),
+  });
   addReferenceRoutes(app, "/openapi.json");
 }
 
 /** 405 with Allow on known paths, 404 elsewhere, and the last-resort 500. */
-function addFallbacks(app: Hono<AppEnv>, log: Logger): void {
-  for (const [path, allow] of Object.entries(ALLOWED_METHODS)) {
+function addFallbacks(app: Hono<AppEnv>, log: Logger, paysAndScans: boolean): void {
+  const allowed = Object.entries(ALLOWED_METHODS);
+  if (paysAndScans) allowed.push([PAY_AND_SCAN_PATH, "POST"]);
+  for (const [path, allow] of allowed) {
     app.all(path, (c) =>
       toResponse(errorAnswer(405, `method ${c.req.method} not allowed`, { allow })),
     );

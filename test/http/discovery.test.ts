@@ -159,6 +159,9 @@ describe("GET /openapi.json for agents", () => {
     expect(llms).not.toMatch(MAINNET);
     const wellKnown = await (await fetch(`${devnet.url}/.well-known/x402`)).text();
     expect(wellKnown).not.toMatch(MAINNET);
+    const page = await (await fetch(`${devnet.url}/`)).text();
+    expect(page).toContain("eip155:84532");
+    expect(page).not.toMatch(/eip155:8453(?!2)|Base \(/);
     // The production document does name mainnet: the pattern can match.
     expect(JSON.stringify(await openApi(production))).toMatch(MAINNET);
   });

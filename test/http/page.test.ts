@@ -165,9 +165,9 @@ describe("GET / (the page)", () => {
     expect(body).toContain("<strong>0.07 USDC</strong>");
     expect(body).toContain("Base Sepolia (eip155:84532), here the local devnet");
     expect(body).not.toContain("eip155:8453)");
-    // In devnet mode secsnap pay needs no key.
+    // In devnet mode secsnap pay needs no key; it is run from the clone.
     expect(body).toContain(
-      "<code>secsnap pay https://example.com --api https://snap.example/tools",
+      '<code data-sample="cli">./bin/secsnap.js pay https://example.com --api https://snap.example/tools',
     );
     expect(body).toContain("from &quot;@x402/fetch&quot;");
     expect(body).toContain("from &quot;x402-fetch&quot;");
@@ -176,7 +176,7 @@ describe("GET / (the page)", () => {
     // Without PUBLIC_URL the samples name the URL the page was asked at.
     const local = await (await fetch(`${served.url}/`)).text();
     expect(local).toContain(
-      `SECSNAP_PRIVATE_KEY=0x… secsnap pay https://example.com --api ${served.url}`,
+      `SECSNAP_PRIVATE_KEY=0x… ./bin/secsnap.js pay https://example.com --api ${served.url}`,
     );
     expect(local).toContain("Base (eip155:8453) or Base Sepolia (eip155:84532)");
   });
@@ -216,7 +216,10 @@ describe("renderPage", () => {
     ]);
     expect(findings[0]!.text).toContain("High");
     expect(findings[0]!.text).toContain("High <script>alert(1)</script> one.");
-    expect(findings[0]!.text).toContain("Fix: Set `Strict-Transport-Security: max-age=31536000`.");
+    expect(findings[0]!.text).toContain("Fix: Set Strict-Transport-Security: max-age=31536000.");
+    // Inline code is <code>, not literal backticks.
+    expect(page).toContain("Fix: Set <code>Strict-Transport-Security: max-age=31536000</code>.");
+    expect(page).not.toContain("`");
     // The hostile message is text, never markup.
     expect(page).toContain("High &lt;script&gt;alert(1)&lt;/script&gt; one.");
     expect(elements(page, "script")).toEqual([]);
@@ -233,6 +236,148 @@ describe("renderPage", () => {
       report: sampleResult("https://example.com"),
     });
     expect(page).toContain("No findings.");
+  });
+});
+
+describe("the page's samples, links and form", () => {
+  const payer = {
+    index: 2,
+    address: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+    privateKey: "0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a",
+  } as const;
+  const appWith = (deps: { devnet: boolean }) =>
+    createApp({
+      engine,
+      urlPolicy: createUrlPolicy({ allowedPorts: DEFAULT_PORTS, allowCidrs: [] }),
+      networks: ["eip155:84532"],
+      devnetPayer: payer,
+      ...deps,
+    });
+
+  it("in devnet mode names the funded devnet account the samples and the form pay from", async () => {
+    const body = await (await appWith({ devnet: true }).request("http://localhost/")).text();
+    const js = elements(body, "code").find((c) => c.attrs["data-sample"] === "js")!.text;
+    expect(js).toContain(`funded test account 2 (${payer.address})`);
+    expect(js).toContain(payer.privateKey);
+    const form = elements(body, "form")[0]!;
+    expect(form.attrs).toMatchObject({ method: "post", action: "/demo/pay-and-scan" });
+    expect(elements(body, "input")[0]!.attrs).toMatchObject({ name: "url", required: "" });
+  });
+
+  it("outside devnet mode names no key, and its form only shows the challenge", async () => {
+    const app = appWith({ devnet: false });
+    const body = await (await app.request("http://localhost/")).text();
+    expect(body).not.toContain(payer.privateKey);
+    expect(body).not.toContain(payer.address);
+    expect(elements(body, "form")[0]!.attrs.action).toBe("/demo/challenge");
+    const res = await app.request("http://localhost/demo/pay-and-scan", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", origin: "http://localhost" },
+      body: "url=https%3A%2F%2Fexample.com",
+    });
+    expect(res.status).toBe(404);
+  });
+
+  it("links the reference before the first section, and lets the form post only here", async () => {
+    const res = await fetch(`${served.url}/`);
+    const csp = directives(res.headers.get("content-security-policy") ?? "");
+    expect(csp.get("form-action")).toEqual(["'self'"]);
+    const body = await res.text();
+    expect(body.indexOf('href="/reference"')).toBeGreaterThan(0);
+    expect(body.indexOf('href="/reference"')).toBeLessThan(body.indexOf("<h2>"));
+    // Code blocks wrap: no sample needs a scrollbar.
+    expect(elements(body, "style")[0]!.text).toMatch(/pre\{[^}]*white-space:pre-wrap/);
+  });
+
+  it("refuses a form post from another origin, and an empty one", async () => {
+    const post = (origin: string, body: string) =>
+      fetch(`${served.url}/demo/challenge`, {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded", origin },
+        body,
+      });
+    expect((await post("https://evil.example", "url=https%3A%2F%2Fexample.com")).status).toBe(403);
+    const empty = await post(served.url, "url=");
+    expect(empty.status).toBe(400);
+    expect(empty.headers.get("content-type")).toBe("text/html; charset=utf-8");
+    expect(await empty.text()).toContain("<code>invalid_url</code>");
+  });
+});
+
+describe("renderPage", () => {
+  const facts = {
+    priceUsdc: "0.05",
+    networks: ["eip155:8453"],
+    devnet: false,
+    serviceUrl: "https://x.example",
+  };
+
+  it("renders inline code as <code>, escaping what is inside and around it", () => {
+    const report = reportWithFindings();
+    report.findings[0]!.message = "Sent `<img src=x onerror=alert(1)>` as <b>header</b>.";
+    report.notes = ["Note with `code` and <i>markup</i>."];
+    const page = renderPage({ ...facts, report });
+    expect(page).toContain(
+      "Sent <code>&lt;img src=x onerror=alert(1)&gt;</code> as &lt;b&gt;header&lt;/b&gt;.",
+    );
+    expect(page).toContain("<li>Note with <code>code</code> and &lt;i&gt;markup&lt;/i&gt;.</li>");
+    expect(elements(page, "img")).toEqual([]);
+  });
+
+  it("renders checks, findings and sections it does not know, from the report's JSON", () => {
+    const report = {
+      ...sampleResult("https://example.com"),
+      checks: { ...sampleResult("x").checks, tls_version: false },
+      findings: [
+        {
+          id: "tls-old",
+          check: "tls_version",
+          severity: "medium",
+          message: "TLS 1.0 is accepted.",
+          recommendation: "Turn off `TLSv1`.",
+        },
+      ],
+      tls: { version: "TLSv1.3", issuer: "<script>x</script>" },
+    } as unknown as SnapshotResult;
+    const page = renderPage({ ...facts, report });
+    const checks = elements(page, "li").filter((li) => li.attrs["data-check"] !== undefined);
+    expect(checks.at(-1)!.attrs["data-check"]).toBe("tls_version");
+    expect(checks.at(-1)!.text).toContain("tls_version");
+    expect(page).toContain('data-finding="tls-old"');
+    expect(page).toContain('data-section="tls"');
+    expect(page).toContain("&quot;&lt;script&gt;x&lt;/script&gt;&quot;");
+    expect(elements(page, "script")).toEqual([]);
+  });
+
+  it("shows a challenge and a refusal with the submitted URL escaped", () => {
+    const url = 'https://e.example/?q="><script>alert(1)</script>';
+    const challenge = renderPage(
+      { ...facts, report: sampleResult("x") },
+      {
+        kind: "challenge",
+        url,
+        offers: [
+          {
+            network: "eip155:8453",
+            amount: "50000",
+            asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+            payTo: "0x1111111111111111111111111111111111111111",
+          },
+        ],
+      },
+    );
+    expect(challenge).toContain("<dd data-price>0.05 USDC</dd>");
+    expect(challenge).toContain("Base (<code>eip155:8453</code>)");
+    const refused = renderPage(
+      { ...facts, report: sampleResult("x") },
+      { kind: "refused", url, status: 400, message: "bad <b>url</b>", errorType: "invalid_url" },
+    );
+    for (const page of [challenge, refused]) {
+      expect(elements(page, "script")).toEqual([]);
+      expect(page).toContain("q=&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;");
+      expect(elements(page, "input")[0]!.attrs.value).toBe(url);
+    }
+    expect(refused).toContain("bad &lt;b&gt;url&lt;/b&gt;");
   });
 });
 

@@ -1,0 +1,160 @@
+/**
+ * The page's scan form (docs/http-api.md "The scan form"). Each route asks the service's own
+ * paid route in-process, so the whole path runs (input check, admission, payment, snapshot):
+ * POST /demo/challenge without paying, to show the 402 challenge; POST /demo/pay-and-scan, in
+ * devnet mode only, paying from the funded devnet account through the official x402 client.
+ */
+import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
+import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import type { Context, Env, Hono } from "hono";
+import { csrf } from "hono/csrf";
+import { privateKeyToAccount } from "viem/accounts";
+import { NO_STORE } from "../payment/index.js";
+import type { SnapshotResult } from "../snapshot/index.js";
+import { readBodyText } from "./body.js";
+import { CHALLENGE_PATH, PAY_AND_SCAN_PATH } from "./page-paths.js";
+import { PAGE_SECURITY_HEADERS, renderPage, type PageFacts, type ScanOutcome } from "./page.js";
+
+/** The form's body: one URL, urlencoded. */
+const MAX_FORM_BYTES = 4 * 1024;
+
+/**
+ * Marks a request the service makes of itself: the visitor's form post was already counted
+ * against its budget of free answers, so the inner calls are not counted again. A symbol, so no
+ * request from outside can carry it.
+ */
+const SELF_CALL = Symbol("secsnap self call");
+
+/** Whether this request is one the service made of itself (the rate limit lets it pass). */
+export function isSelfCall(c: Context): boolean {
+  return (c.env as Record<symbol, unknown> | undefined)?.[SELF_CALL] === true;
+}
+
+export interface ScanRoutes {
+  /** The page's facts for this request (its base URL). */
+  facts(c: Context): PageFacts;
+  /** The app itself, called in-process. */
+  app: { fetch(request: Request, env: unknown): Response | Promise<Response> };
+  /** Devnet mode: the funded account the service pays from. */
+  devnetPayer?: { privateKey: `0x${string}` };
+  /** Origins the form may be posted from besides the request's own (PUBLIC_URL's). */
+  publicUrl?: string;
+}
+
+/** Mounts the form's routes; POST /demo/pay-and-scan only when a devnet payer is given. */
+export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): void {
+  const publicOrigin = routes.publicUrl !== undefined ? new URL(routes.publicUrl).origin : "";
+  // A form post from another site is refused: it could spend the devnet's money or the budget.
+  const sameOrigin = csrf({
+    origin: (origin, c) => origin === new URL(c.req.url).origin || origin === publicOrigin,
+  });
+  const selfFetch =
+    (outer: Context): typeof fetch =>
+    (input, init) =>
+      // The visitor leaving ends the scan: nobody waits for it, and nobody pays for it.
+      Promise.resolve(
+        routes.app.fetch(new Request(input, { ...init, signal: outer.req.raw.signal }), {
+          [SELF_CALL]: true,
+        }),
+      );
+
+  app.post(CHALLENGE_PATH, sameOrigin, async (c) => {
+    const url = await formUrl(c);
+    const facts = routes.facts(c);
+    if (url === undefined) return page(facts, missingUrl(), 400);
+    const res = await selfFetch(c)(`${facts.serviceUrl}/v1/snapshot`, snapshotRequest(url));
+    const header = res.headers.get("payment-required");
+    if (res.status === 402 && header) {
+      const offers = decodePaymentRequiredHeader(header).accepts.map((a) => ({
+        network: a.network,
+        amount: a.amount,
+        asset: a.asset,
+        payTo: a.payTo,
+      }));
+      return page(facts, { kind: "challenge", url, offers }, 200);
+    }
+    return page(facts, await refused(url, res), res.status);
+  });
+
+  const payer = routes.devnetPayer;
+  if (!payer) return;
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: privateKeyToAccount(payer.privateKey) });
+  app.post(PAY_AND_SCAN_PATH, sameOrigin, async (c) => {
+    const url = await formUrl(c);
+    const facts = routes.facts(c);
+    if (url === undefined) return page(facts, missingUrl(), 400);
+    const pay = wrapFetchWithPayment(selfFetch(c), client);
+    const res = await pay(`${facts.serviceUrl}/v1/snapshot`, snapshotRequest(url));
+    if (res.status !== 200) return page(facts, await refused(url, res), res.status);
+    const report = (await res.json()) as SnapshotResult;
+    const receipt = res.headers.get("payment-response");
+    const settled = receipt ? decodePaymentResponseHeader(receipt) : undefined;
+    return page(
+      facts,
+      {
+        kind: "report",
+        url,
+        report,
+        ...(settled && {
+          receipt: {
+            transaction: settled.transaction,
+            ...(settled.payer !== undefined && { payer: settled.payer }),
+          },
+        }),
+      },
+      200,
+    );
+  });
+}
+
+function snapshotRequest(url: string): RequestInit {
+  return {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ url }),
+  };
+}
+
+/** The form's `url` field, trimmed; undefined when absent, empty or the body unreadable. */
+async function formUrl(c: Context): Promise<string | undefined> {
+  const read = await readBodyText(c, MAX_FORM_BYTES);
+  if (!read.ok) return undefined;
+  const url = new URLSearchParams(read.text).get("url")?.trim();
+  return url ? url : undefined;
+}
+
+function missingUrl(): ScanOutcome {
+  return {
+    kind: "refused",
+    url: "",
+    status: 400,
+    message: "The form needs a URL (at most 2048 characters).",
+    errorType: "invalid_url",
+  };
+}
+
+/** An answer other than the one hoped for, in the words of its JSON body. */
+async function refused(url: string, res: Response): Promise<ScanOutcome> {
+  const body = (await res.json().catch(() => ({}))) as { error?: unknown; error_type?: unknown };
+  return {
+    kind: "refused",
+    url,
+    status: res.status,
+    message: typeof body.error === "string" ? body.error : `answer ${res.status}`,
+    ...(typeof body.error_type === "string" && { errorType: body.error_type }),
+  };
+}
+
+function page(facts: PageFacts, outcome: ScanOutcome, status: number): Response {
+  return new Response(renderPage(facts, outcome), {
+    status,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      // The outcome of one visitor's scan is theirs: never kept.
+      "cache-control": NO_STORE,
+      ...PAGE_SECURITY_HEADERS,
+    },
+  });
+}
