@@ -39,9 +39,15 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const child of started) {
-    if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
-  }
+  // SIGTERM: the service stops its devnet (anvil runs in a process group of its own) on the way out.
+  await Promise.all(
+    started.map(async (child) => {
+      if (child.pid === undefined || child.exitCode !== null) return;
+      const closed = new Promise((resolve) => child.once("close", resolve));
+      process.kill(-child.pid, "SIGTERM");
+      await closed;
+    }),
+  );
   await rm(scratch, { recursive: true, force: true });
 });
 
@@ -117,6 +123,7 @@ it(
         PORT: "0",
         HOST: "127.0.0.1",
         DATA_DIR: join(scratch, "data"),
+        SHUTDOWN_GRACE_MS: "0",
         DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
         DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
       }),
