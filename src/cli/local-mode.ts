@@ -1,7 +1,7 @@
 import type { CliOutput } from "./command.js";
 
 /** The one setting `scan --local` and `serve --allow-local` turn on (docs/contract.md §6.1). */
-export const ALLOW_LOCAL_VARIABLE = "SNAPSHOT_ALLOW_LOCAL";
+const ALLOW_LOCAL_VARIABLE = "SNAPSHOT_ALLOW_LOCAL";
 
 /** The environment with local mode on when `on` (the flag given), else as it was. */
 export function withLocalMode(env: NodeJS.ProcessEnv, on: boolean | undefined): NodeJS.ProcessEnv {
