@@ -62,6 +62,20 @@ const port = int(1, 65535, "a TCP port (1-65535)");
 /** A port to listen on; 0 picks a free one. */
 const listenPort = int(0, 65535, "a TCP port (0-65535)");
 
+/** An on/off setting: 1/true/yes/on or 0/false/no/off, any case. */
+const flag = z.pipe(
+  z.pipe(
+    z.string(),
+    z.transform((s: string) => s.toLowerCase()),
+  ),
+  z.pipe(
+    z.enum(["1", "true", "yes", "on", "0", "false", "no", "off"], {
+      message: "must be 1 (on) or 0 (off); also true/false, yes/no, on/off",
+    }),
+    z.transform((s) => ["1", "true", "yes", "on"].includes(s)),
+  ),
+);
+
 const httpUrl = z.url({ protocol: /^https?$/, message: "must be an http(s) URL" });
 
 /**
@@ -185,6 +199,11 @@ export interface SnapshotConfig {
   allowedPorts: ReadonlySet<number>;
   /** CIDRs treated as public (tests and private deployments only). */
   allowCidrs: readonly string[];
+  /**
+   * Local mode (SNAPSHOT_ALLOW_LOCAL; `scan --local`, `serve --allow-local`): loopback, RFC 1918
+   * and unique-local targets on any port, for development. Metadata stays blocked.
+   */
+  allowLocal: boolean;
   /** `ip[:port]` servers for target names; empty means the system resolver. */
   dnsServers: readonly string[];
   /** HTTP requests one snapshot may send, every probe and redirect included (docs/contract.md §4.1). */
@@ -390,6 +409,7 @@ export function loadSnapshotConfig(env: Env = process.env): SnapshotConfig {
       ).map(Number),
     ),
     allowCidrs: read(env, "SNAPSHOT_ALLOW_CIDRS", list(isCidr, "CIDRs (e.g. 127.0.0.0/8)"), ""),
+    allowLocal: read(env, "SNAPSHOT_ALLOW_LOCAL", flag, "0"),
     dnsServers: read(env, "SNAPSHOT_DNS_SERVERS", list(isDnsServer, "ip[:port] DNS servers"), ""),
     // At least 1: the main request is always sent. The ceilings keep one call from becoming
     // an amplifier however the operator sets them.
@@ -594,6 +614,16 @@ export function loadConfig(env: Env = process.env): Config {
   ) {
     throw new ConfigError("METRICS_PORT", `must differ from PORT (got ${port} for both)`);
   }
+  const snapshot = loadSnapshotConfig(env);
+  const payment = loadPaymentConfig(env);
+  // Local targets are for development: a production service (real money, reachable by others)
+  // that fetched its own network for anyone paying would be an SSRF hole (docs/security.md).
+  if (snapshot.allowLocal && payment.payTo !== undefined) {
+    throw new ConfigError(
+      "SNAPSHOT_ALLOW_LOCAL",
+      "(serve --allow-local) is for development: it needs devnet mode, so unset X402_PAY_TO or drop it",
+    );
+  }
   return {
     port,
     // Any name or address: one that cannot be bound stops the start at listen, naming HOST.
@@ -603,8 +633,8 @@ export function loadConfig(env: Env = process.env): Config {
     // May carry a password: never echoed in an error.
     redisUrl: read(env, "REDIS_URL", redisUrl, "", { secret: true }),
     dataDir: read(env, "DATA_DIR", dataDir, "./.secsnap"),
-    snapshot: loadSnapshotConfig(env),
-    payment: loadPaymentConfig(env),
+    snapshot,
+    payment,
     ops: loadOpsConfig(env),
     telemetry,
   };

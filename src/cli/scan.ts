@@ -4,28 +4,34 @@ import { loadSnapshotConfig } from "../config.js";
 import { SnapshotError, createSnapshotEngine } from "../snapshot/index.js";
 import { UsageError, type Command } from "./command.js";
 import { formatReport, formatSnapshotError, useColor } from "./format.js";
+import { announceLocalMode, withLocalMode } from "./local-mode.js";
 
 /** Exit code of `scan` when the service would have answered 400 (a SnapshotError). */
 export const EXIT_SNAPSHOT_ERROR = 2;
 
 export const scanCommand: Command = {
   usage: [
-    "Usage: secsnap scan <url> [--json]",
+    "Usage: secsnap scan <url> [--json] [--local]",
     "",
     "Runs one snapshot from this machine with the SNAPSHOT_* settings of the environment.",
     "Prints the report as JSON, or as a readable summary when stdout is a terminal.",
     "",
     "Options:",
     "  --json   always print JSON (the exact body the API would send)",
+    "  --local  a site on your machine or network: loopback and private targets on any",
+    "           port (SNAPSHOT_ALLOW_LOCAL=1); cloud metadata stays blocked",
     "",
     "Exit codes: 0 report printed, 2 the URL was rejected (SnapshotError JSON printed),",
     "1 bad usage or configuration.",
   ].join("\n"),
 
-  async run({ args, env, stdout }) {
+  async run({ args, env, stdout, stderr }) {
     const { values, positionals } = parseArgs({
       args,
-      options: { json: { type: "boolean", default: false } },
+      options: {
+        json: { type: "boolean", default: false },
+        local: { type: "boolean", default: false },
+      },
       allowPositionals: true,
     });
     if (positionals.length !== 1) throw new UsageError("scan needs exactly one <url>");
@@ -37,7 +43,9 @@ export const scanCommand: Command = {
     // would pay off, and the process would wait for it at exit: baseline code only
     // (docs/benchmarks.md, "Start-up").
     setFlagsFromString("--liftoff-only");
-    const engine = createSnapshotEngine(loadSnapshotConfig(env));
+    const config = loadSnapshotConfig(withLocalMode(env, values.local));
+    if (config.allowLocal) announceLocalMode(stderr, { serving: false });
+    const engine = createSnapshotEngine(config);
     try {
       const result = await engine.snapshot(rawUrl);
       stdout.write(pretty ? formatReport(result, color) : JSON.stringify(result, null, 2) + "\n");

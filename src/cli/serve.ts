@@ -30,6 +30,7 @@ import { SERVICE_VERSION } from "../version.js";
 import { UsageError, type CliOutput, type Command } from "./command.js";
 import { createLogger } from "./logger.js";
 import { rateLimitedLog } from "./rate-limited-log.js";
+import { announceLocalMode, withLocalMode } from "./local-mode.js";
 import { livenessChecks } from "./serve-liveness.js";
 import { setupPayment, type PaymentSetup } from "./serve-payment.js";
 
@@ -95,11 +96,15 @@ interface Listeners {
   metricsServer: RunningServer | undefined;
 }
 
-/** The configuration, from the environment alone: `serve` takes no arguments. */
+/** The configuration, from the environment and `--allow-local` (SNAPSHOT_ALLOW_LOCAL=1). */
 function readConfig(args: string[], env: NodeJS.ProcessEnv): Config {
-  const { positionals } = parseArgs({ args, options: {}, allowPositionals: true });
+  const { values, positionals } = parseArgs({
+    args,
+    options: { "allow-local": { type: "boolean", default: false } },
+    allowPositionals: true,
+  });
   if (positionals.length > 0) throw new UsageError("serve takes no arguments");
-  return loadConfig(env);
+  return loadConfig(withLocalMode(env, values["allow-local"]));
 }
 
 /** Everything the listeners serve, built once per start; nothing listens yet. */
@@ -317,7 +322,7 @@ async function shutDown(
 
 export const serveCommand: Command = {
   usage: [
-    "Usage: secsnap serve",
+    "Usage: secsnap serve [--allow-local]",
     "",
     "Starts the API on HOST:PORT (default 0.0.0.0:8080; PORT=0 picks a free port).",
     "The first output line states the payment mode and the URL; then one JSON log line per",
@@ -326,10 +331,16 @@ export const serveCommand: Command = {
     "SIGTERM/SIGINT: /ready turns 503 and new paid work is refused; after SHUTDOWN_GRACE_MS",
     "(SIGTERM only) stop accepting, let running requests finish, wait for settlements under",
     "way, exit 0.",
+    "",
+    "Options:",
+    "  --allow-local  development only: snapshots of loopback and private targets on any",
+    "                 port (SNAPSHOT_ALLOW_LOCAL=1), said loudly on stderr; cloud metadata",
+    "                 stays blocked. Devnet mode only: refused with X402_PAY_TO set.",
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {
     const config = readConfig(args, env);
+    if (config.snapshot.allowLocal) announceLocalMode(stderr, { serving: true });
     const signal = nextShutdownSignal();
     const service = await wireService(config, stdout);
     const listeners = await listen(config, service, stderr);

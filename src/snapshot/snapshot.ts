@@ -61,8 +61,8 @@ import type { UrlPolicy } from "./net/url-rules.js";
 /** The caps default to docs/contract.md §4.1's when a caller (a test) leaves them out. */
 export interface EngineOptions
   extends
-    Omit<SnapshotConfig, "maxRequests" | "maxNames">,
-    Partial<Pick<SnapshotConfig, "maxRequests" | "maxNames">> {
+    Omit<SnapshotConfig, "maxRequests" | "maxNames" | "allowLocal">,
+    Partial<Pick<SnapshotConfig, "maxRequests" | "maxNames" | "allowLocal">> {
   /** Port of the HTTPS probe for http final URLs; 443 in production, overridable by tests. */
   httpsProbePort?: number;
   /** Port of the http-side probe `http://<input host>/`; 80 in production, overridable by tests. */
@@ -235,7 +235,8 @@ function openSession({
   const dispatcher = createTargetDispatcher({
     resolve,
     isBlockedAddress: policy.isBlockedAddress,
-    allowedPorts: options.allowedPorts,
+    // The policy's: local mode opens every port (url-rules.ts).
+    allowedPorts: policy.allowedPorts,
     connectTimeoutMs: options.timeoutMs,
     deadline: deadlineAt,
     signal,

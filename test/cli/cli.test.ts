@@ -40,6 +40,12 @@ describe("secsnap CLI basics", () => {
   it.each([
     [["serve"], { PORT: "eighty" }, /^secsnap: PORT /],
     [["serve"], { X402_PAY_TO: "0x123" }, /^secsnap: X402_PAY_TO /],
+    // Local mode is for development: with real money (production mode) it is refused.
+    [
+      ["serve", "--allow-local"],
+      { X402_PAY_TO: `0x${"ab".repeat(20)}`, X402_FACILITATOR_URL: "https://f.example" },
+      /^secsnap: SNAPSHOT_ALLOW_LOCAL .*X402_PAY_TO/,
+    ],
     [["scan", "example.com"], { SNAPSHOT_TIMEOUT_MS: "soon" }, /^secsnap: SNAPSHOT_TIMEOUT_MS /],
     [["facilitator"], {}, /^secsnap: FACILITATOR_RPC_URL /],
     [

@@ -52,6 +52,39 @@ describe("secsnap scan", () => {
     expect(report.notes).toContain("Strict-Transport-Security (HSTS) header is missing.");
   });
 
+  it("scan --local reports a local target on any port, its first stderr line saying so loudly", async () => {
+    // No SNAPSHOT_ALLOW_CIDRS nor SNAPSHOT_ALLOWED_PORTS: the target's port is a random one.
+    const { code, stdout, stderr } = await runCli(["scan", "--local", target.url, "--json"]);
+    expect(stderr.split("\n")[0]).toBe(
+      "secsnap: LOCAL MODE: private and loopback targets on any port are allowed (cloud metadata stays blocked)",
+    );
+    expect(code).toBe(0);
+    const report = SnapshotResultSchema.parse(JSON.parse(stdout));
+    expect(report).toMatchObject({
+      requested_url: target.url,
+      final_url: target.url,
+      reachable: true,
+      final_status_code: 200,
+    });
+    // The probes (https on 443, the well-known files) were sent, not refused by our policy.
+    expect(report.notes.join("\n")).not.toMatch(/not allowed|blocked/i);
+    // The same target without --local: refused, and told how to allow it.
+    const refused = await runCli(["scan", target.url, "--json"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe("");
+    expect(JSON.parse(refused.stdout)).toMatchObject({
+      error_type: "ssrf",
+      error: expect.stringContaining("`secsnap scan --local`"),
+    });
+  });
+
+  it("scan --local still refuses cloud metadata", async () => {
+    const url = "http://169.254.169.254/latest/meta-data/";
+    const { code, stdout } = await runCli(["scan", "--local", url, "--json"]);
+    expect(code).toBe(2);
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: url, error_type: "ssrf" });
+  });
+
   it("SNAPSHOT_DNS_SERVERS from the environment is where target names are resolved", async () => {
     const env = cleanEnv({
       SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",

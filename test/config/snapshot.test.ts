@@ -22,6 +22,7 @@ describe("snapshot configuration (docs/contract.md §6.1)", () => {
     expect(config.maxRedirects).toBe(10);
     expect([...config.allowedPorts].sort((a, b) => a - b)).toEqual([80, 443, 8080, 8443]);
     expect(config.allowCidrs).toEqual([]);
+    expect(config.allowLocal).toBe(false);
     expect(config.dnsServers).toEqual([]);
     expect(config.maxRequests).toBe(32);
     expect(config.maxNames).toBe(16);
@@ -35,6 +36,7 @@ describe("snapshot configuration (docs/contract.md §6.1)", () => {
       SNAPSHOT_MAX_REDIRECTS: "3",
       SNAPSHOT_ALLOWED_PORTS: "443, 8443",
       SNAPSHOT_ALLOW_CIDRS: "127.0.0.2/31,fd00::/8",
+      SNAPSHOT_ALLOW_LOCAL: "1",
       SNAPSHOT_DNS_SERVERS: "127.0.0.1:5353,[::1]:53,9.9.9.9",
       SNAPSHOT_MAX_REQUESTS: "3",
       SNAPSHOT_MAX_NAMES: " 1000 ",
@@ -44,6 +46,7 @@ describe("snapshot configuration (docs/contract.md §6.1)", () => {
       maxRedirects: 3,
       allowedPorts: new Set([443, 8443]),
       allowCidrs: ["127.0.0.2/31", "fd00::/8"],
+      allowLocal: true,
       dnsServers: ["127.0.0.1:5353", "[::1]:53", "9.9.9.9"],
       maxRequests: 3,
       maxNames: 1000,
@@ -69,10 +72,49 @@ describe("snapshot configuration (docs/contract.md §6.1)", () => {
     ["SNAPSHOT_MAX_NAMES", "-3"],
     ["SNAPSHOT_MAX_NAMES", "16 names"],
     ["SNAPSHOT_MAX_NAMES", "1e9"],
+    ["SNAPSHOT_ALLOW_LOCAL", "abc"],
+    ["SNAPSHOT_ALLOW_LOCAL", "2"],
   ])("%s=%j is refused with an error naming the variable", (variable, value) => {
     const err = configError({ [variable]: value });
     expect(err.variable).toBe(variable);
     expect(err.message.startsWith(`${variable} `)).toBe(true);
     expect(err.message).not.toContain("\n");
+  });
+
+  it.each([
+    ["1", true],
+    ["true", true],
+    [" YES ", true],
+    ["on", true],
+    ["0", false],
+    ["false", false],
+    ["off", false],
+    ["", false],
+  ])("SNAPSHOT_ALLOW_LOCAL=%j is local mode %s", (value, on) => {
+    expect(loadSnapshotConfig({ SNAPSHOT_ALLOW_LOCAL: value }).allowLocal).toBe(on);
+  });
+
+  it("SNAPSHOT_ALLOW_LOCAL's bad value says what it takes", () => {
+    expect(configError({ SNAPSHOT_ALLOW_LOCAL: "please" }).message).toBe(
+      'SNAPSHOT_ALLOW_LOCAL must be 1 (on) or 0 (off); also true/false, yes/no, on/off (got "please")',
+    );
+  });
+
+  it("local mode is refused in production mode (X402_PAY_TO set): development only", () => {
+    const production = {
+      X402_PAY_TO: `0x${"ab".repeat(20)}`,
+      X402_FACILITATOR_URL: "https://facilitator.example",
+    };
+    expect(loadConfig(production).snapshot.allowLocal).toBe(false);
+    let refused: unknown;
+    try {
+      loadConfig({ ...production, SNAPSHOT_ALLOW_LOCAL: "1" });
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect((refused as ConfigError).variable).toBe("SNAPSHOT_ALLOW_LOCAL");
+    expect((refused as ConfigError).message).toContain("X402_PAY_TO");
+    expect(loadConfig({ SNAPSHOT_ALLOW_LOCAL: "1" }).snapshot.allowLocal).toBe(true); // devnet
   });
 });

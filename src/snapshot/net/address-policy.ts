@@ -8,7 +8,9 @@ import ipaddr from "ipaddr.js";
  *     library's table, plus what ipaddr.js misses: for IPv6 only 2000::/3 is eligible at all,
  *     which blocks IPv4-compatible `::/96` (ipaddr calls `::7f00:1` "unicast"),
  *     `100:0:0:1::/64` and every unallocated prefix.
- * Addresses inside an allow CIDR (SNAPSHOT_ALLOW_CIDRS) are treated as public.
+ * Addresses inside an allow CIDR (SNAPSHOT_ALLOW_CIDRS) are treated as public. Local mode
+ * (SNAPSHOT_ALLOW_LOCAL, for development) also opens loopback, RFC 1918 and unique-local IPv6.
+ * Cloud metadata endpoints stay blocked whatever is allowed (docs/security.md, "Local mode").
  */
 
 type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
@@ -63,6 +65,22 @@ const BLOCKED_V6 = cidrs([
   "100:0:0:1::/64",
 ]);
 
+/** What local mode opens: this machine and the private networks a developer's sites live on.
+ * Not link-local (169.254/16, fe80::/10: metadata and zone ids), CGNAT or the other reserved
+ * ranges: SNAPSHOT_ALLOW_CIDRS names those when really wanted. */
+const LOCAL = cidrs([
+  "127.0.0.0/8",
+  "10.0.0.0/8",
+  "172.16.0.0/12",
+  "192.168.0.0/16",
+  "::1/128",
+  "fc00::/7",
+]);
+
+/** Cloud metadata services (AWS, GCP, Azure, Oracle on 169.254.169.254; AWS's IPv6 one inside
+ * fc00::/7): one request there can hand out the machine's credentials, so no setting opens them. */
+const METADATA = cidrs(["169.254.169.254/32", "fd00:ec2::254/128"]);
+
 function inAny(addr: ipaddr.IPv4 | ipaddr.IPv6, list: readonly Cidr[]): boolean {
   return list.some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
 }
@@ -91,18 +109,35 @@ function isBlockedParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): boolean {
   return !inAny(addr, ELIGIBLE_V6) || inAny(addr, BLOCKED_V6);
 }
 
+/** Would local mode allow this address (loopback, RFC 1918, unique-local, not metadata)? For
+ * the hint in a refusal: the rule itself is in createAddressPolicy. */
+export function isLocalAddress(ip: string): boolean {
+  const addr = parseAddress(ip);
+  return addr !== undefined && isLocalParsed(addr);
+}
+
+function isLocalParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  const zoned = addr.kind() === "ipv6" && Boolean((addr as ipaddr.IPv6).zoneId);
+  return !zoned && inAny(addr, LOCAL) && !inAny(addr, METADATA);
+}
+
 export interface AddressPolicy {
   isBlocked(ip: string): boolean;
 }
 
 /** @throws Error when an allow CIDR is malformed (config.ts validates them before this). */
-export function createAddressPolicy(allowCidrs: readonly string[]): AddressPolicy {
+export function createAddressPolicy(
+  allowCidrs: readonly string[],
+  { allowLocal = false }: { allowLocal?: boolean } = {},
+): AddressPolicy {
   const allowed = cidrs(allowCidrs);
   return {
     isBlocked(ip: string): boolean {
       const addr = parseAddress(ip);
       if (!addr) return true; // not an address we understand: never dial it
+      if (inAny(addr, METADATA)) return true;
       if (inAny(addr, allowed)) return false;
+      if (allowLocal && isLocalParsed(addr)) return false;
       return isBlockedParsed(addr);
     },
   };

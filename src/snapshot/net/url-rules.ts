@@ -1,5 +1,5 @@
 import { isIPv4 } from "node:net";
-import { createAddressPolicy, withoutBrackets } from "./address-policy.js";
+import { createAddressPolicy, isLocalAddress, withoutBrackets } from "./address-policy.js";
 import { SnapshotError } from "../result.js";
 import type { SnapshotErrorType } from "../result.js";
 
@@ -13,6 +13,19 @@ import type { SnapshotErrorType } from "../result.js";
 export interface UrlPolicy {
   allowedPorts: ReadonlySet<number>;
   isBlockedAddress(ip: string): boolean;
+  /** Local mode (SNAPSHOT_ALLOW_LOCAL): `localhost` names too; every port is in allowedPorts. */
+  allowLocal?: boolean;
+}
+
+/** How a refusal tells a developer to check a site on their own machine. */
+const LOCAL_HINT =
+  "for a site on your machine use `secsnap scan --local` or `secsnap serve --allow-local`";
+
+/** Every TCP port: local mode's allowedPorts, so the dialer and the probes need no other rule. */
+let everyPort: ReadonlySet<number> | undefined;
+function allPorts(): ReadonlySet<number> {
+  everyPort ??= new Set(Array.from({ length: 65535 }, (_, i) => i + 1));
+  return everyPort;
 }
 
 export const MAX_URL_LENGTH = 2048;
@@ -69,9 +82,16 @@ export function httpProbeUrl(hostname: string, port: number): URL {
 export function createUrlPolicy(config: {
   allowedPorts: ReadonlySet<number>;
   allowCidrs: readonly string[];
+  /** Local mode: loopback and private targets on any port (docs/contract.md §5.1). */
+  allowLocal?: boolean;
 }): UrlPolicy {
-  const addresses = createAddressPolicy(config.allowCidrs);
-  return { allowedPorts: config.allowedPorts, isBlockedAddress: (ip) => addresses.isBlocked(ip) };
+  const allowLocal = config.allowLocal === true;
+  const addresses = createAddressPolicy(config.allowCidrs, { allowLocal });
+  return {
+    allowedPorts: allowLocal ? allPorts() : config.allowedPorts,
+    isBlockedAddress: (ip) => addresses.isBlocked(ip),
+    allowLocal,
+  };
 }
 
 /** What a rule found wrong; the caller decides what error it becomes (input vs redirect). */
@@ -138,16 +158,29 @@ function validateParsed(url: URL, policy: UrlPolicy): Violation | undefined {
     }
   }
 
-  if (isLocalhostName) {
-    return violation("ssrf", `"${host}" is a local host name and cannot be snapshotted.`);
+  // Local mode lets `localhost` through: the resolver answers it with loopback only.
+  if (isLocalhostName && policy.allowLocal !== true) {
+    return violation(
+      "ssrf",
+      `"${host}" is a local host name and cannot be snapshotted; ${LOCAL_HINT}.`,
+    );
   }
   if (isLiteral && policy.isBlockedAddress(withoutBrackets(host))) {
-    return violation("ssrf", `${host} is a private, reserved or otherwise non-public address.`);
+    const address = withoutBrackets(host);
+    // The hint only where local mode would help: never for metadata or other reserved space.
+    const hint = policy.allowLocal !== true && isLocalAddress(address) ? `; ${LOCAL_HINT}` : "";
+    return violation(
+      "ssrf",
+      `${host} is a private, reserved or otherwise non-public address${hint}.`,
+    );
   }
   const port = effectivePort(url);
   if (!policy.allowedPorts.has(port)) {
     const allowed = [...policy.allowedPorts].sort((a, b) => a - b).join(", ");
-    return violation("ssrf", `Port ${port} is not allowed (allowed: ${allowed}).`);
+    return violation(
+      "ssrf",
+      `Port ${port} is not allowed (allowed: ${allowed}; SNAPSHOT_ALLOWED_PORTS sets them, and \`secsnap scan --local\` or \`secsnap serve --allow-local\` allow any port).`,
+    );
   }
   return undefined;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createAddressPolicy } from "../../../src/snapshot/net/address-policy.js";
+import { createAddressPolicy, isLocalAddress } from "../../../src/snapshot/net/address-policy.js";
 
 const policy = createAddressPolicy([]);
 
@@ -147,5 +147,57 @@ describe("address policy (docs/contract.md §5.1)", () => {
 
   it("rejects a malformed allow CIDR loudly", () => {
     expect(() => createAddressPolicy(["not-a-cidr"])).toThrow();
+  });
+});
+
+describe("local mode (SNAPSHOT_ALLOW_LOCAL: scan --local, serve --allow-local)", () => {
+  const local = createAddressPolicy([], { allowLocal: true });
+
+  it.each([
+    "127.0.0.1",
+    "127.0.0.213",
+    "10.0.0.5",
+    "172.16.0.1",
+    "172.31.255.254",
+    "192.168.1.10",
+    "::1",
+    "fd12:3456::1",
+    "fc00::1",
+  ])("allows the loopback or private address %s", (ip) => {
+    expect(policy.isBlocked(ip)).toBe(true);
+    expect(local.isBlocked(ip)).toBe(false);
+    expect(isLocalAddress(ip)).toBe(true);
+  });
+
+  it.each([
+    ["169.254.169.254", "cloud metadata (AWS, GCP, Azure, Oracle)"],
+    ["fd00:ec2::254", "AWS metadata over IPv6, inside the unique-local range"],
+    ["::ffff:169.254.169.254", "metadata in IPv4-mapped form"],
+    ["169.254.170.2", "link-local: not opened"],
+    ["fe80::1", "link-local IPv6: not opened"],
+    ["100.64.0.1", "shared address space (CGNAT): not opened"],
+    ["0.0.0.0", "this network"],
+    ["192.0.2.1", "documentation"],
+    ["224.0.0.1", "multicast"],
+    ["255.255.255.255", "broadcast"],
+    ["::ffff:127.0.0.1", "IPv4-mapped loopback: not opened"],
+  ])("still blocks %s (%s)", (ip) => {
+    expect(local.isBlocked(ip)).toBe(true);
+    expect(isLocalAddress(ip)).toBe(false);
+  });
+
+  it("keeps metadata blocked even when an allow CIDR covers it", () => {
+    const opened = createAddressPolicy(["169.254.0.0/16", "fd00::/8"], { allowLocal: true });
+    expect(opened.isBlocked("169.254.169.254")).toBe(true);
+    expect(opened.isBlocked("fd00:ec2::254")).toBe(true);
+    expect(opened.isBlocked("169.254.1.1")).toBe(false); // the rest of the range is opened
+  });
+
+  it("leaves public addresses as they were", () => {
+    expect(local.isBlocked("93.184.216.34")).toBe(false);
+    expect(local.isBlocked("2606:2800:220:1::1")).toBe(false);
+    // Just outside 172.16.0.0/12: public, never "local".
+    expect(local.isBlocked("172.32.0.1")).toBe(false);
+    expect(isLocalAddress("172.32.0.1")).toBe(false);
   });
 });

@@ -3,6 +3,7 @@ import { createAddressPolicy } from "../../../src/snapshot/net/address-policy.js
 import { SnapshotError } from "../../../src/snapshot/result.js";
 import type { SnapshotErrorType } from "../../../src/snapshot/result.js";
 import {
+  createUrlPolicy,
   effectivePort,
   normalizeUrl,
   parseInputUrl,
@@ -239,3 +240,70 @@ describe("resolveRedirect (docs/contract.md §4.1 hops)", () => {
     expect(resolveRedirect(long, base, policy, "example.com").pathname).toBe(long);
   });
 });
+
+describe("local mode and the hints in refusals (SNAPSHOT_ALLOW_LOCAL)", () => {
+  const local = createUrlPolicy({
+    allowedPorts: new Set([80, 443]),
+    allowCidrs: [],
+    allowLocal: true,
+  });
+  const hint = "use `secsnap scan --local` or `secsnap serve --allow-local`";
+
+  it("allows loopback and private literals and localhost, on any port", () => {
+    for (const raw of [
+      "http://127.0.0.213:18890/",
+      "http://localhost:3000/",
+      "http://app.localhost:5173/",
+      "http://[::1]:8000/",
+      "http://192.168.1.20:65535/",
+      "http://10.0.0.1:1/",
+    ]) {
+      expect(parseInputUrl(raw, local).href).toBe(new URL(raw).href);
+    }
+    // Every port, for the probes and the dialer too (they read allowedPorts).
+    expect(local.allowedPorts.has(443)).toBe(true);
+    expect(local.allowedPorts.has(22)).toBe(true);
+    expect(local.allowedPorts.size).toBe(65535);
+    // A redirect inside the machine is followed too.
+    expect(
+      resolveRedirect("http://127.0.0.1:9000/x", new URL("http://127.0.0.1:8000/"), local, "i")
+        .href,
+    ).toBe("http://127.0.0.1:9000/x");
+  });
+
+  it.each([
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[fd00:ec2::254]/",
+    "http://[::ffff:169.254.169.254]/",
+    "http://[fe80::1]/",
+    "http://0.0.0.0:8000/",
+  ])("still refuses %s, without the hint", (raw) => {
+    const err = errorOf(() => parseInputUrl(raw, local));
+    expect(err.errorType).toBe<SnapshotErrorType>("ssrf");
+    expect(err.message).not.toContain("--local");
+  });
+
+  it("a refused private address or localhost says how to allow it", () => {
+    for (const raw of ["http://127.0.0.213:18890/", "http://10.1.2.3/", "http://[::1]/"]) {
+      expect(inputError(raw).message).toContain(hint);
+    }
+    expect(inputError("http://localhost/").message).toContain(hint);
+    expect(redirectErrorFrom("http://192.168.0.1/").message).toContain(hint);
+    // Metadata and reserved space get no hint: local mode would not open them either.
+    expect(inputError("http://169.254.169.254/").message).not.toContain("--local");
+    expect(inputError("http://192.0.2.1/").message).not.toContain("--local");
+  });
+
+  it("a refused port names SNAPSHOT_ALLOWED_PORTS and that --local allows any port", () => {
+    const { message } = inputError("https://example.com:18890/");
+    expect(message).toContain("Port 18890 is not allowed (allowed: 80, 443, 8080, 8443");
+    expect(message).toContain("SNAPSHOT_ALLOWED_PORTS");
+    expect(message).toContain(
+      "`secsnap scan --local` or `secsnap serve --allow-local` allow any port",
+    );
+  });
+});
+
+function redirectErrorFrom(location: string): SnapshotError {
+  return errorOf(() => resolveRedirect(location, new URL("https://example.com/"), policy, "x"));
+}
