@@ -47,6 +47,35 @@ const FindingSchema = z
   })
   .strict();
 
+const TlsSchema = z
+  .object({
+    protocol: z.string().describe('The negotiated protocol, e.g. "TLSv1.3".'),
+    cipher: z
+      .string()
+      .describe('The negotiated cipher suite (IANA name), e.g. "TLS_AES_128_GCM_SHA256".'),
+    certificate: z
+      .object({
+        subject: z.string().describe('The leaf certificate\'s subject, e.g. "CN=example.com".'),
+        issuer: z.string(),
+        not_after: z.iso.datetime().describe("When the certificate expires."),
+        days_left: z.number().int().describe("Whole days until not_after."),
+        key_type: z.string().nullable().describe('"rsa", "ec", "ed25519", …; null when unknown.'),
+        key_bits: z.number().int().nullable().describe("RSA modulus or EC curve size."),
+      })
+      .strict(),
+    tls1_0_accepted: z
+      .boolean()
+      .nullable()
+      .describe("A handshake limited to TLS 1.0 completed; null: could not be determined."),
+    tls1_1_accepted: z
+      .boolean()
+      .nullable()
+      .describe("A handshake limited to TLS 1.1 completed; null: could not be determined."),
+  })
+  .strict()
+  .nullable()
+  .describe("The verified TLS handshake to the final host; null when there was none.");
+
 export const SnapshotResultSchema = z
   .object({
     requested_url: z.string().describe("The URL as submitted."),
@@ -81,6 +110,7 @@ export const SnapshotResultSchema = z
       .describe("Judgements of what was seen, most severe first (docs/findings.md)."),
     score: z.number().int().min(0).max(100).describe("100 less a penalty per finding."),
     grade: z.enum(GRADES as [string, ...string[]]).describe("The score on a fixed scale."),
+    tls: TlsSchema,
   })
   .strict();
 

@@ -5,7 +5,25 @@
 import { headerFindings, headerNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
 import { buildReport } from "./result.js";
-import type { DemoSnapshotResult, SnapshotResult } from "./result.js";
+import type { DemoSnapshotResult, ReportSections, SnapshotResult } from "./result.js";
+
+/** The sample site's sections (docs/contract.md §8). */
+const DEMO_SECTIONS: ReportSections = {
+  tls: {
+    protocol: "TLSv1.3",
+    cipher: "TLS_AES_256_GCM_SHA384",
+    certificate: {
+      subject: "CN=example.com",
+      issuer: "C=US, O=Let's Encrypt, CN=E6",
+      not_after: "2026-03-01T12:00:00.000Z",
+      days_left: 59,
+      key_type: "ec",
+      key_bits: 256,
+    },
+    tls1_0_accepted: false,
+    tls1_1_accepted: false,
+  },
+};
 
 const DEMO_NOTE =
   "This is a static example report; no site was fetched. The live operation is the paid POST /v1/snapshot (0.05 USDC via x402).";
@@ -27,6 +45,7 @@ function sampleReport(headers: HeaderPresence): SnapshotResult {
     { https: true, ...headers, security_txt: true, robots_txt: true, sitemap_xml: true },
     headerNotes(headers, findings),
     findings,
+    structuredClone(DEMO_SECTIONS),
   );
 }
 

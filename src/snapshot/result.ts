@@ -2,6 +2,7 @@ import { CHECKS } from "./rules/registry.js";
 import type { CheckField, CheckName } from "./rules/registry.js";
 import type { Finding } from "./rules/finding.js";
 import { gradeOf, scoreOf } from "./rules/score.js";
+import type { TlsSection } from "./rules/tls.js";
 
 /**
  * The report shapes of docs/contract.md §2, as the engine builds them: plain types, so the engine
@@ -30,8 +31,10 @@ export interface CheckValues {
  * The sections of the report that rules add (docs/contract.md §8; rule.ts, `Section`), one
  * member each, keyed as the rule's `section.key`.
  */
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- the rules' sections join here
-export interface ReportSections {}
+export interface ReportSections {
+  /** rules/tls.ts; null when no TLS handshake to the final host completed. */
+  tls: TlsSection | null;
+}
 
 /** One report (docs/contract.md §2.1, then §8's sections). */
 export interface SnapshotResult extends ReportSections {
@@ -75,8 +78,8 @@ export function buildReport(
   facts: ReportFacts,
   values: CheckValues,
   notes: string[],
-  findings: Finding[] = [],
-  sections: ReportSections = {},
+  findings: Finding[],
+  sections: ReportSections,
 ): SnapshotResult {
   const score = scoreOf(findings);
   const fields: Partial<Record<CheckField, boolean | null>> = {};

@@ -15,7 +15,7 @@ import type { SessionStore } from "./tls-sessions.js";
  */
 
 /** The socket layer must never resolve: every host handed to it is an IP already. */
-const refuseLookup: LookupFunction = (hostname, _options, callback) => {
+export const refuseLookup: LookupFunction = (hostname, _options, callback) => {
   const err = Object.assign(new Error(`refusing to resolve ${hostname} inside the socket`), {
     code: "SECSNAP_UNPINNED",
   });

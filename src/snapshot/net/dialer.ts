@@ -1,5 +1,6 @@
 import { isIP, isIPv4 } from "node:net";
 import type { Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { Agent } from "./undici.js";
 import type { buildConnector } from "./undici.js";
 import type { Dispatcher } from "undici";
@@ -13,6 +14,7 @@ import { poolWithLightQueue } from "./pool-queue.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
 import { secureContextFor } from "./target-tls.js";
+import type { TlsFactsStore } from "./tls-facts.js";
 import { SessionStore } from "./tls-sessions.js";
 import type { SessionWaitOptions } from "./tls-sessions.js";
 import { effectivePort } from "./url-rules.js";
@@ -82,6 +84,8 @@ export interface TargetDispatcherOptions {
   sessionWait?: SessionWaitOptions;
   /** The snapshot's caps (budget.ts): a name is resolved only if its budget admitted it. */
   budget?: Pick<SnapshotBudget, "checkResolvable">;
+  /** Keeps each origin's first verified handshake for the report's `tls` section. */
+  tlsFacts?: TlsFactsStore;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -161,7 +165,11 @@ class PinnedConnector {
         // The time left is shared between the addresses still to try, so black-holed ones
         // cannot use it all before the last.
         const timeoutMs = left / (attempts.length - i);
-        return await dialOne(this.tools, params, address, port, servername, timeoutMs);
+        const socket = await dialOne(this.tools, params, address, port, servername, timeoutMs);
+        if (params.protocol === "https:") {
+          this.opts.tlsFacts?.record(host, port, address, servername, socket as TLSSocket);
+        }
+        return socket;
       } catch (err) {
         lastError = err;
         if (!TRY_NEXT_ADDRESS.has(errorCodes(err)[0] ?? "")) break;

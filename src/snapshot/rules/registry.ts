@@ -22,6 +22,7 @@ import { robotsTxtRule } from "./robots-txt.js";
 import { securityTxtRule } from "./security-txt.js";
 import { sitemapXmlRule } from "./sitemap-xml.js";
 import { sriRule } from "./sri.js";
+import { tlsRule } from "./tls.js";
 import { xContentTypeOptionsRule } from "./x-content-type-options.js";
 import { xFrameOptionsRule } from "./x-frame-options.js";
 
@@ -41,6 +42,7 @@ export const RULES = [
   redirectsRule,
   sriRule,
   corsRule,
+  tlsRule,
 ] as const satisfies readonly Rule[];
 
 type Check = Extract<(typeof RULES)[number], { check: unknown }>["check"];
