@@ -29,6 +29,7 @@ describe("checks registry", () => {
       "findings",
       "score",
       "grade",
+      "tls",
     ]);
   });
 

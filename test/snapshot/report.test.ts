@@ -68,6 +68,8 @@ const FIELD_ORDER = [
   "findings",
   "score",
   "grade",
+  // docs/contract.md §8's sections, after SERVICE.md's fields.
+  "tls",
 ];
 
 /** Sends headers exactly as given: a flat [name, value, name, value, …] list keeps duplicates. */
