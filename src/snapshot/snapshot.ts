@@ -181,7 +181,8 @@ interface TlsOrigin {
 }
 
 function tlsOriginOf(url: URL, probePort: number): TlsOrigin {
-  const host = withoutBrackets(url.hostname);
+  // As the dialer names it: the SNI name (no trailing dot) or the IP literal.
+  const host = withoutBrackets(url.hostname).replace(/\.$/, "");
   return url.protocol === "https:" ? { host, port: effectivePort(url) } : { host, port: probePort };
 }
 

@@ -1,6 +1,5 @@
 import { isIP, isIPv4 } from "node:net";
 import type { Socket } from "node:net";
-import type { TLSSocket } from "node:tls";
 import { Agent } from "./undici.js";
 import type { buildConnector } from "./undici.js";
 import type { Dispatcher } from "undici";
@@ -131,6 +130,7 @@ class PinnedConnector {
       secureContext: secureContextFor(opts.tls?.ca),
       sessions: new SessionStore(opts.sessionWait ?? SESSION_WAIT),
       signal: opts.signal,
+      ...(opts.tlsFacts ? { onVerified: opts.tlsFacts.record } : {}),
     };
   }
 
@@ -165,11 +165,7 @@ class PinnedConnector {
         // The time left is shared between the addresses still to try, so black-holed ones
         // cannot use it all before the last.
         const timeoutMs = left / (attempts.length - i);
-        const socket = await dialOne(this.tools, params, address, port, servername, timeoutMs);
-        if (params.protocol === "https:") {
-          this.opts.tlsFacts?.record(host, port, address, servername, socket as TLSSocket);
-        }
-        return socket;
+        return await dialOne(this.tools, params, address, port, servername, timeoutMs);
       } catch (err) {
         lastError = err;
         if (!TRY_NEXT_ADDRESS.has(errorCodes(err)[0] ?? "")) break;

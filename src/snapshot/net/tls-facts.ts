@@ -93,22 +93,22 @@ export class TlsFactsStore {
   private readonly seen = new Map<string, TlsHandshakeFacts>();
   private readonly waiters = new Map<string, Set<(facts: TlsHandshakeFacts | null) => void>>();
 
-  /** Keeps the facts of a verified https connection to `host`:`port`, if its origin has none. */
-  record(
-    host: string,
-    port: number,
-    address: string,
-    servername: string | undefined,
+  /** Keeps the facts of a verified https connection, if its origin (the SNI name, else the IP
+   * literal, and the port) has none yet. */
+  readonly record = (
     socket: TLSSocket,
-  ): void {
-    const key = originKey(host, port);
+    address: string,
+    port: number,
+    servername: string | undefined,
+  ): void => {
+    const key = originKey(servername ?? address, port);
     if (this.seen.has(key)) return;
     const facts = readHandshake(socket, address, port, servername);
     if (!facts) return;
     this.seen.set(key, facts);
     for (const wake of this.waiters.get(key) ?? []) wake(facts);
     this.waiters.delete(key);
-  }
+  };
 
   /** The facts of `host`:`port`, if a verified handshake to it has completed. */
   of(host: string, port: number): TlsHandshakeFacts | null {
