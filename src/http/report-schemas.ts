@@ -105,6 +105,34 @@ const DnsSectionSchema = z
   })
   .strict()
   .describe("The domain's mail and certificate records (docs/contract.md §8).");
+const TlsSchema = z
+  .object({
+    protocol: z.string().describe('The negotiated protocol, e.g. "TLSv1.3".'),
+    cipher: z
+      .string()
+      .describe('The negotiated cipher suite (IANA name), e.g. "TLS_AES_128_GCM_SHA256".'),
+    certificate: z
+      .object({
+        subject: z.string().describe('The leaf certificate\'s subject, e.g. "CN=example.com".'),
+        issuer: z.string(),
+        not_after: z.iso.datetime().describe("When the certificate expires."),
+        days_left: z.number().int().describe("Whole days until not_after."),
+        key_type: z.string().nullable().describe('"rsa", "ec", "ed25519", …; null when unknown.'),
+        key_bits: z.number().int().nullable().describe("RSA modulus or EC curve size."),
+      })
+      .strict(),
+    tls1_0_accepted: z
+      .boolean()
+      .nullable()
+      .describe("A handshake limited to TLS 1.0 completed; null: could not be determined."),
+    tls1_1_accepted: z
+      .boolean()
+      .nullable()
+      .describe("A handshake limited to TLS 1.1 completed; null: could not be determined."),
+  })
+  .strict()
+  .nullable()
+  .describe("The verified TLS handshake to the final host; null when there was none.");
 
 export const SnapshotResultSchema = z
   .object({
@@ -144,6 +172,7 @@ export const SnapshotResultSchema = z
       .describe(
         "The score on a fixed scale, capped: F without working HTTPS, D at best with no security header.",
       ),
+    tls: TlsSchema,
     dns: DnsSectionSchema.nullable().describe(
       "CAA, SPF, DMARC and MTA-STS of the final host's registrable domain; null when the host is an IP address or not under a public suffix.",
     ),

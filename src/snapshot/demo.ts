@@ -7,11 +7,29 @@ import type { HeaderPresence } from "./rules/index.js";
 import { buildReport } from "./result.js";
 import type { DemoSnapshotResult, ReportSections, SnapshotResult } from "./result.js";
 
+/** The sample site's TLS (docs/contract.md §9.1). */
+const DEMO_TLS: Pick<ReportSections, "tls"> = {
+  tls: {
+    protocol: "TLSv1.3",
+    cipher: "TLS_AES_256_GCM_SHA384",
+    certificate: {
+      subject: "CN=example.com",
+      issuer: "C=US, O=Let's Encrypt, CN=E6",
+      not_after: "2026-03-01T12:00:00.000Z",
+      days_left: 59,
+      key_type: "ec",
+      key_bits: 256,
+    },
+    tls1_0_accepted: false,
+    tls1_1_accepted: false,
+  },
+};
+
 const DEMO_NOTE =
   "This is a static example report; no site was fetched. The live operation is the paid POST /v1/snapshot (0.05 USDC via x402).";
 
-/** The sample site's sections: a domain whose records leave nothing to find. */
-const SECTIONS: ReportSections = {
+/** The sample site's domain (§9.2): records that leave nothing to find. */
+const DEMO_DNS: Pick<ReportSections, "dns"> = {
   dns: {
     domain: "example.com",
     caa: { present: true, issuers: ["letsencrypt.org"] },
@@ -42,7 +60,7 @@ function sampleReport(headers: HeaderPresence): SnapshotResult {
     { https: true, ...headers, security_txt: true, robots_txt: true, sitemap_xml: true },
     headerNotes(headers, findings),
     findings,
-    SECTIONS,
+    structuredClone({ ...DEMO_TLS, ...DEMO_DNS }),
   );
 }
 

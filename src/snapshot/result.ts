@@ -3,6 +3,7 @@ import type { CheckField, CheckName } from "./rules/registry.js";
 import type { Finding } from "./rules/finding.js";
 import { gradeCapOf, gradeOf, scoreOf } from "./rules/score.js";
 import type { DnsSection } from "./rules/dns.js";
+import type { TlsSection } from "./rules/tls.js";
 
 /**
  * The report shapes of docs/contract.md §2, as the engine builds them: plain types, so the engine
@@ -32,6 +33,8 @@ export interface CheckValues {
  * member each, keyed as the rule's `section.key`.
  */
 export interface ReportSections {
+  /** rules/tls.ts; null when no TLS handshake to the final host completed. */
+  tls: TlsSection | null;
   /** The registrable domain's CAA, SPF, DMARC, MTA-STS; null when the host is not a public name. */
   dns: DnsSection | null;
 }
@@ -78,7 +81,7 @@ export function buildReport(
   facts: ReportFacts,
   values: CheckValues,
   notes: string[],
-  findings: Finding[] = [],
+  findings: Finding[],
   sections: ReportSections,
 ): SnapshotResult {
   const score = scoreOf(findings);

@@ -20,6 +20,9 @@ import { SECURITY_TXT_PATHS, checkSecurityTxt, needsSecondLocation } from "./rul
 import { SITEMAP_XML_PATH, checkSitemapXml } from "./rules/sitemap-xml.js";
 import { createTargetDispatcher } from "./net/dialer.js";
 import type { SessionWaitOptions } from "./net/tls-sessions.js";
+import { TlsFactsStore, legacyHandshake, originKey } from "./net/tls-facts.js";
+import type { LegacyVersion, TlsHandshakeFacts } from "./net/tls-facts.js";
+import { withoutBrackets } from "./net/address-policy.js";
 import {
   fetchChain,
   httpSideOf,
@@ -36,6 +39,7 @@ import type {
   HttpSideProbe,
   HttpsVerdict,
   PageEvidence,
+  TlsEvidence,
 } from "./rules/evidence.js";
 import { checkHeaders, judge, reportSections, snapshotNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
@@ -167,6 +171,26 @@ function httpsProvenByChain(chain: Chain, hostname: string, port: number): boole
   });
 }
 
+/** Whether TLS 1.0 and 1.1 are accepted (docs/snapshot-engine.md "TLS facts"). */
+interface LegacyVerdicts {
+  tls1_0: boolean | null;
+  tls1_1: boolean | null;
+}
+
+const LEGACY_UNKNOWN: LegacyVerdicts = { tls1_0: null, tls1_1: null };
+
+/** The origin whose TLS a final URL's report describes: its own, or the HTTPS probe's. */
+interface TlsOrigin {
+  host: string;
+  port: number;
+}
+
+function tlsOriginOf(url: URL, probePort: number): TlsOrigin {
+  // As the dialer names it: the SNI name (no trailing dot) or the IP literal.
+  const host = withoutBrackets(url.hostname).replace(/\.$/, "");
+  return url.protocol === "https:" ? { host, port: effectivePort(url) } : { host, port: probePort };
+}
+
 /** One running snapshot: its deadline, its connections and its probes, shared by its steps. */
 interface Session {
   ctx: FetchContext;
@@ -184,6 +208,13 @@ interface Session {
   /** The domain lookups of a host's registrable domain, started at most once per domain;
    * null when the host has none (an IP address, a name under no public suffix). */
   domainFor(hostname: string): DomainLookups | null;
+  /** The first verified handshake of each https origin the snapshot connected to. */
+  tlsFacts: TlsFactsStore;
+  /**
+   * TLS 1.0 and 1.1 handshakes to an origin, at most once per snapshot, started as soon as a
+   * verified handshake to it has completed (its checked address is then known).
+   */
+  legacyFor(origin: TlsOrigin): Promise<LegacyVerdicts>;
   /**
    * The chain ended on `finalUrl`: the speculative file probes of other origins are cancelled,
    * and what the caps held back for the chain goes to the requests waiting for it.
@@ -230,9 +261,11 @@ function openSession({
     options.maxRedirects + 1,
     signal,
   );
+  const tlsFacts = new TlsFactsStore();
   // Each connect gets the time left and the signal; destroying the dispatcher at the end
   // closes all the snapshot's connections (no idle socket outlives it).
   const dispatcher = createTargetDispatcher({
+    tlsFacts,
     resolve,
     isBlockedAddress: policy.isBlockedAddress,
     // The policy's: local mode opens every port (url-rules.ts).
@@ -266,8 +299,45 @@ function openSession({
   const corsOrigin = `https://${randomBytes(6).toString("hex")}.invalid`;
   let cors: Promise<CorsProbe> | undefined;
   const domains = new Map<string, DomainLookups>();
+  const legacyByOrigin = new Map<string, Promise<LegacyVerdicts>>();
+  // Those of an origin that turns out not to be the final one are cancelled with the chain.
+  const legacyCancel = new Map<string, AbortController>();
+  const legacyOne = async (
+    facts: TlsHandshakeFacts,
+    host: string,
+    version: LegacyVersion,
+    own: AbortSignal,
+  ): Promise<boolean | null> => {
+    try {
+      // Each handshake counts as a request of the lowest class (docs/snapshot-engine.md).
+      await budget.admitExtra(host, own);
+    } catch {
+      return null;
+    }
+    return legacyHandshake(facts, version, deadlineAt - Date.now(), own);
+  };
   return {
     ctx,
+    tlsFacts,
+    legacyFor({ host, port }) {
+      const key = originKey(host, port);
+      let p = legacyByOrigin.get(key);
+      if (!p) {
+        const cancel = new AbortController();
+        legacyCancel.set(key, cancel);
+        const own = AbortSignal.any([signal, cancel.signal]);
+        p = tlsFacts.when(host, port, own).then(async (facts) => {
+          if (!facts) return LEGACY_UNKNOWN;
+          const [tls1_0, tls1_1] = await Promise.all([
+            legacyOne(facts, host, "TLSv1", own),
+            legacyOne(facts, host, "TLSv1.1", own),
+          ]);
+          return { tls1_0, tls1_1 };
+        });
+        legacyByOrigin.set(key, p);
+      }
+      return p;
+    },
     probePort,
     httpPort,
     httpSideFor(hostname) {
@@ -304,6 +374,11 @@ function openSession({
     chainEnded(finalUrl) {
       for (const [origin, cancel] of filesCancel) {
         if (origin !== finalUrl.origin) cancel.abort();
+      }
+      const tlsOrigin = tlsOriginOf(finalUrl, probePort);
+      const tlsKey = originKey(tlsOrigin.host, tlsOrigin.port);
+      for (const [key, cancel] of legacyCancel) {
+        if (key !== tlsKey) cancel.abort();
       }
       budget.chainEnded();
     },
@@ -353,6 +428,7 @@ function followChain(
     // Files of an http origin are asked only when it is final (after the chain): asked early,
     // each would be a redirect to https followed by the request the https origin makes anyway.
     if (index <= EARLY_PROBE_HOPS && url.protocol === "https:") void session.filesFor(url);
+    if (index === 0) void session.legacyFor(tlsOriginOf(url, session.probePort));
     if (index === 0 && !firstHopIsHttpSide(url, session.httpPort)) {
       void session.httpSideFor(url.hostname);
     }
@@ -444,11 +520,16 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
     probe: isHttpFinal && !needProbe ? { ok: true } : probe,
     probeUrl: httpsProbeUrl(finalUrl.hostname, session.probePort).href,
   });
-  const [[pageEvidence, corsProbe, httpSideProbe], dns] = await Promise.all([
-    settleWithin<[PageEvidence | null, CorsProbe, HttpSideProbe]>(EXTRA_GRACE_MS, [
+  // The TLS the report describes: the final origin's, or the HTTPS probe's of an http one.
+  const tlsOrigin = tlsOriginOf(finalUrl, session.probePort);
+  const handshake = https.ok ? session.tlsFacts.of(tlsOrigin.host, tlsOrigin.port) : null;
+  const legacy = handshake ? session.legacyFor(tlsOrigin) : null;
+  const [[pageEvidence, corsProbe, httpSideProbe, legacyVerdicts], dns] = await Promise.all([
+    settleWithin<[PageEvidence | null, CorsProbe, HttpSideProbe, LegacyVerdicts]>(EXTRA_GRACE_MS, [
       [page, null],
       [cors, { kind: "failed" }],
       [httpSide, { kind: "failed", failure: { kind: "timeout" } }],
+      [legacy, LEGACY_UNKNOWN],
     ]),
     domain ? domainEvidence(domain, EXTRA_GRACE_MS) : null,
   ]);
@@ -460,9 +541,24 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
     httpSide: httpSideProbe,
     https,
     files,
+    tls: handshake ? tlsEvidenceOf(handshake, legacyVerdicts ?? LEGACY_UNKNOWN) : null,
     dns,
   };
   return { headers: checkHeaders(chain.final?.headers ?? null), https, files, evidence };
+}
+
+function tlsEvidenceOf(h: TlsHandshakeFacts, legacy: LegacyVerdicts): TlsEvidence {
+  return {
+    protocol: h.protocol,
+    cipher: h.cipher,
+    subject: h.subject,
+    issuer: h.issuer,
+    notAfter: h.notAfter,
+    daysLeft: h.daysLeft,
+    keyType: h.keyType,
+    keyBits: h.keyBits,
+    ...legacy,
+  };
 }
 
 export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {

@@ -55,6 +55,7 @@ export function sampleResult(rawUrl: string): SnapshotResult {
     findings: [],
     score: 100,
     grade: "A+",
+    tls: null,
     dns: null,
   };
 }

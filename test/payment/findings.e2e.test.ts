@@ -33,6 +33,7 @@ import {
   GOOD_HEADERS,
   RESPONSE_FINDINGS,
   SECURITY_TXT,
+  TLS_FINDINGS,
   domainNames,
   domainRecords,
   mtaStsRoute,
@@ -135,6 +136,10 @@ let dns: DnsFixture;
 let site: TargetServer;
 let bare: TargetServer;
 let expired: TargetServer;
+/** TLS 1.0 and 1.1 accepted, a 1024-bit RSA key, 10 days left. */
+let oldTls: TargetServer;
+/** 25 days left. */
+let renewSoon: TargetServer;
 let engine: SnapshotEngine;
 let service: RunningServer;
 
@@ -164,8 +169,28 @@ beforeAll(async () => {
   expired = await startHttpsTarget({
     cert: await issueExpiredLeaf(ca, { dnsNames: ["site.test"], ips: [PUBLIC_HOST] }),
   });
+  const goodSite = { "/": respond.text("good", GOOD_HEADERS), ...SECURITY_TXT };
+  const inDays = (days: number) => new Date(Date.now() + days * 24 * 60 * 60 * 1000);
+  oldTls = await startHttpsTarget({
+    cert: await issueLeaf(ca, {
+      dnsNames: ["site.test"],
+      ips: [PUBLIC_HOST],
+      rsaBits: 1024,
+      notAfter: inDays(10),
+    }),
+    tls: { minVersion: "TLSv1", ciphers: "DEFAULT@SECLEVEL=0" },
+    routes: goodSite,
+  });
+  renewSoon = await startHttpsTarget({
+    cert: await issueLeaf(ca, {
+      dnsNames: ["site.test"],
+      ips: [PUBLIC_HOST],
+      notAfter: inDays(25),
+    }),
+    routes: goodSite,
+  });
   const snapshotConfig = {
-    allowedPorts: new Set([site.port, bare.port, expired.port]),
+    allowedPorts: new Set([site.port, bare.port, expired.port, oldTls.port, renewSoon.port]),
     allowCidrs: PUBLIC_CIDRS,
   };
   engine = createSnapshotEngine({
@@ -198,7 +223,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.close(1_000);
   await engine?.close();
-  await Promise.all([site?.close(), bare?.close(), expired?.close(), dns?.close()]);
+  await Promise.all([site, bare, expired, oldTls, renewSoon, dns].map((t) => t?.close()));
   await devnet?.close();
 });
 
@@ -317,6 +342,33 @@ describe("paid reports judge values, not only presence", () => {
     expect(report.findings[0]?.message).toMatch(/certificate has expired/);
     expect(report.notes.filter((n) => n.startsWith("HTTPS does not work"))).toHaveLength(1);
     shown.add("https-failed");
+  });
+
+  it("old TLS: legacy protocols, a 1024-bit RSA key, 10 days left; the tls section says so", async () => {
+    const { report, paid, received } = await paidReport(payer(7), oldTls.url("/", "site.test"));
+    expect(paid).toBe(PRICE_UNITS);
+    expect(received).toBe(PRICE_UNITS);
+    expectNamed(report, ["tls-cert-expiring-14d", "tls-legacy-protocols", "tls-weak-rsa-key"]);
+    expect(report.tls).toMatchObject({
+      certificate: { subject: "CN=site.test", key_type: "rsa", key_bits: 1024, days_left: 9 },
+      tls1_0_accepted: true,
+      tls1_1_accepted: true,
+    });
+    // One high, two medium: 100 − 25 − 20.
+    expect(report).toMatchObject({ score: 55 });
+  });
+
+  it("a certificate with 25 days left is medium; the report is paid once", async () => {
+    const { report, paid, received } = await paidReport(payer(7), renewSoon.url("/", "site.test"));
+    expect(paid).toBe(PRICE_UNITS);
+    expect(received).toBe(PRICE_UNITS);
+    expectNamed(report, ["tls-cert-expiring-30d"]);
+    expect(report.tls).toMatchObject({ tls1_0_accepted: false, tls1_1_accepted: false });
+  });
+
+  it("together, the paid reports above show every TLS id", () => {
+    const missing = TLS_FINDINGS.map((d) => d.id).filter((id) => !shown.has(id));
+    expect(missing).toEqual([]);
   });
 
   it("together, the paid reports above show every id of the response judges", () => {

@@ -30,6 +30,7 @@ describe("checks registry", () => {
       "score",
       "grade",
       // docs/contract.md §9: the sections rules add, after the grade.
+      "tls",
       "dns",
     ]);
   });

@@ -45,6 +45,7 @@ function evidence(over: Partial<Evidence> = {}): Evidence {
     httpSide: null,
     https: { ok: true },
     files: null,
+    tls: null,
     ...over,
   };
 }

@@ -69,6 +69,7 @@ const FIELD_ORDER = [
   "score",
   "grade",
   // docs/contract.md §9: the sections rules add, after the grade.
+  "tls",
   "dns",
 ];
 

@@ -109,6 +109,39 @@ export class SnapshotBudget {
     );
   }
 
+  /**
+   * Admits one connection of the lowest class that is no HTTP request (a bare TLS handshake,
+   * docs/snapshot-engine.md "TLS facts"): counted as a request, waiting like the others.
+   * Rejects with CapReachedError, or with `signal`'s reason when it aborts first.
+   */
+  admitExtra(host: string, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    try {
+      if (this.admit("extra", host) === "now") return Promise.resolve();
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        leave();
+        reject(signal.reason as Error);
+      };
+      const leave = this.wait({
+        priority: "extra",
+        host,
+        go: () => {
+          signal.removeEventListener("abort", onAbort);
+          resolve();
+        },
+        refuse: (err) => {
+          signal.removeEventListener("abort", onAbort);
+          reject(err);
+        },
+      });
+      signal.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
   /** Queues a request that was told "later" until what is held back is released. */
   wait(waiter: Waiter): () => void {
     const queue = this.waiting[waiter.priority];

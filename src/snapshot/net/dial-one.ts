@@ -15,7 +15,7 @@ import type { SessionStore } from "./tls-sessions.js";
  */
 
 /** The socket layer must never resolve: every host handed to it is an IP already. */
-const refuseLookup: LookupFunction = (hostname, _options, callback) => {
+export const refuseLookup: LookupFunction = (hostname, _options, callback) => {
   const err = Object.assign(new Error(`refusing to resolve ${hostname} inside the socket`), {
     code: "SECSNAP_UNPINNED",
   });
@@ -42,6 +42,14 @@ export interface DialTools {
   sessions: SessionStore;
   /** Aborting it ends every dial in progress. */
   signal: AbortSignal | undefined;
+  /** Called with each https connection whose handshake has just completed verified, before
+   * anything else reads from it (tls-facts.ts). */
+  onVerified?: (
+    socket: TLSSocket,
+    address: string,
+    port: number,
+    servername: string | undefined,
+  ) => void;
 }
 
 /**
@@ -136,7 +144,10 @@ export function dialOne(
         );
         socket = tlsSocket;
         tools.sessions.watch(key, tlsSocket, session === undefined);
-        tlsSocket.once("secureConnect", () => connected(null, tlsSocket));
+        tlsSocket.once("secureConnect", () => {
+          tools.onVerified?.(tlsSocket, address, port, servername);
+          connected(null, tlsSocket);
+        });
         tlsSocket.once("error", (err: Error) => connected(err));
       };
       // 'connect' is the TCP connection, before any TLS handshake. A verified session of the

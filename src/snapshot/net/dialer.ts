@@ -13,6 +13,7 @@ import { poolWithLightQueue } from "./pool-queue.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
 import { secureContextFor } from "./target-tls.js";
+import type { TlsFactsStore } from "./tls-facts.js";
 import { SessionStore } from "./tls-sessions.js";
 import type { SessionWaitOptions } from "./tls-sessions.js";
 import { effectivePort } from "./url-rules.js";
@@ -82,6 +83,8 @@ export interface TargetDispatcherOptions {
   sessionWait?: SessionWaitOptions;
   /** The snapshot's caps (budget.ts): a name is resolved only if its budget admitted it. */
   budget?: Pick<SnapshotBudget, "checkResolvable">;
+  /** Keeps each origin's first verified handshake for the report's `tls` section. */
+  tlsFacts?: TlsFactsStore;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -127,6 +130,7 @@ class PinnedConnector {
       secureContext: secureContextFor(opts.tls?.ca),
       sessions: new SessionStore(opts.sessionWait ?? SESSION_WAIT),
       signal: opts.signal,
+      ...(opts.tlsFacts ? { onVerified: opts.tlsFacts.record } : {}),
     };
   }
 

@@ -59,6 +59,25 @@ export interface FileVerdict {
  */
 export type FileVerdicts = Record<"security_txt" | "robots_txt" | "sitemap_xml", FileVerdict>;
 
+/** The verified TLS handshake of the final origin (or of the HTTPS probe for an http final URL),
+ * and whether the server still accepts TLS 1.0 and 1.1. */
+export interface TlsEvidence {
+  protocol: string;
+  cipher: string;
+  subject: string;
+  issuer: string;
+  /** ISO 8601. */
+  notAfter: string;
+  /** Whole days left until notAfter when the snapshot saw it. */
+  daysLeft: number;
+  /** node:crypto's key type ("rsa", "ec", "ed25519", …); null when unknown. */
+  keyType: string | null;
+  keyBits: number | null;
+  /** Whether a handshake limited to TLS 1.0 (1.1) completed; null when it could not be told. */
+  tls1_0: boolean | null;
+  tls1_1: boolean | null;
+}
+
 /** Everything the rules look at, gathered by the engine from one snapshot. */
 export interface Evidence {
   /** The input URL (normalized). */
@@ -74,6 +93,8 @@ export interface Evidence {
   https: HttpsVerdict;
   /** The well-known files of the final origin; null when the site was not reachable. */
   files: FileVerdicts | null;
+  /** null when no TLS handshake to the final host completed verified. */
+  tls: TlsEvidence | null;
   /** The final host's domain records (rules/dns.ts); absent or null when it is not a name. */
   dns?: DomainEvidence | null;
 }

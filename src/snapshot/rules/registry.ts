@@ -23,6 +23,7 @@ import { robotsTxtRule } from "./robots-txt.js";
 import { securityTxtRule } from "./security-txt.js";
 import { sitemapXmlRule } from "./sitemap-xml.js";
 import { sriRule } from "./sri.js";
+import { tlsRule } from "./tls.js";
 import { xContentTypeOptionsRule } from "./x-content-type-options.js";
 import { xFrameOptionsRule } from "./x-frame-options.js";
 
@@ -42,6 +43,7 @@ export const RULES = [
   redirectsRule,
   sriRule,
   corsRule,
+  tlsRule,
   dnsRule,
 ] as const satisfies readonly Rule[];
 

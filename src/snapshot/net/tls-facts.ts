@@ -1,0 +1,210 @@
+import { constants as cryptoConstants } from "node:crypto";
+import { connect as tlsConnect, createSecureContext } from "node:tls";
+import type { SecureContext, TLSSocket } from "node:tls";
+import { refuseLookup } from "./dial-one.js";
+import { errorCodes } from "./error-chain.js";
+
+/**
+ * What the `tls` section reports (docs/snapshot-engine.md "TLS facts"): the protocol, cipher and
+ * certificate of the first verified handshake the snapshot made to an origin — read from the
+ * connection the dialer opened for its requests, never from one of its own — and whether the
+ * server still accepts TLS 1.0 and 1.1, one forced handshake each to the same checked address.
+ */
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** One verified handshake as seen by the client. */
+export interface TlsHandshakeFacts {
+  /** The checked address the connection was dialled to: the legacy handshakes go there too. */
+  address: string;
+  port: number;
+  servername: string | undefined;
+  protocol: string;
+  cipher: string;
+  subject: string;
+  issuer: string;
+  /** ISO 8601. */
+  notAfter: string;
+  /** Whole days until notAfter, counted when the handshake completed. */
+  daysLeft: number;
+  /** "rsa", "ec", "ed25519", … (node:crypto's asymmetricKeyType); null when unknown. */
+  keyType: string | null;
+  /** RSA modulus or EC curve size in bits; null when unknown. */
+  keyBits: number | null;
+}
+
+/** A distinguished name as one line, in the certificate's order ("CN=site, O=Org"). */
+function oneLine(name: string): string {
+  return name.split("\n").filter(Boolean).join(", ");
+}
+
+/** The curve sizes of the named curves a certificate may carry. */
+const CURVE_BITS: Record<string, number> = {
+  prime256v1: 256,
+  secp384r1: 384,
+  secp521r1: 521,
+  "P-256": 256,
+  "P-384": 384,
+  "P-521": 521,
+};
+
+/** The facts of a socket whose handshake has just completed verified; null without a leaf. */
+export function readHandshake(
+  socket: TLSSocket,
+  address: string,
+  port: number,
+  servername: string | undefined,
+): TlsHandshakeFacts | null {
+  const cert = socket.getPeerX509Certificate();
+  const cipher = socket.getCipher();
+  const protocol = socket.getProtocol();
+  if (!cert || !protocol) return null;
+  const notAfter = new Date(cert.validTo);
+  const key = cert.publicKey;
+  const details = key.asymmetricKeyDetails;
+  const curve = details?.namedCurve;
+  const bits = details?.modulusLength ?? (curve ? CURVE_BITS[curve] : undefined);
+  return {
+    address,
+    port,
+    servername,
+    protocol,
+    cipher: cipher.standardName ?? cipher.name,
+    subject: oneLine(cert.subject),
+    issuer: oneLine(cert.issuer),
+    notAfter: notAfter.toISOString(),
+    daysLeft: Math.floor((notAfter.getTime() - Date.now()) / DAY_MS),
+    keyType: key.asymmetricKeyType ?? null,
+    keyBits: bits ?? null,
+  };
+}
+
+/** An origin as the dialer sees it: the host without brackets, and the port. */
+export function originKey(host: string, port: number): string {
+  return `${host}|${port}`;
+}
+
+/**
+ * The first verified handshake of each origin of one snapshot, and who waits for it. The dialer
+ * records; the snapshot reads the final origin's, and starts the legacy handshakes when one is
+ * seen. Belongs to one snapshot, like its session store.
+ */
+export class TlsFactsStore {
+  private readonly seen = new Map<string, TlsHandshakeFacts>();
+  private readonly waiters = new Map<string, Set<(facts: TlsHandshakeFacts | null) => void>>();
+
+  /** Keeps the facts of a verified https connection, if its origin (the SNI name, else the IP
+   * literal, and the port) has none yet. */
+  readonly record = (
+    socket: TLSSocket,
+    address: string,
+    port: number,
+    servername: string | undefined,
+  ): void => {
+    const key = originKey(servername ?? address, port);
+    if (this.seen.has(key)) return;
+    const facts = readHandshake(socket, address, port, servername);
+    if (!facts) return;
+    this.seen.set(key, facts);
+    for (const wake of this.waiters.get(key) ?? []) wake(facts);
+    this.waiters.delete(key);
+  };
+
+  /** The facts of `host`:`port`, if a verified handshake to it has completed. */
+  of(host: string, port: number): TlsHandshakeFacts | null {
+    return this.seen.get(originKey(host, port)) ?? null;
+  }
+
+  /** The facts of `host`:`port` once a verified handshake to it completes; null on abort. */
+  when(host: string, port: number, signal: AbortSignal): Promise<TlsHandshakeFacts | null> {
+    const known = this.of(host, port);
+    if (known || signal.aborted) return Promise.resolve(known);
+    const key = originKey(host, port);
+    return new Promise((resolve) => {
+      const set = this.waiters.get(key) ?? new Set();
+      this.waiters.set(key, set);
+      const done = (facts: TlsHandshakeFacts | null) => {
+        set.delete(done);
+        signal.removeEventListener("abort", onAbort);
+        resolve(facts);
+      };
+      const onAbort = () => done(null);
+      signal.addEventListener("abort", onAbort, { once: true });
+      set.add(done);
+    });
+  }
+}
+
+export type LegacyVersion = "TLSv1" | "TLSv1.1";
+
+/**
+ * Our side must offer what it tests: Node's defaults allow TLS 1.2+ only, and OpenSSL 3's
+ * default security level refuses the SHA-1 signatures TLS 1.0/1.1 need. One context per
+ * version, shared by every snapshot (no trust store: the certificate was verified already).
+ */
+const legacyContexts = new Map<LegacyVersion, SecureContext>();
+
+function legacyContext(version: LegacyVersion): SecureContext {
+  let ctx = legacyContexts.get(version);
+  if (!ctx) {
+    ctx = createSecureContext({
+      minVersion: version,
+      maxVersion: version,
+      ciphers: "DEFAULT@SECLEVEL=0",
+      secureOptions: cryptoConstants.SSL_OP_NO_RENEGOTIATION,
+    });
+    legacyContexts.set(version, ctx);
+  }
+  return ctx;
+}
+
+/**
+ * The server's refusals of a legacy version: a `protocol_version` alert (RFC 8446 §4.2.1),
+ * `handshake_failure` or `insufficient_security` (nothing it accepts at that version), or a
+ * ServerHello of a version we did not offer.
+ */
+const REFUSED = new Set([
+  "ERR_SSL_TLSV1_ALERT_PROTOCOL_VERSION",
+  "ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE",
+  "ERR_SSL_TLSV1_ALERT_INSUFFICIENT_SECURITY",
+  "ERR_SSL_UNSUPPORTED_PROTOCOL",
+]);
+
+/**
+ * One handshake limited to `version`, to the checked `address` (never resolved again) with the
+ * same SNI name, no HTTP request: true when it completes, false when the server refuses that
+ * version, null when it cannot be told (reset, silence, timeout, abort, anything else).
+ */
+export function legacyHandshake(
+  facts: Pick<TlsHandshakeFacts, "address" | "port" | "servername">,
+  version: LegacyVersion,
+  timeoutMs: number,
+  signal: AbortSignal,
+): Promise<boolean | null> {
+  if (signal.aborted || timeoutMs <= 0) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    const socket = tlsConnect({
+      host: facts.address,
+      port: facts.port,
+      lookup: refuseLookup,
+      ...(facts.servername ? { servername: facts.servername } : {}),
+      secureContext: legacyContext(version),
+      // Only whether the version is accepted is asked; the certificate was judged already.
+      rejectUnauthorized: false,
+      ALPNProtocols: ["http/1.1"],
+    });
+    const finish = (accepted: boolean | null) => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", onAbort);
+      socket.destroy();
+      resolve(accepted);
+    };
+    const onAbort = () => finish(null);
+    const timer = setTimeout(onAbort, timeoutMs);
+    signal.addEventListener("abort", onAbort, { once: true });
+    socket.once("secureConnect", () => finish(socket.getProtocol() === version));
+    socket.once("error", (err: Error) =>
+      finish(REFUSED.has(errorCodes(err)[0] ?? "") ? false : null),
+    );
+  });
+}
