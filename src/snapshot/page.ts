@@ -52,7 +52,7 @@ function resolveHttp(ref: string, base: URL): URL | null {
  * (the document base URL; a base with a non-http(s) URL is ignored, as browsers do).
  */
 export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidence> {
-  // Loaded with the first page: not part of the CLI's start-up (docs/benchmarks.md, "Start-up").
+  // Loaded with the first page: not part of the CLI's start-up (docs/benchmarks-history.md, "Start-up").
   const { Parser } = await import("htmlparser2");
   const metaCsp: string[] = [];
   const scripts: PageEvidence["scripts"] = [];
