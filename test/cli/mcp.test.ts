@@ -297,7 +297,7 @@ describe("one proof per call", () => {
       extensions: Record<string, { info: { id: string } }>;
     };
     expect(payload.extensions["payment-identifier"]?.info.id).toMatch(/^pay_/);
-    expect(stderr()).toMatch(/no answer .*sending the same proof again/);
+    expect(stderr()).toMatch(/did not answer .*sending the same proof again/);
     expect((await transfersFrom(payer, fromBlock)).map((l) => l.args.value)).toEqual([PRICE_UNITS]);
     expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
   });
