@@ -161,6 +161,10 @@ describe("the official SDK client", () => {
       network: string;
     };
     expect(settlement).toMatchObject({ success: true, network: devnet.network });
+    // The text says what was charged, naming the transaction.
+    expect(textOf(result)).toContain(
+      `Charged 0.05 USDC on base-sepolia (${devnet.network}) to ${devnet.payTo} from ${payer} (tx ${settlement.transaction}).`,
+    );
     // The settlement's transaction is on chain, and moved exactly the price, payer to payee.
     const receipt = await chain.getTransactionReceipt({ hash: settlement.transaction });
     expect(receipt.status).toBe("success");
