@@ -347,7 +347,8 @@ export const serveCommand: Command = {
     "(default 127.0.0.1:9464; off: none), never on the public port.",
     "SIGTERM/SIGINT: /ready turns 503 and new paid work is refused; after SHUTDOWN_GRACE_MS",
     "(SIGTERM only) stop accepting, let running requests finish, wait for settlements under",
-    "way, exit 0.",
+    "way, exit 0. A second signal a second later stops at once (exit 1), saying in one line",
+    "what becomes of the paid calls in flight.",
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {
