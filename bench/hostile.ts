@@ -196,7 +196,7 @@ function startHostileTargets(leaf: TestLeaf): Promise<{ ports: HostileTargetPort
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
   // On the internet the hostile servers' CPU is other machines'; here it shares two cores with
-  // the measured process, so it runs at the lowest priority (docs/benchmarks.md).
+  // the measured process, so it runs at the lowest priority (docs/benchmarks-history.md).
   if (child.pid !== undefined) setPriority(child.pid, 19);
   return new Promise((resolve, reject) => {
     child.once("message", (ports: HostileTargetPorts) =>

@@ -1,6 +1,6 @@
 /**
  * What writing the 402's head costs Node, side by side, in one process and without sockets
- * (the part of the answer our code decides; docs/benchmarks.md "The 402 with the output
+ * (the part of the answer our code decides; docs/benchmarks-history.md "The 402 with the output
  * example"): sendNodeAnswer, which hands Node the headers checked once, against the plain
  * `writeHead(status, headers)` it replaced, which Node checks on every call — for the challenge
  * the route sends (one network, with the output example), the same challenge cut to the size it

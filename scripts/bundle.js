@@ -5,7 +5,7 @@
 //
 // Why a bundle: loading modules costs per file and per byte, and the engine's packages are
 // hundreds of files; one command's chunks load in far less CPU than the compiled files
-// (docs/benchmarks.md, "Start-up"). Type checking stays with `npm run typecheck`.
+// (docs/benchmarks-history.md, "Start-up"). Type checking stays with `npm run typecheck`.
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";

@@ -159,10 +159,10 @@ export class McpPayer {
       this.paidCalls++;
       const settlement = paid.settlement(answer.response);
       const paidLine =
-        `Paid ${usdc(offer.amount)} on ${networkLabel(offer.network)} to ${offer.payTo} from ${account.address}` +
+        `Charged ${usdc(offer.amount)} on ${networkLabel(offer.network)} to ${offer.payTo} from ${account.address}` +
         (settlement
-          ? ` (transaction ${settlement.transaction}).`
-          : " (no readable settlement header).");
+          ? ` (tx ${settlement.transaction}).`
+          : " (settled: a report is sent only once settled; its settlement header was unreadable).");
       return {
         content: [
           { type: "text", text: [summary(answer.body), paidLine, note].filter(Boolean).join("\n") },
@@ -175,7 +175,7 @@ export class McpPayer {
 
     const what = answer
       ? `The API answered ${answer.response.status} to the signed proof: ${describeBody(answer.body)}`
-      : `No answer to the signed proof after ${sent.sends} sends (${sent.lost ?? "no answer"}).`;
+      : `The service did not answer the signed proof after ${sent.sends} sends (${sent.lost ?? "no answer"}); resending the same proof was safe (charged at most once).`;
     const refused = refusedUncharged(sent);
     if (refused !== undefined) {
       this.committedUnits -= amount;

@@ -209,7 +209,7 @@ export async function sendPaid(
     if (answer === undefined) {
       losses++;
       waitS = Math.min(LOST_ANSWER_WAIT_S * 2 ** (losses - 1), MAX_RETRY_WAIT_S);
-      what = `no answer (${lost})`;
+      what = `the service did not answer (${lost})`;
     } else if (answer.response.status === 503) {
       waitS = retryAfter(answer.response) ?? LOST_ANSWER_WAIT_S;
       what = `the API answered 503 (${describe(answer)})`;
@@ -229,7 +229,11 @@ export async function sendPaid(
       return { ...(answer ? { answer } : { lost: lost ?? "no answer" }), unseen: true, sends };
     }
     unseen = true;
-    say(`${what}; sending the same proof again in ${waitS}s`);
+    // The same proof is one authorization: however many sends, it is settled at most once.
+    say(
+      `${what}; whether you were charged is not known yet — sending the same proof again ` +
+        `in ${waitS}s is safe (charged at most once)`,
+    );
     await sleep(waitS * 1000, undefined, { signal: interrupts.finishing }).catch(() => undefined);
     if (interrupts.finishing.aborted) {
       return { ...(answer ? { answer } : { lost: lost ?? "no answer" }), unseen: true, sends };

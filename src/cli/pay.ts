@@ -51,8 +51,13 @@ const CHAIN_READ_S = 30;
 const CHAIN_READ_INTERRUPTED_S = 5;
 
 /** The exit code and line for an answer other than the report. */
-function refusal(response: Response, body: unknown, stderr: CliOutput): number {
-  stderr.write(`secsnap pay: the API answered ${response.status}: ${describeBody(body)}\n`);
+function refusal(response: Response, body: unknown, stderr: CliOutput, endpoint: URL): number {
+  // A 404 is a wrong --api far more often than a missing route: say which URL was asked.
+  const hint =
+    response.status === 404
+      ? ` (asked ${endpoint.href}: --api is the service's base URL, /v1/snapshot is added to it)`
+      : "";
+  stderr.write(`secsnap pay: the API answered ${response.status}: ${describeBody(body)}${hint}\n`);
   if (response.status === 400) return PAY_EXIT.snapshotError;
   if (response.status === 402) return PAY_EXIT.paymentRefused;
   return PAY_EXIT.unavailable;
@@ -71,7 +76,7 @@ export const payCommand: Command = {
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
     "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the network, amount and payee",
     "(before signing) and the settlement transaction go to stderr.",
-    "--api      the service's base URL, path included (…/v1/snapshot is appended to it).",
+    "--api      the service's base URL, path included; /v1/snapshot is added unless it ends so.",
     "--network  the network to pay on. Default: a testnet when one is offered; Base mainnet only",
     "           when asked for or when it is the only network offered.",
     "--max-usdc refuses to sign for more than that amount (default 1).",
@@ -169,7 +174,7 @@ async function sendProof(
   const final = answer && answer.response.status !== 503 && !inProgress(answer);
   let code: number;
   if (answer && (final || !interrupts.interrupted)) {
-    code = refusal(answer.response, answer.body, stderr);
+    code = refusal(answer.response, answer.body, stderr, options.endpoint);
   } else if (interrupts.interrupted) {
     const last = answer ? `the last answer was ${answer.response.status}` : sent.lost;
     stderr.write(`secsnap pay: interrupted (${last ?? "no answer"})\n`);
@@ -261,13 +266,14 @@ function unreachable(why: string, options: PayOptions, stderr: CliOutput): numbe
   return PAY_EXIT.unavailable;
 }
 
-/** The last paid send got no answer. */
+/** The last paid send got no answer; the chain's line follows it. */
 function lostAnswer(why: string, sends: number, options: PayOptions, stderr: CliOutput): number {
-  return unreachable(
-    `no answer to the signed proof after ${sends} sends (${why})`,
-    options,
-    stderr,
+  const hint = /ECONNREFUSED/.test(why) ? `; is the service still running at ${options.api}?` : "";
+  stderr.write(
+    `secsnap pay: the service did not answer the signed proof after ${sends} sends (${why}${hint}); ` +
+      "whether you were charged is what the chain says, on the next line\n",
   );
+  return PAY_EXIT.unavailable;
 }
 
 /**
@@ -291,7 +297,9 @@ async function fetchChallenge(
     }
     return unreachable(noAnswer(err), options, stderr);
   }
-  if (unpaid.response.status !== 402) return refusal(unpaid.response, unpaid.body, stderr);
+  if (unpaid.response.status !== 402) {
+    return refusal(unpaid.response, unpaid.body, stderr, options.endpoint);
+  }
   return unpaid;
 }
 
@@ -336,17 +344,19 @@ function choosePayer(
   return account;
 }
 
-/** What was paid and the settlement transaction, on stderr; or that its header was unreadable. */
+/** What was charged, naming the settlement transaction, on stderr; the report's 200 means settled. */
 function reportSettlement(
   settlement: SettleResponse | undefined,
   offer: PaymentRequirements,
   stderr: CliOutput,
 ): void {
+  const charged = `secsnap pay: charged ${usdc(offer.amount)} (${offer.amount} units of ${offer.asset})`;
   stderr.write(
     settlement
-      ? `paid ${usdc(offer.amount)} (${offer.amount} units of ${offer.asset}) on ${networkLabel(settlement.network)} to ${offer.payTo}\n` +
+      ? `${charged} on ${networkLabel(settlement.network)} to ${offer.payTo}; ` +
           `settlement transaction: ${settlement.transaction}\n`
-      : "secsnap pay: the report came without a readable settlement header\n",
+      : `${charged} on ${networkLabel(offer.network)} to ${offer.payTo}: a report is sent only ` +
+          "once settled; its settlement header was unreadable, so the transaction is not named\n",
   );
 }
 

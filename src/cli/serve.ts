@@ -53,7 +53,11 @@ function describe(error: unknown): string {
  */
 const SAME_SIGNAL_MS = 1_000;
 
-function nextShutdownSignal(): Promise<NodeJS.Signals> {
+/**
+ * The first SIGTERM/SIGINT; a second one a second later or more stops at once, after `stopNow`
+ * has said what becomes of the paid calls it cuts off.
+ */
+function nextShutdownSignal(stopNow: () => void): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
       process.off("SIGTERM", onSignal);
@@ -61,7 +65,9 @@ function nextShutdownSignal(): Promise<NodeJS.Signals> {
       const first = performance.now();
       // A second signal while draining means "now": skip the grace period.
       const force = () => {
-        if (performance.now() - first >= SAME_SIGNAL_MS) process.exit(1);
+        if (performance.now() - first < SAME_SIGNAL_MS) return;
+        stopNow();
+        process.exit(1);
       };
       process.on("SIGTERM", force);
       process.on("SIGINT", force);
@@ -70,6 +76,23 @@ function nextShutdownSignal(): Promise<NodeJS.Signals> {
     process.on("SIGTERM", onSignal);
     process.on("SIGINT", onSignal);
   });
+}
+
+/**
+ * The line a second Ctrl-C prints before it stops at once. A paid call cut off keeps its payment
+ * record (written before each outside step, docs/payment.md), so the same proof sent again is
+ * served its report or refused by what the chain says, and charged at most once.
+ */
+function stopNowLine(paidInFlight: number, config: Config): string {
+  if (paidInFlight === 0) return "stopping now: no paid call in flight";
+  const calls = paidInFlight === 1 ? "1 paid call" : `${paidInFlight} paid calls`;
+  const records = paidInFlight === 1 ? "its payment record is" : "their payment records are";
+  const where = config.redisUrl ? "in Redis" : `in ${config.dataDir}`;
+  const money = config.payment.payTo ? "" : " (devnet: no real money)";
+  return (
+    `stopping now: ${calls} in flight; ${records} kept ${where} and a retry of the same proof ` +
+    `is served or refused by what the chain says, charged at most once${money}`
+  );
 }
 
 /** What `serve` wires before listening: what the listeners serve, and what shutdown drains and closes. */
@@ -330,7 +353,8 @@ export const serveCommand: Command = {
     "(default 127.0.0.1:9464; off: none), never on the public port.",
     "SIGTERM/SIGINT: /ready turns 503 and new paid work is refused; after SHUTDOWN_GRACE_MS",
     "(SIGTERM only) stop accepting, let running requests finish, wait for settlements under",
-    "way, exit 0.",
+    "way, exit 0. A second signal a second later stops at once (exit 1), saying in one line",
+    "what becomes of the paid calls in flight.",
     "",
     "Options:",
     "  --allow-local  development only: snapshots of loopback and private targets on any",
@@ -341,8 +365,13 @@ export const serveCommand: Command = {
   async run({ args, env, stdout, stderr }) {
     const config = readConfig(args, env);
     if (config.snapshot.allowLocal) announceLocalMode(stderr, { serving: true });
-    const signal = nextShutdownSignal();
+    // Signals are caught before the service is wired; the line counts its paid calls once it is.
+    const wired: { admission?: SnapshotAdmission } = {};
+    const signal = nextShutdownSignal(() =>
+      stderr.write(`${stopNowLine(wired.admission?.inFlight ?? 0, config)}\n`),
+    );
     const service = await wireService(config, stdout);
+    wired.admission = service.admission;
     const listeners = await listen(config, service, stderr);
     if (!listeners) return 1;
     announce(listeners, service.payment, stdout);

@@ -56,7 +56,7 @@ function resolveHttp(ref: string, base: URL): URL | null {
 let htmlparser: Promise<typeof Htmlparser2> | undefined;
 
 export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidence> {
-  // Loaded with the first page: not part of the CLI's start-up (docs/benchmarks.md, "Start-up").
+  // Loaded with the first page: not part of the CLI's start-up (docs/benchmarks-history.md, "Start-up").
   const { Parser } = await (htmlparser ??= import("htmlparser2"));
   const metaCsp: string[] = [];
   const scripts: PageEvidence["scripts"] = [];

@@ -161,6 +161,10 @@ describe("the official SDK client", () => {
       network: string;
     };
     expect(settlement).toMatchObject({ success: true, network: devnet.network });
+    // The text says what was charged, naming the transaction.
+    expect(textOf(result)).toContain(
+      `Charged 0.05 USDC on base-sepolia (${devnet.network}) to ${devnet.payTo} from ${payer} (tx ${settlement.transaction}).`,
+    );
     // The settlement's transaction is on chain, and moved exactly the price, payer to payee.
     const receipt = await chain.getTransactionReceipt({ hash: settlement.transaction });
     expect(receipt.status).toBe("success");
@@ -297,7 +301,7 @@ describe("one proof per call", () => {
       extensions: Record<string, { info: { id: string } }>;
     };
     expect(payload.extensions["payment-identifier"]?.info.id).toMatch(/^pay_/);
-    expect(stderr()).toMatch(/no answer .*sending the same proof again/);
+    expect(stderr()).toMatch(/did not answer .*sending the same proof again/);
     expect((await transfersFrom(payer, fromBlock)).map((l) => l.args.value)).toEqual([PRICE_UNITS]);
     expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
   });

@@ -272,6 +272,35 @@ describe("--api", () => {
     ]);
     expect(await balanceOf(payerAddress(4))).toBe(before - PRICE_UNITS);
   });
+
+  it("takes the route itself too: …/v1/snapshot is not added twice; the charge is named", async () => {
+    const mounted = await proxy({ upstream: devnetService.url, prefix: "/tools/secsnap" });
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", `${mounted.url}/v1/snapshot`],
+      env(4),
+    );
+    expect(code, stderr).toBe(0);
+    expect(mounted.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
+      "POST /v1/snapshot",
+      "POST /v1/snapshot",
+    ]);
+    expect(lastLine(stderr)).toMatch(
+      /^secsnap pay: charged 0\.05 USDC \(50000 units of 0x[0-9a-fA-F]{40}\) on base-sepolia \(eip155:84532\) to 0x[0-9a-fA-F]{40}; settlement transaction: 0x[0-9a-f]{64}$/,
+    );
+  });
+
+  it("a 404 names the URL asked and how --api is read; nothing was charged", async () => {
+    const { code, stderr } = await runCli(
+      ["pay", targetUrl, "--api", `${devnetService.url}/wrong/path`],
+      env(4),
+    );
+    expect(code).toBe(4);
+    expect(stderr).toContain(
+      `the API answered 404: {"error":"not found"} (asked ${devnetService.url}/wrong/path/v1/snapshot: ` +
+        "--api is the service's base URL, /v1/snapshot is added to it)",
+    );
+    expect(lastLine(stderr)).toBe("secsnap pay: nothing was charged (nothing was signed)");
+  });
 });
 
 describe("503 after a signed proof", () => {
@@ -331,7 +360,9 @@ describe("a paid request lost on the way", () => {
     const { code, stdout, stderr } = await runCli(["pay", targetUrl, "--api", lossy.url], env(6));
     expect(code, stderr).toBe(0);
     expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
-    expect(stderr).toMatch(/no answer .*sending the same proof again/);
+    expect(stderr).toMatch(
+      /did not answer .*whether you were charged is not known yet — sending the same proof again in \d+s is safe \(charged at most once\)/,
+    );
     const proofs = lossy.requests.map((r) => r.headers["payment-signature"]).filter(Boolean);
     expect(proofs).toHaveLength(2);
     expect(new Set(proofs).size).toBe(1);
@@ -348,6 +379,7 @@ describe("exit codes", () => {
     expect(code).toBe(2);
     expect(stderr).toMatch(/answered 400.*ssrf/);
     expect(stderr).not.toContain("paying");
+    expect(lastLine(stderr)).toBe("secsnap pay: nothing was charged (nothing was signed)");
   });
 
   it("1 for an unknown --network", async () => {
@@ -470,7 +502,9 @@ describe("an answer lost after the service got the proof", () => {
       expect(proofs.length).toBeGreaterThanOrEqual(2);
       expect(new Set(proofs.map((p) => p.header)).size).toBe(1);
       expect(proofs[0]?.paymentId).toMatch(/^pay_/);
-      expect(stderr).toMatch(/no answer .*sending the same proof again/);
+      expect(stderr).toMatch(
+        /did not answer .*whether you were charged is not known yet — sending the same proof again in \d+s is safe \(charged at most once\)/,
+      );
       expect(await transfersFrom(payer, fromBlock)).toHaveLength(1);
       expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
       expect(code, stderr).toBe(0);
@@ -582,6 +616,14 @@ describe("the line that says whether anything was charged", () => {
     expect(new Set(proofs.map((p) => p.header)).size).toBe(1);
     const proof = proofs[0]!;
     expect(await authorizationUsed(proof)).toBe(false);
+    // Every resend says the charge is not known yet and that resending is safe.
+    expect(stderr).toContain("secsnap pay: the service did not answer (");
+    expect(stderr).toMatch(
+      /; whether you were charged is not known yet — sending the same proof again in \d+s is safe \(charged at most once\)\n/,
+    );
+    expect(stderr).toMatch(
+      /\nsecsnap pay: the service did not answer the signed proof after \d+ sends \(.*\); whether you were charged is what the chain says, on the next line\nsecsnap pay: not charged: /,
+    );
     expect(lastLine(stderr)).toMatch(
       new RegExp(
         `^secsnap pay: not charged: authorization ${proof.nonce} from ${proof.from} is unused on ` +

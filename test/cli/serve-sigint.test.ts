@@ -4,7 +4,11 @@
  * snapshot → settle and gets its 200; the chain (anvil, in its own group) outlives the drain and
  * stops last.
  */
+import { mkdtemp, rm } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { createPublicClient, http, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DEV_USDC_ABI, DEVNET_USDC_ADDRESS } from "../../src/devnet/constants.js";
@@ -96,6 +100,71 @@ it(
     } finally {
       keeper?.destroy();
       child.kill("SIGKILL");
+    }
+  },
+);
+
+it(
+  "a second SIGINT a second later stops at once, saying what becomes of the paid call in flight; the client says the charge is not known yet and resends safely",
+  { timeout: 180_000 },
+  async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "secsnap-sigint-"));
+    const child = spawnCli(
+      ["serve"],
+      cleanEnv({
+        PORT: "0",
+        HOST: "127.0.0.1",
+        DATA_DIR: dataDir,
+        SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
+        SNAPSHOT_ALLOWED_PORTS: String(target.port),
+        DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
+        DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
+      }),
+      { detached: true },
+    );
+    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const stopping = waitForLine(child.stderr, /^SIGINT: shutting down/);
+    const stopNow = waitForLine(child.stderr, /^stopping now/);
+    try {
+      const first = await waitForLine(child.stdout, /listening on/);
+      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      const rpcUrl = / at (http:\/\/127\.0\.0\.1:\d+)/.exec(first)?.[1] as string;
+      expect([base, rpcUrl].every(Boolean), first).toBe(true);
+
+      // The paid snapshot waits on the held target through both signals.
+      const arrived = target.hold();
+      const paying = runCli(
+        ["pay", target.url, "--api", base, "--rpc", rpcUrl, "--timeout", "4"],
+        cleanEnv(),
+      );
+      await arrived;
+      process.kill(child.pid!, "SIGINT");
+      await stopping;
+      // A repeat within a second is the same Ctrl-C (npm start forwards it); this is a second one.
+      await sleep(1_100);
+      process.kill(child.pid!, "SIGINT");
+
+      expect(await stopNow).toBe(
+        `stopping now: 1 paid call in flight; its payment record is kept in ${dataDir} and a ` +
+          "retry of the same proof is served or refused by what the chain says, charged at most " +
+          "once (devnet: no real money)",
+      );
+      expect(await exited).toBe(1);
+
+      const paid = await paying;
+      expect(paid.code, paid.stderr).toBe(4);
+      expect(paid.stderr).toMatch(
+        /secsnap pay: the service did not answer \(.*\); whether you were charged is not known yet — sending the same proof again in \d+s is safe \(charged at most once\)\n/,
+      );
+      expect(paid.stderr).toMatch(
+        /secsnap pay: the service did not answer the signed proof after \d+ sends .*; whether you were charged is what the chain says, on the next line\n/,
+      );
+      const last = paid.stderr.trimEnd().split("\n").at(-1) ?? "";
+      expect(last).toMatch(/^secsnap pay: (not charged|charged|unknown whether charged): /);
+    } finally {
+      target.release();
+      child.kill("SIGKILL");
+      await rm(dataDir, { recursive: true, force: true });
     }
   },
 );

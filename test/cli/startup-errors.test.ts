@@ -19,26 +19,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
 import { loadConfig, loadFacilitatorConfig } from "../../src/config.js";
 import { startDevnet, type Devnet } from "../../src/devnet/index.js";
+import { variablesRead } from "../fixtures/config-variables.js";
 import { closedPort } from "../fixtures/targets.js";
 import { ROOT, cleanEnv, type CliRun } from "./run.js";
 
 const BIN = fileURLToPath(new URL("../../bin/secsnap.js", import.meta.url));
 
 type Env = Record<string, string | undefined>;
-
-/** The variables a loader reads, found by watching it read `base` (valid, so it reads them all). */
-function variablesRead(load: (env: Env) => unknown, base: Env): string[] {
-  const seen = new Set<string>();
-  load(
-    new Proxy(base, {
-      get: (target, key) => {
-        if (typeof key === "string") seen.add(key);
-        return target[key as string];
-      },
-    }),
-  );
-  return [...seen];
-}
 
 /** A valid key nobody holds funds with: FACILITATOR_PRIVATE_KEY's base value. */
 const SOME_KEY = `0x${"11".repeat(32)}`;

@@ -507,7 +507,7 @@ describe("secsnap pay", () => {
     expect(code).toBe(0);
     expect(JSON.parse(out)).toMatchObject({ requested_url: target.url, reachable: true });
     expect(err).toContain(account.address);
-    expect(err).toContain("paid 0.05 USDC (50000 units");
+    expect(err).toContain("secsnap pay: charged 0.05 USDC (50000 units");
     const hash = /settlement transaction: (0x[0-9a-f]{64})/.exec(err)?.[1];
     expect(hash).toBeDefined();
     expect((await chain.getTransactionReceipt({ hash: hash as Hex })).status).toBe("success");

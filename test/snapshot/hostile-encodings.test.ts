@@ -3,7 +3,7 @@
  * snapshots at once in a CHILD process (test/fixtures/hostile-load.ts), so its peak memory,
  * event-loop block and CPU time are the engine's alone; the hostile target runs here.
  * The bounds sit far from what a decoder per coding, or a middle stage without a bound, cost
- * (figures in docs/benchmarks.md).
+ * (figures in docs/benchmarks-history.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDnsServer } from "../fixtures/dns-server.js";
