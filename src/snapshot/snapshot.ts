@@ -348,18 +348,6 @@ interface Verdicts {
   evidence: Evidence;
 }
 
-/**
- * Whether a final answer speaks CORS (any `Access-Control-*` header, or `Vary` naming Origin):
- * only then is the CORS probe sent, so a site that does not use CORS gets no extra request.
- */
-function speaksCors(hop: Hop): boolean {
-  const vary = (hop.headers.vary ?? []).join(",").toLowerCase();
-  return (
-    Object.keys(hop.headers).some((name) => name.startsWith("access-control-")) ||
-    vary.split(",").some((v) => v.trim() === "origin" || v.trim() === "*")
-  );
-}
-
 /** The page evidence of the final body, or null when it was not read (or not readable). */
 async function pageOf(chain: FetchedChain): Promise<PageEvidence | null> {
   const body = await chain.finalBody;
@@ -405,7 +393,9 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
   const probeAsked = needProbe ? session.httpsFor(finalUrl.hostname) : null;
   session.httpsDecided();
   const page = pageOf(chain);
-  const cors = chain.final !== null && speaksCors(chain.final) ? session.corsOf(finalUrl) : null;
+  // Every final answer is asked with a made-up Origin: a site may answer CORS only to a request
+  // that carries one (docs/snapshot-engine.md "CORS probe").
+  const cors = chain.final !== null ? session.corsOf(finalUrl) : null;
   const httpSide = httpSideFrom(chain, input, session);
   const [files, probe] = await Promise.all([filesAsked, probeAsked]);
   const https = checkHttps({

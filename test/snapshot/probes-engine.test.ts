@@ -131,6 +131,17 @@ beforeAll(async () => {
       ),
       "/sri-text": respond.text('<script src="https://cdn.other.test/a.js"></script>'),
       "/cors-reflect": reflect(true),
+      // Says nothing of CORS unless asked with an Origin: then reflects it with credentials.
+      "/cors-silent": (req, res) => {
+        const origin = req.headers.origin;
+        res.writeHead(200, {
+          "content-type": "application/json",
+          ...(origin
+            ? { "access-control-allow-origin": origin, "access-control-allow-credentials": "true" }
+            : {}),
+        });
+        res.end("{}");
+      },
       "/cors-public": reflect(false),
       "/cors-wildcard": respond.text("{}", {
         "access-control-allow-origin": "*",
@@ -203,8 +214,9 @@ describe("the http:// side", () => {
     // http-only (high) costs 25 points beyond what the response judges found.
     expect(r.score).toBe(Math.max(0, scoreOf(r.findings.filter((f) => !PROBE_IDS.has(f.id))) - 25));
     expect(r.grade).toBe(gradeOf(r.score));
+    // Once without an Origin (the chain and the http:// side at once), once with (the CORS probe).
     const asked = plain.requests.slice(before).filter((q) => q.path === "/");
-    expect(asked).toHaveLength(1);
+    expect(asked.map((q) => q.headers.origin)).toEqual([undefined, expect.any(String)]);
   });
 
   it("port 80 black-holed: no finding, and the report does not wait for the deadline", async () => {
@@ -318,11 +330,25 @@ describe("CORS", () => {
     ]);
   });
 
-  it("good: a fixed allowed origin is not reflected; a site without CORS gets no extra request", async () => {
+  it("cors-origin-reflected: a site silent about CORS without an Origin is probed all the same", async () => {
+    const before = secure.requests.length;
+    const r = await snap(`https://site.test:${secure.port}/cors-silent`);
+    expect(ids(r)).toEqual(["cors-origin-reflected"]);
+    const asked = secure.requests.slice(before).filter((q) => q.path === "/cors-silent");
+    expect(asked.map((q) => q.headers.origin)).toEqual([
+      undefined,
+      expect.stringMatching(/^https:\/\/[0-9a-f]{12}\.invalid$/),
+    ]);
+  });
+
+  it("good: a fixed allowed origin is not reflected; a site without CORS gets one probe, no finding", async () => {
     expect(probeFindings(await snap(`https://site.test:${secure.port}/cors-fixed`))).toEqual([]);
     const before = secure.requests.length;
-    await snap(`https://site.test:${secure.port}/`);
+    expect(probeFindings(await snap(`https://site.test:${secure.port}/`))).toEqual([]);
     const asked = secure.requests.slice(before).filter((q) => q.path === "/");
-    expect(asked).toHaveLength(1);
+    expect(asked.map((q) => q.headers.origin)).toEqual([
+      undefined,
+      expect.stringMatching(/\.invalid$/),
+    ]);
   });
 });
