@@ -39,6 +39,41 @@ describe("Content-Security-Policy", () => {
     ).toEqual([]);
   });
 
+  it("weak: a source that lets any host or scheme run script, in script-src or its fallback", () => {
+    for (const any of ["*", "https:", "http:", "data:", "HTTPS:", "https://*"]) {
+      expect(ids({ "content-security-policy": `${STRICT}; script-src 'self' ${any}` })).toEqual([
+        "csp-script-any-source",
+      ]);
+    }
+    const r = judgeCsp(
+      evidenceOf({
+        "content-security-policy":
+          "default-src 'self' https: data:; object-src 'none'; base-uri 'none'",
+      }),
+    );
+    expect(idsOf(r)).toEqual(["csp-script-any-source"]);
+    expect(r[0]?.message).toContain("(`https:`, `data:`)");
+    // With 'unsafe-inline' too: both said, at the same severity.
+    expect(
+      ids({ "content-security-policy": `${STRICT}; script-src 'unsafe-inline' https:` }),
+    ).toEqual(["csp-unsafe-inline", "csp-script-any-source"]);
+  });
+
+  it("good: hosts named, a scheme source outside scripts, or 'strict-dynamic' (hosts ignored)", () => {
+    const good = [
+      `${STRICT}; script-src 'self' https://cdn.site.test`,
+      `${STRICT}; img-src https: data:`,
+      `${STRICT}; script-src 'nonce-abc' 'strict-dynamic' https: 'unsafe-inline'`,
+      // script-src decides: the wide default-src is not its fallback here.
+      "default-src *; script-src 'self'; object-src 'none'; base-uri 'none'",
+    ];
+    for (const policy of good) expect(ids({ "content-security-policy": policy })).toEqual([]);
+    // Two policies: a script must pass both, so one that names hosts closes it.
+    expect(ids({ "content-security-policy": [`${STRICT}; script-src https:`, STRICT] })).toEqual(
+      [],
+    );
+  });
+
   it("weak: no object-src / base-uri hardening; a policy that does not restrict scripts", () => {
     expect(ids({ "content-security-policy": "default-src 'self'" })).toEqual([
       "csp-no-object-src",
