@@ -124,6 +124,15 @@ beforeAll(async () => {
         { "content-type": "text/html; charset=utf-8" },
       ),
       "/mixed": page('<script src="http://cdn.other.test/old.js"></script>'),
+      "/mixed-active": page(
+        '<link rel="stylesheet" href="http://css.other.test/a.css"><iframe src="http://frame.other.test/"></iframe>',
+      ),
+      "/mixed-passive": page(
+        '<img src="http://img.other.test/a.png"><template><iframe src="http://inert.test/"></iframe></template>',
+      ),
+      "/mixed-upgraded": page('<img src="http://img.other.test/a.png">', {
+        "content-security-policy": "upgrade-insecure-requests",
+      }),
       "/sri-404": respond.status(
         404,
         { "content-type": "text/html" },
@@ -279,6 +288,19 @@ describe("scripts of the final page", () => {
     const r = await snap(`https://site.test:${secure.port}/mixed`);
     expect(ids(r)).toEqual(["script-over-http"]);
     expect(finding(r, "script-over-http")?.message).toContain("cdn.other.test");
+  });
+
+  it("mixed-content: an http: stylesheet and frame (high), an http: image (low)", async () => {
+    const active = await snap(`https://site.test:${secure.port}/mixed-active`);
+    expect(ids(active)).toEqual(["mixed-content-active"]);
+    expect(finding(active, "mixed-content-active")?.message).toContain(
+      "(from css.other.test and frame.other.test)",
+    );
+    const passive = await snap(`https://site.test:${secure.port}/mixed-passive`);
+    expect(ids(passive)).toEqual(["mixed-content-passive"]);
+    expect(finding(passive, "mixed-content-passive")).toMatchObject({ severity: "low" });
+    // upgrade-insecure-requests: browsers ask for it over https.
+    expect(ids(await snap(`https://site.test:${secure.port}/mixed-upgraded`))).toEqual([]);
   });
 
   it("the body is read only for an HTML 200", async () => {

@@ -131,8 +131,16 @@ export function headerPolicies(e: Evidence): Policy[] {
   return policiesOf(finalHeader(e, "content-security-policy"));
 }
 
+/** Each `<meta>` content is one policy: a comma there is not a separator (CSP3 §4.2.1). */
 function metaPolicies(e: Evidence): Policy[] {
-  return policiesOf(e.page?.metaCsp ?? []);
+  return (e.page?.metaCsp ?? [])
+    .map((p) => parseContentSecurityPolicy(p))
+    .filter((p) => [...p.keys()].some((name) => KNOWN_DIRECTIVES.has(name)));
+}
+
+/** Whether a policy in force makes browsers fetch `http:` subresources over https (CSP UIR). */
+export function upgradesInsecureRequests(e: Evidence): boolean {
+  return [...headerPolicies(e), ...metaPolicies(e)].some((p) => p.has("upgrade-insecure-requests"));
 }
 
 /** `frame-ancestors` of a header policy protects against framing (a meta one is ignored). */

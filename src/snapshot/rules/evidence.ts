@@ -6,10 +6,15 @@ import type { Capped, Chain, HeaderMap, RequestFailure, Undecodable } from "../t
 
 /** What the first 64 KiB of the final response's HTML says. */
 export interface PageEvidence {
-  /** Content of every `<meta http-equiv="Content-Security-Policy" content="…">`, in order. */
+  /**
+   * Content of every `<meta http-equiv="Content-Security-Policy" content="…">` a browser applies
+   * (a child of the head; page.ts), in order; each is one policy.
+   */
   metaCsp: string[];
   /** Every `<script src>`, its URL resolved against the page, and its integrity attribute. */
   scripts: { src: string; integrity: string | null }[];
+  /** Every `http:` URL a non-script element makes the browser fetch (img, link stylesheet, …). */
+  insecure: { element: string; url: string }[];
 }
 
 /** The final URL asked again with a made-up `Origin`: its answer's headers, or nothing. */

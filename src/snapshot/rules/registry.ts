@@ -15,6 +15,7 @@ import { cspRule } from "./csp.js";
 import { hstsRule } from "./hsts.js";
 import { httpSideRule } from "./http-side.js";
 import { httpsRule } from "./https.js";
+import { mixedContentRule } from "./mixed-content.js";
 import { permissionsPolicyRule } from "./permissions-policy.js";
 import { redirectsRule } from "./redirects.js";
 import { referrerPolicyRule } from "./referrer-policy.js";
@@ -40,6 +41,7 @@ export const RULES = [
   httpSideRule,
   redirectsRule,
   sriRule,
+  mixedContentRule,
   corsRule,
 ] as const satisfies readonly Rule[];
 

@@ -5,7 +5,11 @@ import { evidenceOf, idsOf } from "../../fixtures/evidence.js";
 
 const STRICT = "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 const ids = (headers: Record<string, string | string[]>, metaCsp?: string[]) =>
-  idsOf(judgeCsp(evidenceOf(headers, { page: metaCsp ? { metaCsp, scripts: [] } : null })));
+  idsOf(
+    judgeCsp(
+      evidenceOf(headers, { page: metaCsp ? { metaCsp, scripts: [], insecure: [] } : null }),
+    ),
+  );
 
 describe("Content-Security-Policy", () => {
   it("good: a strict policy, or inline scripts allowed only by nonce, hash or strict-dynamic", () => {
@@ -119,7 +123,9 @@ describe("Content-Security-Policy", () => {
       "csp-no-base-uri",
       "csp-in-meta",
     ]);
-    const all = idsOf(judge(evidenceOf({}, { page: { metaCsp: [STRICT], scripts: [] } })));
+    const all = idsOf(
+      judge(evidenceOf({}, { page: { metaCsp: [STRICT], scripts: [], insecure: [] } })),
+    );
     expect(all).not.toContain("csp-missing");
     // frame-ancestors in a meta tag is ignored by browsers: X-Frame-Options is still missing.
     expect(all).toContain("x-frame-options-missing");
