@@ -76,6 +76,7 @@ const INVALID_IDS = [
   "referrer-policy-invalid",
   "permissions-policy-invalid",
   "cookie-prefix-invalid",
+  "cookie-no-samesite",
 ];
 
 /** Nothing of the six headers; a Report-Only CSP, the legacy Feature-Policy, a cross-site cookie. */

@@ -135,6 +135,18 @@ describe("findings through the engine", () => {
     expectConsistent(r);
   });
 
+  it("a cookie set by a redirect of the chain is judged too (the final page sets none)", async () => {
+    site.route(
+      "/cookie-redirect",
+      respond.status(302, { location: "/", "set-cookie": "session=abc; Path=/" }),
+    );
+    const r = await engine.snapshot(site.url("/cookie-redirect", "site.test"));
+    expect(r.redirect_count).toBe(1);
+    expect(ids(r)).toEqual(["cookie-no-secure", "cookie-no-httponly", "cookie-no-samesite"]);
+    expect(r.findings[0]?.message).toMatch(/^The cookie "session" is set without Secure/);
+    expectConsistent(r);
+  });
+
   it("a cookie browsers refuse (over 4096 bytes) is skipped, the report still comes", async () => {
     site.route(
       "/cookie-huge",
