@@ -118,6 +118,7 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
   const metaCsp: string[] = [];
   const scripts: PageEvidence["scripts"] = [];
   const insecure: PageEvidence["insecure"] = [];
+  const metaReferrer: string[] = [];
   let inBody = false;
   let base: URL | null = null;
   // Content of <template> is inert (HTML §4.12.3): not fetched, not run, not in the head.
@@ -148,6 +149,10 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
             metaCsp.push(attribs.content);
           }
         }
+        // A referrer <meta> applies anywhere in the document (HTML §4.2.5.1 "referrer").
+        if (name === "meta" && (attribs.name ?? "").toLowerCase() === "referrer") {
+          if (attribs.content) metaReferrer.push(attribs.content);
+        }
         if (name === "script" && attribs.src !== undefined && runsScript(attribs.type)) {
           const url = resolveHttp(attribs.src, base ?? pageUrl);
           if (url) scripts.push({ src: url.href, integrity: attribs.integrity ?? null });
@@ -177,7 +182,7 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
   );
   parser.write(html);
   parser.end();
-  return { metaCsp, scripts, insecure };
+  return { metaCsp, scripts, insecure, metaReferrer };
 }
 
 /** Whether a Content-Type names HTML (text/html or application/xhtml+xml). */

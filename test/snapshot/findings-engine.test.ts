@@ -147,6 +147,25 @@ describe("findings through the engine", () => {
     expectConsistent(r);
   });
 
+  it("a <meta name=referrer> counts as a Referrer-Policy; the field still says the header", async () => {
+    const headers = { ...GOOD_HEADERS };
+    delete headers["referrer-policy"];
+    const html = (policy: string) =>
+      `<!doctype html><html><head><meta name="referrer" content="${policy}"></head><body>x</body></html>`;
+    site.route("/meta-referrer", respond.html(html("no-referrer"), headers));
+    site.route("/meta-referrer-unsafe", respond.html(html("unsafe-url"), headers));
+    const r = await engine.snapshot(site.url("/meta-referrer", "site.test"));
+    expect(ids(r)).toEqual([]);
+    expect(r.referrer_policy_present).toBe(false);
+    expect(r.notes).toContain("Referrer-Policy header is missing.");
+    expect(r.notes).toContain(
+      'The page sets its referrer policy in a <meta name="referrer"> tag (no-referrer).',
+    );
+    const unsafe = await engine.snapshot(site.url("/meta-referrer-unsafe", "site.test"));
+    expect(ids(unsafe)).toEqual(["referrer-policy-unsafe"]);
+    expectConsistent(unsafe);
+  });
+
   it("a cookie browsers refuse (over 4096 bytes) is skipped, the report still comes", async () => {
     site.route(
       "/cookie-huge",

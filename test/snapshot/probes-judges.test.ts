@@ -55,6 +55,7 @@ const page = (scripts: PageEvidence["scripts"]): PageEvidence => ({
   metaCsp: [],
   scripts,
   insecure: [],
+  metaReferrer: [],
 });
 
 describe("SRI and scripts over HTTP", () => {
@@ -269,7 +270,10 @@ describe("all probe findings", () => {
 
 describe("mixed content", () => {
   const withInsecure = (insecure: PageEvidence["insecure"], url = "https://example.com/") =>
-    evidence({ chain: chainOf(hop(url)), page: { metaCsp: [], scripts: [], insecure } });
+    evidence({
+      chain: chainOf(hop(url)),
+      page: { metaCsp: [], scripts: [], insecure, metaReferrer: [] },
+    });
 
   it("good: nothing over http:, or an http: page, or upgrade-insecure-requests in force", () => {
     expect(judgeMixedContent(withInsecure([]))).toEqual([]);
@@ -285,6 +289,7 @@ describe("mixed content", () => {
         metaCsp: [],
         scripts: [{ src: "http://x.net/a.js", integrity: null }],
         insecure: img,
+        metaReferrer: [],
       },
     });
     expect(ids(judgeMixedContent(upgraded))).toEqual([]);
@@ -294,6 +299,7 @@ describe("mixed content", () => {
         metaCsp: ["upgrade-insecure-requests"],
         scripts: [{ src: "http://x.net/a.js", integrity: null }],
         insecure: img,
+        metaReferrer: [],
       },
     });
     expect(ids(judgeProbes(meta))).toEqual([]);
@@ -351,6 +357,13 @@ describe("the page parser", () => {
         expected,
       );
     }
+  });
+
+  it("<meta name=referrer> anywhere in the document, not in <template> or <noscript>", async () => {
+    const html =
+      '<head><meta name="Referrer" content="origin"><noscript><meta name="referrer" content="never"></noscript></head>' +
+      '<body><template><meta name="referrer" content="always"></template><meta name="referrer" content="no-referrer"><meta name="referrer" content=""></body>';
+    expect((await parsePage(html, at)).metaReferrer).toEqual(["origin", "no-referrer"]);
   });
 
   it("http: subresources: images, media, stylesheets, frames, plugins; not inert or text ones", async () => {

@@ -15,6 +15,8 @@ export interface PageEvidence {
   scripts: { src: string; integrity: string | null }[];
   /** Every `http:` URL a non-script element makes the browser fetch (img, link stylesheet, …). */
   insecure: { element: string; url: string }[];
+  /** Content of every `<meta name="referrer">` in the document (not in template/noscript). */
+  metaReferrer: string[];
 }
 
 /** The final URL asked again with a made-up `Origin`: its answer's headers, or nothing. */

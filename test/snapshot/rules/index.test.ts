@@ -153,7 +153,7 @@ describe("hostile values", () => {
       for (const name of names) headers[name] = [word(next() % 40), word(next() % 8)];
       const metaCsp = [word(next() % 40)];
       for (const f of judge(
-        evidenceOf(headers, { page: { metaCsp, scripts: [], insecure: [] } }),
+        evidenceOf(headers, { page: { metaCsp, scripts: [], insecure: [], metaReferrer: [] } }),
       )) {
         expect(known).toContain(f.id);
       }
