@@ -47,6 +47,7 @@ import type { Chain, FileProbe, Hop, HttpsProbe, RequestFailure } from "./types.
 import {
   createUrlPolicy,
   effectivePort,
+  httpFallbackOf,
   httpsProbeUrl,
   normalizeUrl,
   parseInputUrl,
@@ -170,6 +171,8 @@ interface Session {
   filesFor(url: URL): Promise<FileVerdicts>;
   /** The HTTPS probe of a host, sent at most once per snapshot. */
   httpsFor(hostname: string): Promise<HttpsProbe>;
+  /** The HTTPS probe's answer, already known from the chain (no request sent for it). */
+  httpsKnown(hostname: string, probe: HttpsProbe): void;
   /** Port of the http-side probe. */
   httpPort: number;
   /** `GET http://<host>:<httpPort>/` (no redirect followed), sent at most once per snapshot. */
@@ -282,6 +285,9 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
       }
       return p;
     },
+    httpsKnown(hostname, probe) {
+      httpsByHost.set(hostname, Promise.resolve(probe));
+    },
     chainEnded(finalUrl) {
       chainOver = true;
       for (const [origin, cancel] of filesCancel) {
@@ -382,7 +388,12 @@ async function settleWithin<T extends unknown[]>(
  * The checks of a finished chain: headers of its final answer, HTTPS, the final origin's files;
  * then the evidence of the extra probes, which started earlier and get EXTRA_GRACE_MS at most.
  */
-async function runChecks(chain: FetchedChain, input: URL, session: Session): Promise<Verdicts> {
+async function runChecks(
+  chain: FetchedChain,
+  input: URL,
+  session: Session,
+  fallbackFrom: URL | null,
+): Promise<Verdicts> {
   const { finalUrl } = chain;
   const isHttpFinal = finalUrl.protocol === "http:";
   const needProbe = isHttpFinal && !httpsProvenByChain(chain, finalUrl.hostname, session.probePort);
@@ -424,6 +435,7 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
     httpSide: httpSideProbe,
     https,
     files,
+    ...(fallbackFrom ? { fallbackFrom: fallbackFrom.href } : {}),
   };
   return { headers: checkHeaders(chain.final?.headers ?? null), https, files, evidence };
 }
@@ -447,9 +459,29 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     const fetchedAt = new Date().toISOString();
     try {
       const speculate = othersInFlight < speculationLimit;
-      const chain = await followChain(input, options.maxRedirects, session, speculate);
+      let chain = await followChain(input, options.maxRedirects, session, speculate);
+      // docs/contract.md §3.2 rule 2: a scheme-less input whose https:// connection is refused
+      // is the site's http:// (the report says so), not a 400.
+      const failure = requestFailureOf(chain);
+      const fallback =
+        chain.hops.length === 0 && failure?.kind === "refused"
+          ? httpFallbackOf(rawUrl, input, policy, session.httpPort)
+          : null;
+      if (fallback && failure) {
+        // That refusal is the HTTPS probe's answer on its port: not asked twice.
+        if (effectivePort(input) === session.probePort) {
+          session.httpsKnown(input.hostname, { ok: false, failure });
+        }
+        chain = await followChain(fallback, options.maxRedirects, session, speculate);
+      }
       refuseUnansweredFirstRequest(chain);
-      const { headers, https, files, evidence } = await runChecks(chain, input, session);
+      const target = fallback ?? input;
+      const { headers, https, files, evidence } = await runChecks(
+        chain,
+        target,
+        session,
+        fallback ? input : null,
+      );
       const findings = judge(evidence);
       return buildReport(
         {

@@ -228,6 +228,45 @@ describe("the http:// side", () => {
     expect(asked.map((q) => q.headers.origin)).toEqual([undefined, expect.any(String)]);
   });
 
+  it("a scheme-less input whose https:// is refused is reported as its http://, said in a note", async () => {
+    // Nothing listens on port 443 of the test address: https://ho.test/ is refused.
+    const fallback = createTestEngine({
+      dns,
+      ports: [443, plain.port],
+      httpsProbePort: 443,
+      httpProbePort: plain.port,
+    });
+    try {
+      const before = plain.requests.length;
+      const r = valid(await fallback.snapshot("ho.test"));
+      expect(r).toMatchObject({
+        normalized_url: "https://ho.test/",
+        final_url: `http://ho.test:${plain.port}/`,
+        reachable: true,
+        final_status_code: 200,
+        https_ok: false,
+        redirect_count: 0,
+      });
+      expect(r.notes).toContain(
+        `The input had no scheme and https://ho.test/ refused the connection, so this report is of http://ho.test:${plain.port}/ (plain HTTP).`,
+      );
+      expect(ids(r)).toEqual(["http-only"]);
+      // The refusal is the HTTPS verdict; http://ho.test/ is asked by the chain and the CORS
+      // probe, and once more by the http:// side probe started before the refusal was known.
+      expect(r.notes).toContain(
+        "HTTPS does not work (https://ho.test/): the connection was refused.",
+      );
+      const asked = plain.requests.slice(before).filter((q) => q.path === "/");
+      expect(asked.length).toBeLessThanOrEqual(3);
+      // A scheme written is taken at its word: refused is a 400.
+      await expect(fallback.snapshot("https://ho.test/")).rejects.toMatchObject({
+        errorType: "unreachable",
+      });
+    } finally {
+      await fallback.close();
+    }
+  });
+
   it("port 80 black-holed: no finding, and the report does not wait for the deadline", async () => {
     const slowSide = createTestEngine({
       dns,

@@ -68,8 +68,10 @@ export type FileVerdicts = Record<"security_txt" | "robots_txt" | "sitemap_xml",
 
 /** Everything the rules look at, gathered by the engine from one snapshot. */
 export interface Evidence {
-  /** The input URL (normalized). */
+  /** The input URL (normalized); the http:// one when a scheme-less input fell back to it. */
   input: URL;
+  /** The https:// URL that refused the connection, when a scheme-less input fell back. */
+  fallbackFrom?: string;
   chain: Chain;
   /** null when the final response is not HTML or its body was not read. */
   page: PageEvidence | null;
