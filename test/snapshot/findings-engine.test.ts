@@ -132,6 +132,9 @@ describe("findings through the engine", () => {
     const r = await engine.snapshot(plain.url("/", "site.test"));
     expect(ids(r)).toContain("https-failed");
     expect(ids(r)).not.toContain("hsts-invalid");
+    // Its HSTS header came over plain HTTP: no HSTS to a browser, though the field says present.
+    expect(ids(r)).toContain("hsts-missing");
+    expect(r.hsts_present).toBe(true);
     expectConsistent(r);
   });
 
