@@ -7,7 +7,9 @@ const STRICT = "default-src 'self'; object-src 'none'; base-uri 'none'; frame-an
 const ids = (headers: Record<string, string | string[]>, metaCsp?: string[]) =>
   idsOf(
     judgeCsp(
-      evidenceOf(headers, { page: metaCsp ? { metaCsp, scripts: [], insecure: [], metaReferrer: [] } : null }),
+      evidenceOf(headers, {
+        page: metaCsp ? { metaCsp, scripts: [], insecure: [], metaReferrer: [] } : null,
+      }),
     ),
   );
 
@@ -124,7 +126,12 @@ describe("Content-Security-Policy", () => {
       "csp-in-meta",
     ]);
     const all = idsOf(
-      judge(evidenceOf({}, { page: { metaCsp: [STRICT], scripts: [], insecure: [], metaReferrer: [] } })),
+      judge(
+        evidenceOf(
+          {},
+          { page: { metaCsp: [STRICT], scripts: [], insecure: [], metaReferrer: [] } },
+        ),
+      ),
     );
     expect(all).not.toContain("csp-missing");
     // frame-ancestors in a meta tag is ignored by browsers: X-Frame-Options is still missing.
