@@ -177,7 +177,7 @@ interface Session {
   httpPort: number;
   /** `GET http://<host>:<httpPort>/` (no redirect followed), sent at most once per snapshot. */
   httpSideFor(hostname: string): Promise<HttpSideProbe>;
-  /** The final URL asked again with a made-up `Origin`, at most once per snapshot. */
+  /** A URL asked again with a made-up `Origin`, at most once per URL. */
   corsOf(url: URL): Promise<CorsProbe>;
   /**
    * The chain ended on `finalUrl`: the speculative file probes of other origins are cancelled,
@@ -251,7 +251,7 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
   const httpSideByHost = new Map<string, Promise<HttpSideProbe>>();
   // One made-up origin per snapshot (docs/snapshot-engine.md "CORS probe").
   const corsOrigin = `https://${randomBytes(6).toString("hex")}.invalid`;
-  let cors: Promise<CorsProbe> | undefined;
+  const corsByUrl = new Map<string, Promise<CorsProbe>>();
   return {
     ctx,
     probePort,
@@ -262,7 +262,9 @@ function openSession({ rawUrl, caller, policy, resolve, options }: SessionOption
       return p;
     },
     corsOf(url) {
-      return (cors ??= probeCors(url, corsOrigin, ctx));
+      let p = corsByUrl.get(url.href);
+      if (!p) corsByUrl.set(url.href, (p = probeCors(url, corsOrigin, ctx)));
+      return p;
     },
     filesFor(url) {
       let p = filesByOrigin.get(url.origin);
@@ -338,6 +340,9 @@ function followChain(
     if (!speculate) return;
     if (index <= EARLY_PROBE_HOPS) void session.filesFor(url);
     if (index === 0 && url.protocol === "http:") void session.httpsFor(url.hostname);
+    // An https input is usually the final URL: its CORS probe goes with the main request rather
+    // than one round trip after it (an http input nearly always redirects: not speculated).
+    if (index === 0 && url.protocol === "https:") void session.corsOf(url);
     if (index === 0 && !firstHopIsHttpSide(url, session.httpPort)) {
       void session.httpSideFor(url.hostname);
     }
