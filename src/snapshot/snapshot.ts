@@ -340,9 +340,9 @@ function followChain(
     if (!speculate) return;
     if (index <= EARLY_PROBE_HOPS) void session.filesFor(url);
     if (index === 0 && url.protocol === "http:") void session.httpsFor(url.hostname);
-    // An https input is usually the final URL: its CORS probe goes with the main request rather
-    // than one round trip after it (an http input nearly always redirects: not speculated).
-    if (index === 0 && url.protocol === "https:") void session.corsOf(url);
+    // The CORS probe of an https URL among the first ones (usually the final URL) goes with its
+    // request rather than one round trip after the final answer, like the well-known files.
+    if (index <= EARLY_PROBE_HOPS && url.protocol === "https:") void session.corsOf(url);
     if (index === 0 && !firstHopIsHttpSide(url, session.httpPort)) {
       void session.httpSideFor(url.hostname);
     }
