@@ -1,12 +1,15 @@
 /**
  * The page evidence of a report (docs/snapshot-engine.md "Page evidence"): what the first 64 KiB
- * of the final HTML says about its Content-Security-Policy `<meta>` tags and its scripts. Pure:
- * the body is read by fetch.ts.
+ * of the final HTML says about its Content-Security-Policy `<meta>` tags, its scripts and its
+ * `http:` subresources. Pure: the body is read by fetch.ts.
  */
 import type { PageEvidence } from "./rules/evidence.js";
 import type * as Htmlparser2 from "htmlparser2";
 
-/** Elements a parser keeps in `<head>`; any other start tag begins the body (HTML §13.2.6.4.4). */
+/**
+ * Start tags the "in head" and "after head" insertion modes put in the head (HTML §13.2.6.4.4,
+ * §13.2.6.4.6); any other start tag (and non-blank text) begins the body.
+ */
 const HEAD_ELEMENTS = new Set([
   "html",
   "head",
@@ -17,10 +20,27 @@ const HEAD_ELEMENTS = new Set([
   "script",
   "base",
   "noscript",
+  "noframes",
   "template",
   "basefont",
   "bgsound",
 ]);
+
+/** Elements whose content is text, not markup, in a browser that runs scripts (HTML §13.2.6.4). */
+const RAW_TEXT = new Set([
+  "script",
+  "style",
+  "title",
+  "textarea",
+  "noscript",
+  "noframes",
+  "xmp",
+  "iframe",
+  "noembed",
+]);
+
+/** HTML's ASCII whitespace: text made only of it does not end the head. */
+const BLANK = /^[\t\n\f\r ]*$/;
 
 /** Script types a browser runs (HTML §4.12.1: a JavaScript MIME type, "module" or none). */
 function runsScript(type: string | undefined): boolean {
@@ -46,11 +66,52 @@ function resolveHttp(ref: string, base: URL): URL | null {
   }
 }
 
+/** The URLs of a `srcset` (each candidate is a URL then optional descriptors, comma-separated). */
+function srcsetUrls(srcset: string): string[] {
+  return srcset
+    .split(",")
+    .map((c) => c.trim().split(/\s+/)[0] ?? "")
+    .filter((u) => u !== "");
+}
+
 /**
- * Parses `html` (already cut at 64 KiB) as found at `pageUrl`. A CSP `<meta>` counts only in the
- * head, as browsers honour it (HTML §4.2.5.3): before `</head>`, `<body>` or the first element
- * that cannot be in a head. Script URLs resolve against the first `<base href>` seen before them
- * (the document base URL; a base with a non-http(s) URL is ignored, as browsers do).
+ * The subresource URLs an element makes the browser fetch, by what mixed-content blocking calls
+ * it (rules/mixed-content.ts classifies them); scripts are gathered apart.
+ */
+function subresourceRefs(name: string, a: Record<string, string>): string[] {
+  switch (name) {
+    case "img":
+      return [a.src ?? "", ...srcsetUrls(a.srcset ?? "")];
+    case "source":
+      return [a.src ?? "", ...srcsetUrls(a.srcset ?? "")];
+    case "audio":
+    case "video":
+      return [a.src ?? "", a.poster ?? ""];
+    case "iframe":
+    case "frame":
+    case "embed":
+    case "track":
+      return [a.src ?? ""];
+    case "object":
+      return [a.data ?? ""];
+    case "link": {
+      const rel = (a.rel ?? "").toLowerCase().split(/\s+/);
+      return rel.includes("stylesheet") ? [a.href ?? ""] : [];
+    }
+    default:
+      return [];
+  }
+}
+
+/**
+ * Parses `html` (already cut at 64 KiB) as found at `pageUrl`, as a browser that runs scripts
+ * does. A CSP `<meta>` counts only where HTML §4.2.5.3 applies it: a child of the head (not inside
+ * `<noscript>`, whose content is then text, nor `<template>`), while the parser still puts such
+ * tags in the head — before the body begins at `<body>`, a start tag that cannot be in a head,
+ * or non-blank text (a `<meta>` between `</head>` and the body still goes into the head) — and
+ * its `http-equiv` is exactly "content-security-policy" (any case, no spaces). Script and
+ * subresource URLs resolve against the first `<base href>` seen before them (a base with a
+ * non-http(s) URL is ignored, as browsers do).
  */
 /** htmlparser2, imported once: each `import()` is a loader round trip, even of a loaded module. */
 let htmlparser: Promise<typeof Htmlparser2> | undefined;
@@ -60,45 +121,72 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
   const { Parser } = await (htmlparser ??= import("htmlparser2"));
   const metaCsp: string[] = [];
   const scripts: PageEvidence["scripts"] = [];
-  let inHead = true;
+  const insecure: PageEvidence["insecure"] = [];
+  const metaReferrer: string[] = [];
+  let inBody = false;
   let base: URL | null = null;
-  // Scripts inside <template> are inert (HTML §4.12.3): not fetched, not run.
+  // Content of <template> is inert (HTML §4.12.3): not fetched, not run, not in the head.
   let templates = 0;
+  // The raw-text element open now (its content is text to a browser, whatever htmlparser2 sees).
+  let raw: string | null = null;
   const parser = new Parser(
     {
       onopentag(name, attribs) {
-        if (!HEAD_ELEMENTS.has(name)) inHead = false;
-        if (name === "body") inHead = false;
+        if (raw !== null) return;
+        if (templates > 0) {
+          if (name === "template") templates++;
+          if (RAW_TEXT.has(name)) raw = name;
+          return;
+        }
+        if (!HEAD_ELEMENTS.has(name) || name === "body") inBody = true;
+        if (RAW_TEXT.has(name)) raw = name;
+        if (name === "template") {
+          templates++;
+          return;
+        }
         if (name === "base" && base === null && attribs.href !== undefined) {
           base = resolveHttp(attribs.href, pageUrl);
         }
-        if (name === "meta" && inHead) {
-          const equiv = (attribs["http-equiv"] ?? "").trim().toLowerCase();
+        if (name === "meta" && !inBody) {
+          const equiv = (attribs["http-equiv"] ?? "").toLowerCase();
           if (equiv === "content-security-policy" && attribs.content !== undefined) {
             metaCsp.push(attribs.content);
           }
         }
-        if (name === "template") templates++;
-        if (
-          name === "script" &&
-          templates === 0 &&
-          attribs.src !== undefined &&
-          runsScript(attribs.type)
-        ) {
+        // A referrer <meta> applies anywhere in the document (HTML §4.2.5.1 "referrer").
+        if (name === "meta" && (attribs.name ?? "").toLowerCase() === "referrer") {
+          if (attribs.content) metaReferrer.push(attribs.content);
+        }
+        if (name === "script" && attribs.src !== undefined && runsScript(attribs.type)) {
           const url = resolveHttp(attribs.src, base ?? pageUrl);
           if (url) scripts.push({ src: url.href, integrity: attribs.integrity ?? null });
         }
+        for (const ref of subresourceRefs(name, attribs)) {
+          const url = resolveHttp(ref, base ?? pageUrl);
+          if (url?.protocol === "http:") insecure.push({ element: name, url: url.href });
+        }
       },
-      onclosetag(name) {
-        if (name === "head") inHead = false;
-        if (name === "template" && templates > 0) templates--;
+      ontext(text) {
+        if (raw === null && templates === 0 && !BLANK.test(text)) inBody = true;
+      },
+      onclosetag(name, isImplied) {
+        if (raw !== null) {
+          if (name === raw) raw = null;
+          return;
+        }
+        if (templates > 0) {
+          if (name === "template") templates--;
+          return;
+        }
+        // `</body>`, `</html>` and `</br>` in the head end it (HTML §13.2.6.4.4, "anything else").
+        if (!isImplied && (name === "body" || name === "html" || name === "br")) inBody = true;
       },
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },
   );
   parser.write(html);
   parser.end();
-  return { metaCsp, scripts };
+  return { metaCsp, scripts, insecure, metaReferrer };
 }
 
 /** Whether a Content-Type names HTML (text/html or application/xhtml+xml). */

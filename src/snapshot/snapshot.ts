@@ -56,6 +56,7 @@ import type { Chain, FileProbe, Hop, HttpsProbe, RequestFailure } from "./types.
 import {
   createUrlPolicy,
   effectivePort,
+  httpFallbackOf,
   httpsProbeUrl,
   normalizeUrl,
   parseInputUrl,
@@ -199,11 +200,13 @@ interface Session {
   filesFor(url: URL): Promise<FileVerdicts>;
   /** The HTTPS probe of a host, sent at most once per snapshot. */
   httpsFor(hostname: string): Promise<HttpsProbe>;
+  /** The HTTPS probe's answer, already known from the chain (no request sent for it). */
+  httpsKnown(hostname: string, probe: HttpsProbe): void;
   /** Port of the http-side probe. */
   httpPort: number;
   /** `GET http://<host>:<httpPort>/` (no redirect followed), sent at most once per snapshot. */
   httpSideFor(hostname: string): Promise<HttpSideProbe>;
-  /** The final URL asked again with a made-up `Origin`, at most once per snapshot. */
+  /** A URL asked again with a made-up `Origin`, at most once per URL. */
   corsOf(url: URL): Promise<CorsProbe>;
   /** The domain lookups of a host's registrable domain, started at most once per domain;
    * null when the host has none (an IP address, a name under no public suffix). */
@@ -297,7 +300,7 @@ function openSession({
   const httpSideByHost = new Map<string, Promise<HttpSideProbe>>();
   // One made-up origin per snapshot (docs/snapshot-engine.md "CORS probe").
   const corsOrigin = `https://${randomBytes(6).toString("hex")}.invalid`;
-  let cors: Promise<CorsProbe> | undefined;
+  const corsByUrl = new Map<string, Promise<CorsProbe>>();
   const domains = new Map<string, DomainLookups>();
   const legacyByOrigin = new Map<string, Promise<LegacyVerdicts>>();
   // Those of an origin that turns out not to be the final one are cancelled with the chain.
@@ -346,7 +349,9 @@ function openSession({
       return p;
     },
     corsOf(url) {
-      return (cors ??= probeCors(url, corsOrigin, ctx));
+      let p = corsByUrl.get(url.href);
+      if (!p) corsByUrl.set(url.href, (p = probeCors(url, corsOrigin, ctx)));
+      return p;
     },
     domainFor(hostname) {
       const domain = registrableDomain(hostname);
@@ -370,6 +375,9 @@ function openSession({
       let p = httpsByHost.get(hostname);
       if (!p) httpsByHost.set(hostname, (p = probeHttps(hostname, probePort, ctx)));
       return p;
+    },
+    httpsKnown(hostname, probe) {
+      httpsByHost.set(hostname, Promise.resolve(probe));
     },
     chainEnded(finalUrl) {
       for (const [origin, cancel] of filesCancel) {
@@ -429,6 +437,9 @@ function followChain(
     // each would be a redirect to https followed by the request the https origin makes anyway.
     if (index <= EARLY_PROBE_HOPS && url.protocol === "https:") void session.filesFor(url);
     if (index === 0) void session.legacyFor(tlsOriginOf(url, session.probePort));
+    // The CORS probe of an https URL among the first ones (usually the final URL) goes with its
+    // request rather than one round trip after the final answer, like the well-known files.
+    if (index <= EARLY_PROBE_HOPS && url.protocol === "https:") void session.corsOf(url);
     if (index === 0 && !firstHopIsHttpSide(url, session.httpPort)) {
       void session.httpSideFor(url.hostname);
     }
@@ -443,18 +454,6 @@ interface Verdicts {
   files: FileVerdicts | null;
   /** What the findings are judged on. */
   evidence: Evidence;
-}
-
-/**
- * Whether a final answer speaks CORS (any `Access-Control-*` header, or `Vary` naming Origin):
- * only then is the CORS probe sent, so a site that does not use CORS gets no extra request.
- */
-function speaksCors(hop: Hop): boolean {
-  const vary = (hop.headers.vary ?? []).join(",").toLowerCase();
-  return (
-    Object.keys(hop.headers).some((name) => name.startsWith("access-control-")) ||
-    vary.split(",").some((v) => v.trim() === "origin" || v.trim() === "*")
-  );
 }
 
 /** The page evidence of the final body, or null when it was not read (or not readable). */
@@ -491,7 +490,12 @@ async function settleWithin<T extends unknown[]>(
  * The checks of a finished chain: headers of its final answer, HTTPS, the final origin's files;
  * then the evidence of the extra probes, which started earlier and get EXTRA_GRACE_MS at most.
  */
-async function runChecks(chain: FetchedChain, input: URL, session: Session): Promise<Verdicts> {
+async function runChecks(
+  chain: FetchedChain,
+  input: URL,
+  session: Session,
+  fallbackFrom: URL | null,
+): Promise<Verdicts> {
   const { finalUrl } = chain;
   const isHttpFinal = finalUrl.protocol === "http:";
   const needProbe = isHttpFinal && !httpsProvenByChain(chain, finalUrl.hostname, session.probePort);
@@ -504,7 +508,9 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
   const probeAsked = needProbe ? session.httpsFor(finalUrl.hostname) : null;
   session.httpsDecided();
   const page = pageOf(chain);
-  const cors = chain.final !== null && speaksCors(chain.final) ? session.corsOf(finalUrl) : null;
+  // Every final answer is asked with a made-up Origin: a site may answer CORS only to a request
+  // that carries one (docs/snapshot-engine.md "CORS probe").
+  const cors = chain.final !== null ? session.corsOf(finalUrl) : null;
   const httpSide = httpSideFrom(chain, input, session);
   // The report is of the final host's domain (docs/snapshot-engine.md "The domain").
   const domain = session.domainFor(finalUrl.hostname);
@@ -543,6 +549,7 @@ async function runChecks(chain: FetchedChain, input: URL, session: Session): Pro
     files,
     tls: handshake ? tlsEvidenceOf(handshake, legacyVerdicts ?? LEGACY_UNKNOWN) : null,
     dns,
+    ...(fallbackFrom ? { fallbackFrom: fallbackFrom.href } : {}),
   };
   return { headers: checkHeaders(chain.final?.headers ?? null), https, files, evidence };
 }
@@ -585,9 +592,29 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
       // The domain's records are asked as soon as the host is known, beside the chain.
       session.domainFor(input.hostname);
       const speculate = othersInFlight < speculationLimit;
-      const chain = await followChain(input, options.maxRedirects, session, speculate);
+      let chain = await followChain(input, options.maxRedirects, session, speculate);
+      // docs/contract.md §3.2 rule 2: a scheme-less input whose https:// connection is refused
+      // is the site's http:// (the report says so), not a 400.
+      const failure = requestFailureOf(chain);
+      const fallback =
+        chain.hops.length === 0 && failure?.kind === "refused"
+          ? httpFallbackOf(rawUrl, input, policy, session.httpPort)
+          : null;
+      if (fallback && failure) {
+        // That refusal is the HTTPS probe's answer on its port: not asked twice.
+        if (effectivePort(input) === session.probePort) {
+          session.httpsKnown(input.hostname, { ok: false, failure });
+        }
+        chain = await followChain(fallback, options.maxRedirects, session, speculate);
+      }
       refuseUnansweredFirstRequest(chain);
-      const { headers, https, files, evidence } = await runChecks(chain, input, session);
+      const target = fallback ?? input;
+      const { headers, https, files, evidence } = await runChecks(
+        chain,
+        target,
+        session,
+        fallback ? input : null,
+      );
       const findings = judge(evidence);
       return buildReport(
         {

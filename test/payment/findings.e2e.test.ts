@@ -86,6 +86,7 @@ const INVALID_IDS = [
   "referrer-policy-invalid",
   "permissions-policy-invalid",
   "cookie-prefix-invalid",
+  "cookie-no-samesite",
 ];
 
 /** Nothing of the six headers; a Report-Only CSP, the legacy Feature-Policy, a cross-site cookie. */
@@ -124,6 +125,14 @@ const PRELOAD: OutgoingHttpHeaders = {
 };
 const PRELOAD_IDS = ["csp-no-object-src", "hsts-not-preload-ready", "csp-no-base-uri"];
 
+/** Wider than it looks: a CSP whose script sources let any HTTPS host (or data:) run script. */
+const WIDE: OutgoingHttpHeaders = {
+  ...GOOD_HEADERS,
+  "content-security-policy":
+    "default-src 'self'; script-src 'self' https: data:; object-src 'none'; base-uri 'none'",
+};
+const WIDE_IDS = ["csp-script-any-source"];
+
 /** Every header but the CSP, which the page sets in a `<meta>` tag instead. */
 const META: OutgoingHttpHeaders = Object.fromEntries(
   Object.entries(GOOD_HEADERS).filter(([name]) => name !== "content-security-policy"),
@@ -159,6 +168,7 @@ beforeAll(async () => {
       "/zero": respond.text("zero", ZERO),
       "/preload": respond.text("preload", PRELOAD),
       "/meta": respond.html(META_PAGE, META),
+      "/wide": respond.text("wide", WIDE),
       ...SECURITY_TXT,
     },
   });
@@ -325,6 +335,7 @@ describe("paid reports judge values, not only presence", () => {
     ["HSTS max-age=0 and a CSP that is not one", 3, "/zero", ZERO_IDS],
     ["preload asked too early, a CSP without hardening", 4, "/preload", PRELOAD_IDS],
     ["a CSP set in a <meta> tag, said to be one", 6, "/meta", ["csp-in-meta"]],
+    ["a CSP letting any HTTPS host run script", 7, "/wide", WIDE_IDS],
   ] as const)("%s; paid once on chain", async (_what, who, where, ids) => {
     const url = where === "bare" ? bare.url("/", "site.test") : site.url(where, "site.test");
     const { report, paid, received } = await paidReport(payer(who), url);

@@ -73,7 +73,8 @@ beforeAll(async () => {
         });
         res.end(
           '<!doctype html><html><head><script src="https://cdn.other.test/lib.js"></script>' +
-            '<script src="http://ads.other.test/ad.js"></script></head><body>shop</body></html>',
+            '<script src="http://ads.other.test/ad.js"></script><link rel="stylesheet" href="http://ads.other.test/ad.css">' +
+            '</head><body>shop<img src="http://img.other.test/logo.png"></body></html>',
         );
       },
       "/down": (_req, res) =>
@@ -177,13 +178,15 @@ const ids = (r: SnapshotResult) => {
 };
 
 describe("paid reports name the probes' findings", () => {
-  it("a shop: scripts without integrity and over HTTP, origin reflected, http:// not redirected", async () => {
+  it("a shop: scripts without integrity and over HTTP, mixed content, origin reflected, http:// not redirected", async () => {
     const r = await paidReport(0, `https://shop.test:${secure.port}/`);
     expect(ids(r)).toEqual([
       "script-over-http",
+      "mixed-content-active",
       "cors-origin-reflected",
       "http-no-redirect",
       "sri-missing",
+      "mixed-content-passive",
     ]);
     expect(probeFindings(r).find((f) => f.id === "sri-missing")?.message).toContain(
       "cdn.other.test",

@@ -132,7 +132,41 @@ describe("findings through the engine", () => {
     const r = await engine.snapshot(plain.url("/", "site.test"));
     expect(ids(r)).toContain("https-failed");
     expect(ids(r)).not.toContain("hsts-invalid");
+    // Its HSTS header came over plain HTTP: no HSTS to a browser, though the field says present.
+    expect(ids(r)).toContain("hsts-missing");
+    expect(r.hsts_present).toBe(true);
     expectConsistent(r);
+  });
+
+  it("a cookie set by a redirect of the chain is judged too (the final page sets none)", async () => {
+    site.route(
+      "/cookie-redirect",
+      respond.status(302, { location: "/", "set-cookie": "session=abc; Path=/" }),
+    );
+    const r = await engine.snapshot(site.url("/cookie-redirect", "site.test"));
+    expect(r.redirect_count).toBe(1);
+    expect(ids(r)).toEqual(["cookie-no-secure", "cookie-no-httponly", "cookie-no-samesite"]);
+    expect(r.findings[0]?.message).toMatch(/^The cookie "session" is set without Secure/);
+    expectConsistent(r);
+  });
+
+  it("a <meta name=referrer> counts as a Referrer-Policy; the field still says the header", async () => {
+    const headers = { ...GOOD_HEADERS };
+    delete headers["referrer-policy"];
+    const html = (policy: string) =>
+      `<!doctype html><html><head><meta name="referrer" content="${policy}"></head><body>x</body></html>`;
+    site.route("/meta-referrer", respond.html(html("no-referrer"), headers));
+    site.route("/meta-referrer-unsafe", respond.html(html("unsafe-url"), headers));
+    const r = await engine.snapshot(site.url("/meta-referrer", "site.test"));
+    expect(ids(r)).toEqual([]);
+    expect(r.referrer_policy_present).toBe(false);
+    expect(r.notes).toContain("Referrer-Policy header is missing.");
+    expect(r.notes).toContain(
+      'The page sets its referrer policy in a <meta name="referrer"> tag (no-referrer).',
+    );
+    const unsafe = await engine.snapshot(site.url("/meta-referrer-unsafe", "site.test"));
+    expect(ids(unsafe)).toEqual(["referrer-policy-unsafe"]);
+    expectConsistent(unsafe);
   });
 
   it("a cookie browsers refuse (over 4096 bytes) is skipped, the report still comes", async () => {

@@ -124,6 +124,15 @@ beforeAll(async () => {
         { "content-type": "text/html; charset=utf-8" },
       ),
       "/mixed": page('<script src="http://cdn.other.test/old.js"></script>'),
+      "/mixed-active": page(
+        '<link rel="stylesheet" href="http://css.other.test/a.css"><iframe src="http://frame.other.test/"></iframe>',
+      ),
+      "/mixed-passive": page(
+        '<img src="http://img.other.test/a.png"><template><iframe src="http://inert.test/"></iframe></template>',
+      ),
+      "/mixed-upgraded": page('<img src="http://img.other.test/a.png">', {
+        "content-security-policy": "upgrade-insecure-requests",
+      }),
       "/sri-404": respond.status(
         404,
         { "content-type": "text/html" },
@@ -131,6 +140,17 @@ beforeAll(async () => {
       ),
       "/sri-text": respond.text('<script src="https://cdn.other.test/a.js"></script>'),
       "/cors-reflect": reflect(true),
+      // Says nothing of CORS unless asked with an Origin: then reflects it with credentials.
+      "/cors-silent": (req, res) => {
+        const origin = req.headers.origin;
+        res.writeHead(200, {
+          "content-type": "application/json",
+          ...(origin
+            ? { "access-control-allow-origin": origin, "access-control-allow-credentials": "true" }
+            : {}),
+        });
+        res.end("{}");
+      },
       "/cors-public": reflect(false),
       "/cors-wildcard": respond.text("{}", {
         "access-control-allow-origin": "*",
@@ -203,8 +223,48 @@ describe("the http:// side", () => {
     // http-only (high) costs 25 points beyond what the response judges found.
     expect(r.score).toBe(Math.max(0, scoreOf(r.findings.filter((f) => !PROBE_IDS.has(f.id))) - 25));
     expect(r.grade).toBe(gradeOf(r.score));
+    // Once without an Origin (the chain and the http:// side at once), once with (the CORS probe).
     const asked = plain.requests.slice(before).filter((q) => q.path === "/");
-    expect(asked).toHaveLength(1);
+    expect(asked.map((q) => q.headers.origin)).toEqual([undefined, expect.any(String)]);
+  });
+
+  it("a scheme-less input whose https:// is refused is reported as its http://, said in a note", async () => {
+    // Nothing listens on port 443 of the test address: https://ho.test/ is refused.
+    const fallback = createTestEngine({
+      dns,
+      ports: [443, plain.port],
+      httpsProbePort: 443,
+      httpProbePort: plain.port,
+    });
+    try {
+      const before = plain.requests.length;
+      const r = valid(await fallback.snapshot("ho.test"));
+      expect(r).toMatchObject({
+        normalized_url: "https://ho.test/",
+        final_url: `http://ho.test:${plain.port}/`,
+        reachable: true,
+        final_status_code: 200,
+        https_ok: false,
+        redirect_count: 0,
+      });
+      expect(r.notes).toContain(
+        `The input had no scheme and https://ho.test/ refused the connection, so this report is of http://ho.test:${plain.port}/ (plain HTTP).`,
+      );
+      expect(ids(r)).toEqual(["http-only"]);
+      // The refusal is the HTTPS verdict; http://ho.test/ is asked by the chain and the CORS
+      // probe, and once more by the http:// side probe started before the refusal was known.
+      expect(r.notes).toContain(
+        "HTTPS does not work (https://ho.test/): the connection was refused.",
+      );
+      const asked = plain.requests.slice(before).filter((q) => q.path === "/");
+      expect(asked.length).toBeLessThanOrEqual(3);
+      // A scheme written is taken at its word: refused is a 400.
+      await expect(fallback.snapshot("https://ho.test/")).rejects.toMatchObject({
+        errorType: "unreachable",
+      });
+    } finally {
+      await fallback.close();
+    }
   });
 
   it("port 80 black-holed: no finding, and the report does not wait for the deadline", async () => {
@@ -269,6 +329,19 @@ describe("scripts of the final page", () => {
     expect(finding(r, "script-over-http")?.message).toContain("cdn.other.test");
   });
 
+  it("mixed-content: an http: stylesheet and frame (high), an http: image (low)", async () => {
+    const active = await snap(`https://site.test:${secure.port}/mixed-active`);
+    expect(ids(active)).toEqual(["mixed-content-active"]);
+    expect(finding(active, "mixed-content-active")?.message).toContain(
+      "(from css.other.test and frame.other.test)",
+    );
+    const passive = await snap(`https://site.test:${secure.port}/mixed-passive`);
+    expect(ids(passive)).toEqual(["mixed-content-passive"]);
+    expect(finding(passive, "mixed-content-passive")).toMatchObject({ severity: "low" });
+    // upgrade-insecure-requests: browsers ask for it over https.
+    expect(ids(await snap(`https://site.test:${secure.port}/mixed-upgraded`))).toEqual([]);
+  });
+
   it("the body is read only for an HTML 200", async () => {
     expect(probeFindings(await snap(`https://site.test:${secure.port}/sri-404`))).toEqual([]);
     expect(probeFindings(await snap(`https://site.test:${secure.port}/sri-text`))).toEqual([]);
@@ -300,8 +373,9 @@ describe("CORS", () => {
     const r = await snap(`https://site.test:${secure.port}/cors-reflect`);
     expect(ids(r)).toEqual(["cors-origin-reflected"]);
     const asked = secure.requests.slice(before).filter((q) => q.path === "/cors-reflect");
-    expect(asked.map((q) => q.headers.origin)).toEqual([
-      undefined,
+    // The CORS probe of an https input goes with the main request: in either order.
+    expect(asked.map((q) => q.headers.origin ?? "").sort()).toEqual([
+      "",
       expect.stringMatching(/^https:\/\/[0-9a-f]{12}\.invalid$/),
     ]);
   });
@@ -318,11 +392,26 @@ describe("CORS", () => {
     ]);
   });
 
-  it("good: a fixed allowed origin is not reflected; a site without CORS gets no extra request", async () => {
+  it("cors-origin-reflected: a site silent about CORS without an Origin is probed all the same", async () => {
+    const before = secure.requests.length;
+    const r = await snap(`https://site.test:${secure.port}/cors-silent`);
+    expect(ids(r)).toEqual(["cors-origin-reflected"]);
+    const asked = secure.requests.slice(before).filter((q) => q.path === "/cors-silent");
+    // The CORS probe of an https input goes with the main request: in either order.
+    expect(asked.map((q) => q.headers.origin ?? "").sort()).toEqual([
+      "",
+      expect.stringMatching(/^https:\/\/[0-9a-f]{12}\.invalid$/),
+    ]);
+  });
+
+  it("good: a fixed allowed origin is not reflected; a site without CORS gets one probe, no finding", async () => {
     expect(probeFindings(await snap(`https://site.test:${secure.port}/cors-fixed`))).toEqual([]);
     const before = secure.requests.length;
-    await snap(`https://site.test:${secure.port}/`);
+    expect(probeFindings(await snap(`https://site.test:${secure.port}/`))).toEqual([]);
     const asked = secure.requests.slice(before).filter((q) => q.path === "/");
-    expect(asked).toHaveLength(1);
+    expect(asked.map((q) => q.headers.origin ?? "").sort()).toEqual([
+      "",
+      expect.stringMatching(/\.invalid$/),
+    ]);
   });
 });

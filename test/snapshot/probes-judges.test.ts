@@ -7,6 +7,7 @@ import { judgeCors } from "../../src/snapshot/rules/cors.js";
 import type { Evidence, PageEvidence } from "../../src/snapshot/rules/evidence.js";
 import { judgeHttpSide } from "../../src/snapshot/rules/http-side.js";
 import { judge, withoutSuperseded } from "../../src/snapshot/rules/index.js";
+import { judgeMixedContent } from "../../src/snapshot/rules/mixed-content.js";
 import { judgeRedirects } from "../../src/snapshot/rules/redirects.js";
 import { judgeSri } from "../../src/snapshot/rules/sri.js";
 import { parsePage } from "../../src/snapshot/page.js";
@@ -51,7 +52,12 @@ function evidence(over: Partial<Evidence> = {}): Evidence {
 }
 
 const ids = (fs: { id: string }[]) => fs.map((f) => f.id);
-const page = (scripts: PageEvidence["scripts"]): PageEvidence => ({ metaCsp: [], scripts });
+const page = (scripts: PageEvidence["scripts"]): PageEvidence => ({
+  metaCsp: [],
+  scripts,
+  insecure: [],
+  metaReferrer: [],
+});
 
 describe("SRI and scripts over HTTP", () => {
   it("good: same-origin scripts, and other origins with a valid integrity", () => {
@@ -263,8 +269,122 @@ describe("all probe findings", () => {
   });
 });
 
+describe("mixed content", () => {
+  const withInsecure = (insecure: PageEvidence["insecure"], url = "https://example.com/") =>
+    evidence({
+      chain: chainOf(hop(url)),
+      page: { metaCsp: [], scripts: [], insecure, metaReferrer: [] },
+    });
+
+  it("good: nothing over http:, or an http: page, or upgrade-insecure-requests in force", () => {
+    expect(judgeMixedContent(withInsecure([]))).toEqual([]);
+    const img = [{ element: "img", url: "http://cdn.x.net/a.png" }];
+    expect(judgeMixedContent(withInsecure(img, "http://example.com/"))).toEqual([]);
+    const upgraded = evidence({
+      chain: chainOf(
+        hop("https://example.com/", 200, {
+          "content-security-policy": ["upgrade-insecure-requests"],
+        }),
+      ),
+      page: {
+        metaCsp: [],
+        scripts: [{ src: "http://x.net/a.js", integrity: null }],
+        insecure: img,
+        metaReferrer: [],
+      },
+    });
+    expect(ids(judgeMixedContent(upgraded))).toEqual([]);
+    // A meta policy applies too, and the http: script is upgraded as well.
+    const meta = evidence({
+      page: {
+        metaCsp: ["upgrade-insecure-requests"],
+        scripts: [{ src: "http://x.net/a.js", integrity: null }],
+        insecure: img,
+        metaReferrer: [],
+      },
+    });
+    expect(ids(judgeProbes(meta))).toEqual([]);
+  });
+
+  it("active (stylesheet, frame, plugin) is high, passive (image, media) is low, hosts named", () => {
+    const r = judgeMixedContent(
+      withInsecure([
+        { element: "link", url: "http://css.x.net/a.css" },
+        { element: "iframe", url: "http://frame.x.net/" },
+        { element: "img", url: "http://img.x.net/a.png" },
+        { element: "video", url: "http://img.x.net/v.mp4" },
+      ]),
+    );
+    expect(r.map((f) => [f.id, f.severity])).toEqual([
+      ["mixed-content-active", "high"],
+      ["mixed-content-passive", "low"],
+    ]);
+    expect(r[0]?.message).toContain(
+      "2 stylesheet, frame or plugins over plain HTTP (from css.x.net and frame.x.net)",
+    );
+    expect(r[1]?.message).toContain("(from img.x.net)");
+  });
+});
+
 describe("the page parser", () => {
   const at = new URL("https://example.com/dir/page");
+  const csp = (content: string, equiv = "Content-Security-Policy") =>
+    `<meta http-equiv="${equiv}" content="${content}">`;
+
+  it("a meta CSP counts only as a child of the head, where HTML applies it", async () => {
+    const cases: [string, string[]][] = [
+      // Inside <noscript> (its content is text where scripts run) or <template>: not in the head.
+      [`<head><noscript>${csp("a")}</noscript>${csp("b")}</head>`, ["b"]],
+      [`<head><template>${csp("a")}<div>x</div></template>${csp("b")}</head>`, ["b"]],
+      // Text in the head ends it; blank text and comments do not.
+      [`<head><title>t i t l e</title> \n<!-- c -->${csp("a")}x${csp("b")}</head>`, ["a"]],
+      [`<head>&nbsp;${csp("a")}</head>`, []],
+      // http-equiv is matched exactly (any case): a trailing space is another value.
+      [
+        `<head>${csp("a", "content-security-policy ")}${csp("b", "CONTENT-security-POLICY")}</head>`,
+        ["b"],
+      ],
+      // Between </head> and the body the parser still puts a <meta> in the head.
+      [`<head></head>\n${csp("a")}<body>${csp("b")}</body>`, ["a"]],
+      [`<head></head>x${csp("a")}`, []],
+      // The content is kept whole: one policy, commas and all.
+      [
+        `<head>${csp("script-src 'self', 'unsafe-inline'")}</head>`,
+        ["script-src 'self', 'unsafe-inline'"],
+      ],
+    ];
+    for (const [html, expected] of cases) {
+      expect((await parsePage(`<!doctype html><html>${html}</html>`, at)).metaCsp, html).toEqual(
+        expected,
+      );
+    }
+  });
+
+  it("<meta name=referrer> anywhere in the document, not in <template> or <noscript>", async () => {
+    const html =
+      '<head><meta name="Referrer" content="origin"><noscript><meta name="referrer" content="never"></noscript></head>' +
+      '<body><template><meta name="referrer" content="always"></template><meta name="referrer" content="no-referrer"><meta name="referrer" content=""></body>';
+    expect((await parsePage(html, at)).metaReferrer).toEqual(["origin", "no-referrer"]);
+  });
+
+  it("http: subresources: images, media, stylesheets, frames, plugins; not inert or text ones", async () => {
+    const html =
+      '<head><link rel="stylesheet" href="http://a.net/s.css"><link rel="icon" href="http://a.net/i.png">' +
+      '<noscript><link rel="stylesheet" href="http://ns.net/s.css"></noscript></head><body>' +
+      '<img src="//b.net/i.png" srcset="https://c.net/1x.png 1x, http://c.net/2x.png 2x">' +
+      '<video src="http://d.net/v.mp4" poster="https://d.net/p.png"></video>' +
+      '<iframe src="http://e.net/"></iframe><object data="http://f.net/o"></object>' +
+      '<template><img src="http://inert.net/i.png"></template><img src="https://ok.net/i.png">' +
+      '<noscript><img src="http://ns.net/i.png"></noscript><img src="data:image/png;base64,AA">';
+    expect((await parsePage(html, new URL("http://example.com/"))).insecure).toEqual([
+      { element: "link", url: "http://a.net/s.css" },
+      { element: "img", url: "http://b.net/i.png" },
+      { element: "img", url: "http://c.net/2x.png" },
+      { element: "video", url: "http://d.net/v.mp4" },
+      { element: "iframe", url: "http://e.net/" },
+      { element: "object", url: "http://f.net/o" },
+    ]);
+  });
 
   it("meta CSP in the head counts (any case); in the body it does not", async () => {
     const html =

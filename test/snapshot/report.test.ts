@@ -169,7 +169,7 @@ describe("security headers (final response only)", () => {
     const r = await engine.snapshot(site.url("/hsts", "site.test"));
     expect(r.hsts_present).toBe(true);
     expect(r.notes).toContain(
-      "Strict-Transport-Security is sent over plain HTTP, where browsers ignore it.",
+      "Strict-Transport-Security is sent over plain HTTP, where browsers ignore it: the site has no HSTS.",
     );
   });
 

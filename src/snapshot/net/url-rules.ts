@@ -194,6 +194,25 @@ function validateParsed(url: URL, policy: UrlPolicy): Violation | undefined {
  * "alert(1)") → invalid_url; `http:example.com` likewise becomes an invalid port → invalid_url.
  * `https://@example.com/` has empty userinfo, which WHATWG drops, so it is accepted.
  */
+/**
+ * The http:// URL a scheme-less input (`example.com`, `//example.com/`) falls back to when its
+ * https:// connection is refused (docs/contract.md §3.2 rule 2): the same host and path on the
+ * http port (80; tests may use another). Null when the input named its scheme or a port (that
+ * port refused already), or when the http:// URL breaks a rule (e.g. its port is not allowed).
+ */
+export function httpFallbackOf(
+  raw: string,
+  input: URL,
+  policy: UrlPolicy,
+  httpPort: number,
+): URL | null {
+  if (HAS_SCHEME.test(raw.trim().replace(/[\t\n\r]/g, "")) || input.port !== "") return null;
+  const http = new URL(input.href);
+  http.protocol = "http:";
+  http.port = String(httpPort);
+  return validateParsed(http, policy) ? null : http;
+}
+
 export function parseInputUrl(raw: string, policy: UrlPolicy): URL {
   const trimmed = raw.trim();
   if (trimmed === "") throw new SnapshotError("invalid_url", "The URL is empty.", raw);

@@ -1,7 +1,10 @@
-/** Cookies set by the final response (docs/findings.md), parsed by undici (RFC 6265bis). */
+/**
+ * Cookies set by every response of the redirect chain (docs/findings.md), parsed by undici
+ * (RFC 6265bis): a cookie set by a redirect is kept by the browser like the final page's.
+ */
 import type { Cookie } from "undici";
 import { parseSetCookie } from "../net/undici.js";
-import { finalHeader, finalIsHttps } from "./evidence.js";
+import type { Hop } from "../types.js";
 import type { Evidence } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
@@ -44,6 +47,15 @@ export const COOKIE_PREFIX_INVALID: FindingDef = {
     "Set `__Host-` cookies with `Secure; Path=/` and no `Domain`, and `__Secure-` cookies with `Secure`.",
 };
 
+export const COOKIE_NO_SAMESITE: FindingDef = {
+  id: "cookie-no-samesite",
+  check: "cookies",
+  severity: "info",
+  message:
+    "A session cookie is set without SameSite, so browsers that do not default to Lax send it with cross-site requests (CSRF).",
+  recommendation: "Add `SameSite=Lax` (or `Strict`) to session and authentication cookies.",
+};
+
 /** The cookie's name if it is short and plain enough to repeat, else a neutral word. */
 function nameOf(c: Cookie): string {
   return /^[A-Za-z0-9_.-]{1,40}$/.test(c.name) ? `The cookie "${c.name}"` : "A cookie";
@@ -70,21 +82,41 @@ export function parseCookies(values: readonly string[]): Cookie[] {
   return values.map((v) => parseSetCookie(v)).filter((c): c is Cookie => c !== null);
 }
 
+/** A cookie as set by one response of the chain, and whether that response came over https. */
+interface SetCookie extends Cookie {
+  overHttps: boolean;
+}
+
+/** Every cookie the chain's responses set, in order; one per name, domain and path (the last). */
+function chainCookies(hops: readonly Hop[]): SetCookie[] {
+  const byKey = new Map<string, SetCookie>();
+  for (const hop of hops) {
+    const overHttps = new URL(hop.url).protocol === "https:";
+    const values = (hop.headers["set-cookie"] ?? []).map((v) => v.trim()).filter((v) => v !== "");
+    for (const c of parseCookies(values)) {
+      const key = `${c.name}\u0000${c.domain ?? ""}\u0000${c.path ?? ""}`;
+      byKey.delete(key);
+      byKey.set(key, { ...c, overHttps });
+    }
+  }
+  return [...byKey.values()];
+}
+
+const isSession = (c: Cookie) => SESSION_LIKE.test(c.name) && !SCRIPT_READABLE.test(c.name);
+
 export function judgeCookies(e: Evidence): Finding[] {
-  const cookies = parseCookies(finalHeader(e, "set-cookie"));
+  const cookies = chainCookies(e.chain.hops);
   if (cookies.length === 0) return [];
-  const https = finalIsHttps(e);
   return [
     ...about(
       COOKIE_NO_SECURE,
-      https ? cookies.filter((c) => !c.secure) : [],
+      // Over plain http a cookie cannot be Secure: the lack of HTTPS is said elsewhere.
+      cookies.filter((c) => c.overHttps && !c.secure),
       "is set without Secure on an HTTPS page, so it can leak over plain HTTP.",
     ),
     ...about(
       COOKIE_NO_HTTPONLY,
-      cookies.filter(
-        (c) => SESSION_LIKE.test(c.name) && !SCRIPT_READABLE.test(c.name) && !c.httpOnly,
-      ),
+      cookies.filter((c) => isSession(c) && !c.httpOnly),
       "looks like a session cookie but is set without HttpOnly, so scripts can read it.",
     ),
     ...about(
@@ -97,6 +129,12 @@ export function judgeCookies(e: Evidence): Finding[] {
       cookies.filter(prefixBroken),
       "breaks the rules of its name prefix (__Host- needs Secure, Path=/ and no Domain; __Secure- needs Secure); browsers reject it.",
     ),
+    ...about(
+      COOKIE_NO_SAMESITE,
+      // An unknown SameSite value is no value (RFC 6265bis §5.6.7): the browser's default.
+      cookies.filter((c) => isSession(c) && c.sameSite === undefined),
+      "looks like a session cookie but is set without SameSite, so browsers that do not default to Lax send it with cross-site requests (CSRF).",
+    ),
   ];
 }
 
@@ -107,6 +145,7 @@ export const cookiesRule = defineRule({
     COOKIE_NO_HTTPONLY,
     COOKIE_SAMESITE_NONE_INSECURE,
     COOKIE_PREFIX_INVALID,
+    COOKIE_NO_SAMESITE,
   ],
   judge: judgeCookies,
 });

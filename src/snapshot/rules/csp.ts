@@ -40,6 +40,15 @@ export const CSP_UNSAFE_INLINE: FindingDef = {
   recommendation:
     "Remove `'unsafe-inline'` from `script-src` (or `default-src`); allow inline scripts with a nonce (`'nonce-…'`) or hash (`'sha256-…'`).",
 };
+export const CSP_SCRIPT_ANY_SOURCE: FindingDef = {
+  id: "csp-script-any-source",
+  check: "csp",
+  severity: "medium",
+  message:
+    "The Content-Security-Policy lets scripts load from any host or scheme (`*`, `https:`, `http:` or `data:` in script-src or default-src), so an attacker's script passes it too.",
+  recommendation:
+    "List the hosts scripts come from in `script-src` (or use a nonce with `'strict-dynamic'`), without `*`, `https:`, `http:` or `data:`.",
+};
 export const CSP_UNSAFE_EVAL: FindingDef = {
   id: "csp-unsafe-eval",
   check: "csp",
@@ -125,8 +134,16 @@ export function headerPolicies(e: Evidence): Policy[] {
   return policiesOf(finalHeader(e, "content-security-policy"));
 }
 
+/** Each `<meta>` content is one policy: a comma there is not a separator (CSP3 §4.2.1). */
 function metaPolicies(e: Evidence): Policy[] {
-  return policiesOf(e.page?.metaCsp ?? []);
+  return (e.page?.metaCsp ?? [])
+    .map((p) => parseContentSecurityPolicy(p))
+    .filter((p) => [...p.keys()].some((name) => KNOWN_DIRECTIVES.has(name)));
+}
+
+/** Whether a policy in force makes browsers fetch `http:` subresources over https (CSP UIR). */
+export function upgradesInsecureRequests(e: Evidence): boolean {
+  return [...headerPolicies(e), ...metaPolicies(e)].some((p) => p.has("upgrade-insecure-requests"));
 }
 
 /** `frame-ancestors` of a header policy protects against framing (a meta one is ignored). */
@@ -153,6 +170,19 @@ function allowsInline(p: Policy): boolean {
   const src = scriptSources(p);
   if (src === null) return true;
   return src.includes("'unsafe-inline'") && !src.some((s) => NEUTRALISES_INLINE.test(s));
+}
+
+/** Sources that match any host of a scheme, or carry the script itself (CSP3 §6.7.2.x). */
+const ANY_SOURCE = /^(\*|https?:|data:|https?:\/\/\*\/?)$/;
+
+/**
+ * The sources of `p` that let any host or scheme run script; none when `'strict-dynamic'` is
+ * there, as browsers then ignore host and scheme sources (CSP3 §8.2).
+ */
+function anySources(p: Policy): string[] {
+  const src = scriptSources(p);
+  if (src === null || src.includes("'strict-dynamic'")) return [];
+  return src.filter((s) => ANY_SOURCE.test(s));
 }
 
 function allowsEval(p: Policy): boolean {
@@ -193,6 +223,18 @@ export function judgeCsp(e: Evidence): Finding[] {
           ),
     );
   }
+  // Like the inline judge: every policy must let it through (one without script sources does).
+  const open = all.map(anySources);
+  const everyOpen = all.every((p, i) => scriptSources(p) === null || (open[i]?.length ?? 0) > 0);
+  if (everyOpen && open.some((o) => o.length > 0)) {
+    const named = [...new Set(open.flat())].map((s) => `\`${s}\``).join(", ");
+    out.push(
+      found(
+        CSP_SCRIPT_ANY_SOURCE,
+        `The Content-Security-Policy lets scripts load from any host or scheme (${named}), so an attacker's script passes it too.`,
+      ),
+    );
+  }
   if (all.some((p) => scriptSources(p) !== null) && all.every(allowsEval)) {
     out.push(found(CSP_UNSAFE_EVAL));
   }
@@ -218,6 +260,7 @@ export const cspRule = defineRule({
     CSP_MISSING,
     CSP_INVALID,
     CSP_UNSAFE_INLINE,
+    CSP_SCRIPT_ANY_SOURCE,
     CSP_UNSAFE_EVAL,
     CSP_NO_OBJECT_SRC,
     CSP_NO_BASE_URI,

@@ -6,10 +6,17 @@ import type { Capped, Chain, HeaderMap, RequestFailure, Undecodable } from "../t
 
 /** What the first 64 KiB of the final response's HTML says. */
 export interface PageEvidence {
-  /** Content of every `<meta http-equiv="Content-Security-Policy" content="…">`, in order. */
+  /**
+   * Content of every `<meta http-equiv="Content-Security-Policy" content="…">` a browser applies
+   * (a child of the head; page.ts), in order; each is one policy.
+   */
   metaCsp: string[];
   /** Every `<script src>`, its URL resolved against the page, and its integrity attribute. */
   scripts: { src: string; integrity: string | null }[];
+  /** Every `http:` URL a non-script element makes the browser fetch (img, link stylesheet, …). */
+  insecure: { element: string; url: string }[];
+  /** Content of every `<meta name="referrer">` in the document (not in template/noscript). */
+  metaReferrer: string[];
 }
 
 /** The final URL asked again with a made-up `Origin`: its answer's headers, or nothing. */
@@ -80,8 +87,10 @@ export interface TlsEvidence {
 
 /** Everything the rules look at, gathered by the engine from one snapshot. */
 export interface Evidence {
-  /** The input URL (normalized). */
+  /** The input URL (normalized); the http:// one when a scheme-less input fell back to it. */
   input: URL;
+  /** The https:// URL that refused the connection, when a scheme-less input fell back. */
+  fallbackFrom?: string;
   chain: Chain;
   /** null when the final response is not HTML or its body was not read. */
   page: PageEvidence | null;

@@ -1,6 +1,6 @@
 /**
  * Strict-Transport-Security (docs/findings.md): the check of `hsts_present`, its missing-header
- * finding, its values judged per RFC 6797 §6.1, and the note of HSTS sent over plain HTTP.
+ * finding, its values judged per RFC 6797 §6.1, and HSTS sent over plain HTTP (no HSTS to a browser).
  */
 import { finalHeader, finalIsHttps } from "./evidence.js";
 import type { Evidence } from "./evidence.js";
@@ -121,11 +121,16 @@ export function parseHsts(value: string): HstsPolicy | null {
   };
 }
 
+const HSTS_OVER_HTTP =
+  "Strict-Transport-Security is sent over plain HTTP, where browsers ignore it: the site has no HSTS.";
+
 /** Only an https final response is judged: browsers ignore HSTS over http (a note says so). */
 export function judgeHsts(e: Evidence): Finding[] {
   // RFC 6797 §8.1: only the first header field is processed.
   const [first] = finalHeader(e, "strict-transport-security");
-  if (first === undefined || !finalIsHttps(e)) return [];
+  if (first === undefined || e.chain.final === null) return [];
+  // Browsers ignore HSTS over plain HTTP: for the findings that is no HSTS (the field stays).
+  if (!finalIsHttps(e)) return [found(HSTS_MISSING, HSTS_OVER_HTTP)];
   const policy = parseHsts(first);
   if (!policy) return [found(HSTS_INVALID)];
   if (policy.maxAge === 0) return [found(HSTS_MAX_AGE_ZERO)];
@@ -136,15 +141,6 @@ export function judgeHsts(e: Evidence): Finding[] {
     out.push(found(HSTS_NOT_PRELOAD_READY));
   }
   return out;
-}
-
-/** Browsers ignore HSTS over http: said as a note, not judged (the field still says present). */
-function hstsNotes(e: Evidence): string[] {
-  const overHttp =
-    e.chain.finalUrl.protocol === "http:" && finalHeader(e, "strict-transport-security").length > 0;
-  return overHttp
-    ? ["Strict-Transport-Security is sent over plain HTTP, where browsers ignore it."]
-    : [];
 }
 
 export const hstsRule = defineRule({
@@ -166,5 +162,4 @@ export const hstsRule = defineRule({
     HSTS_NOT_PRELOAD_READY,
   ],
   judge: judgeHsts,
-  notes: hstsNotes,
 });

@@ -76,11 +76,16 @@ export function judgeHttps(e: Evidence): Finding[] {
 }
 
 /** HTTPS, then why there is no final response, then a plain-HTTP end although HTTPS works. */
-function httpsNotes({ chain, https }: Evidence): string[] {
+function httpsNotes({ chain, https, input, fallbackFrom }: Evidence): string[] {
   const finalUrl = chain.finalUrl.href;
   const isHttpFinal = chain.finalUrl.protocol === "http:";
   const requestFailure = requestFailureOf(chain);
   const notes: string[] = [];
+  if (fallbackFrom !== undefined) {
+    notes.push(
+      `The input had no scheme and ${fallbackFrom} refused the connection, so this report is of ${input.href} (plain HTTP).`,
+    );
+  }
   // A chain our cap stopped says so itself; HTTPS of that same unsent request was not checked.
   const chainCapped = requestFailure?.kind === "capped";
   if (!https.ok && !(chainCapped && https.url === finalUrl)) {

@@ -42,6 +42,26 @@ export const REFERRER_POLICY_INVALID: FindingDef = {
   recommendation: "Set `Referrer-Policy: strict-origin-when-cross-origin` (or `no-referrer`).",
 };
 
+/** The legacy values a referrer `<meta>` still accepts (HTML §4.2.5.1), by what they mean. */
+const LEGACY_META: Record<string, string> = {
+  never: "no-referrer",
+  default: "strict-origin-when-cross-origin",
+  always: "unsafe-url",
+  "origin-when-crossorigin": "origin-when-cross-origin",
+};
+
+/**
+ * The policy the page's `<meta name="referrer">` tags set (each one token, legacy names mapped;
+ * the last valid one wins, over the header too), or null.
+ */
+export function metaReferrerPolicy(e: Evidence): string | null {
+  const tokens = (e.page?.metaReferrer ?? []).map((v) => {
+    const t = v.toLowerCase();
+    return LEGACY_META[t] ?? t;
+  });
+  return tokens.filter((t) => POLICIES.has(t)).at(-1) ?? null;
+}
+
 /** Comma-separated tokens; unknown ones are ignored and the last valid one wins (§8.1). */
 export function effectiveReferrerPolicy(values: readonly string[]): string | null {
   const tokens = values.flatMap((v) => v.split(",")).map((t) => t.trim().toLowerCase());
@@ -50,8 +70,10 @@ export function effectiveReferrerPolicy(values: readonly string[]): string | nul
 
 export function judgeReferrerPolicy(e: Evidence): Finding[] {
   const values = finalHeader(e, "referrer-policy");
-  if (values.length === 0) return [];
-  const policy = effectiveReferrerPolicy(values);
+  const meta = metaReferrerPolicy(e);
+  if (values.length === 0 && meta === null) return [];
+  // A valid <meta> replaces the header's policy (an invalid header then does no harm).
+  const policy = meta ?? effectiveReferrerPolicy(values);
   if (policy === null) return [found(REFERRER_POLICY_INVALID)];
   if (UNSAFE.has(policy)) {
     return [
@@ -72,8 +94,16 @@ export const referrerPolicyRule = defineRule({
     field: "referrer_policy_present",
     header: "referrer-policy",
     missing: REFERRER_POLICY_MISSING,
+    // A <meta name="referrer"> sets the policy although the header is missing (the field stays).
+    waived: (e) => metaReferrerPolicy(e) !== null,
     label: "Referrer-Policy",
   },
   findings: [REFERRER_POLICY_MISSING, REFERRER_POLICY_UNSAFE, REFERRER_POLICY_INVALID],
   judge: judgeReferrerPolicy,
+  notes: (e) => {
+    const meta = metaReferrerPolicy(e);
+    return meta === null
+      ? []
+      : [`The page sets its referrer policy in a <meta name="referrer"> tag (${meta}).`];
+  },
 });

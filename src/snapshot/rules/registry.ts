@@ -16,6 +16,7 @@ import { dnsRule } from "./dns.js";
 import { hstsRule } from "./hsts.js";
 import { httpSideRule } from "./http-side.js";
 import { httpsRule } from "./https.js";
+import { mixedContentRule } from "./mixed-content.js";
 import { permissionsPolicyRule } from "./permissions-policy.js";
 import { redirectsRule } from "./redirects.js";
 import { referrerPolicyRule } from "./referrer-policy.js";
@@ -42,6 +43,7 @@ export const RULES = [
   httpSideRule,
   redirectsRule,
   sriRule,
+  mixedContentRule,
   corsRule,
   tlsRule,
   dnsRule,

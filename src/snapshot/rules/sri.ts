@@ -2,6 +2,7 @@
  * Scripts of the final page (docs/findings.md "Probes"): Subresource Integrity on scripts from
  * other origins, and scripts over plain HTTP on an HTTPS page (mixed content).
  */
+import { upgradesInsecureRequests } from "./csp.js";
 import type { Evidence } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
@@ -32,7 +33,7 @@ function hasIntegrity(integrity: string | null): boolean {
 }
 
 /** "a, b and c", or "a, b, c and 2 more": at most three names, plainly. */
-function listed(names: string[]): string {
+export function listed(names: string[]): string {
   const unique = [...new Set(names)];
   const shown = unique.slice(0, 3);
   const more = unique.length - shown.length;
@@ -48,7 +49,9 @@ export function judgeSri(evidence: Evidence): Finding[] {
   const scripts = page.scripts.map((s) => ({ url: new URL(s.src), integrity: s.integrity }));
   const out: Finding[] = [];
   const overHttp = scripts.filter((s) => s.url.protocol === "http:");
-  if (pageUrl.protocol === "https:" && overHttp.length > 0) {
+  // upgrade-insecure-requests makes browsers fetch them over https.
+  const upgraded = upgradesInsecureRequests(evidence);
+  if (pageUrl.protocol === "https:" && overHttp.length > 0 && !upgraded) {
     const hosts = listed(overHttp.map((s) => s.url.host));
     const n = overHttp.length;
     out.push(

@@ -5,7 +5,13 @@ import { evidenceOf, idsOf } from "../../fixtures/evidence.js";
 
 const STRICT = "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 const ids = (headers: Record<string, string | string[]>, metaCsp?: string[]) =>
-  idsOf(judgeCsp(evidenceOf(headers, { page: metaCsp ? { metaCsp, scripts: [] } : null })));
+  idsOf(
+    judgeCsp(
+      evidenceOf(headers, {
+        page: metaCsp ? { metaCsp, scripts: [], insecure: [], metaReferrer: [] } : null,
+      }),
+    ),
+  );
 
 describe("Content-Security-Policy", () => {
   it("good: a strict policy, or inline scripts allowed only by nonce, hash or strict-dynamic", () => {
@@ -37,6 +43,41 @@ describe("Content-Security-Policy", () => {
           "default-src 'unsafe-inline'; script-src 'self'; object-src 'none'; base-uri 'none'",
       }),
     ).toEqual([]);
+  });
+
+  it("weak: a source that lets any host or scheme run script, in script-src or its fallback", () => {
+    for (const any of ["*", "https:", "http:", "data:", "HTTPS:", "https://*"]) {
+      expect(ids({ "content-security-policy": `${STRICT}; script-src 'self' ${any}` })).toEqual([
+        "csp-script-any-source",
+      ]);
+    }
+    const r = judgeCsp(
+      evidenceOf({
+        "content-security-policy":
+          "default-src 'self' https: data:; object-src 'none'; base-uri 'none'",
+      }),
+    );
+    expect(idsOf(r)).toEqual(["csp-script-any-source"]);
+    expect(r[0]?.message).toContain("(`https:`, `data:`)");
+    // With 'unsafe-inline' too: both said, at the same severity.
+    expect(
+      ids({ "content-security-policy": `${STRICT}; script-src 'unsafe-inline' https:` }),
+    ).toEqual(["csp-unsafe-inline", "csp-script-any-source"]);
+  });
+
+  it("good: hosts named, a scheme source outside scripts, or 'strict-dynamic' (hosts ignored)", () => {
+    const good = [
+      `${STRICT}; script-src 'self' https://cdn.site.test`,
+      `${STRICT}; img-src https: data:`,
+      `${STRICT}; script-src 'nonce-abc' 'strict-dynamic' https: 'unsafe-inline'`,
+      // script-src decides: the wide default-src is not its fallback here.
+      "default-src *; script-src 'self'; object-src 'none'; base-uri 'none'",
+    ];
+    for (const policy of good) expect(ids({ "content-security-policy": policy })).toEqual([]);
+    // Two policies: a script must pass both, so one that names hosts closes it.
+    expect(ids({ "content-security-policy": [`${STRICT}; script-src https:`, STRICT] })).toEqual(
+      [],
+    );
   });
 
   it("weak: no object-src / base-uri hardening; a policy that does not restrict scripts", () => {
@@ -84,7 +125,14 @@ describe("Content-Security-Policy", () => {
       "csp-no-base-uri",
       "csp-in-meta",
     ]);
-    const all = idsOf(judge(evidenceOf({}, { page: { metaCsp: [STRICT], scripts: [] } })));
+    const all = idsOf(
+      judge(
+        evidenceOf(
+          {},
+          { page: { metaCsp: [STRICT], scripts: [], insecure: [], metaReferrer: [] } },
+        ),
+      ),
+    );
     expect(all).not.toContain("csp-missing");
     // frame-ancestors in a meta tag is ignored by browsers: X-Frame-Options is still missing.
     expect(all).toContain("x-frame-options-missing");

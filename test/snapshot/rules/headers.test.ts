@@ -5,6 +5,7 @@ import { judgeReferrerPolicy } from "../../../src/snapshot/rules/referrer-policy
 import { judgeXContentTypeOptions } from "../../../src/snapshot/rules/x-content-type-options.js";
 import { judgeXFrameOptions } from "../../../src/snapshot/rules/x-frame-options.js";
 import type { Judge } from "../../../src/snapshot/rules/rule.js";
+import { judge, snapshotNotes } from "../../../src/snapshot/rules/index.js";
 import { evidenceOf, idsOf } from "../../fixtures/evidence.js";
 
 const run = (j: Judge, headers: Record<string, string | string[]>) => idsOf(j(evidenceOf(headers)));
@@ -65,6 +66,40 @@ describe("Referrer-Policy", () => {
   it("invalid: no valid token at all", () => {
     expect(ids("never")).toEqual(["referrer-policy-invalid"]);
     expect(ids("origin-only, strict")).toEqual(["referrer-policy-invalid"]);
+  });
+});
+
+describe("<meta name=referrer>", () => {
+  const withMeta = (metaReferrer: string[], headers: Record<string, string> = {}) =>
+    evidenceOf(headers, {
+      page: { metaCsp: [], scripts: [], insecure: [], metaReferrer },
+    });
+  const ids = (e: ReturnType<typeof evidenceOf>) =>
+    idsOf(judge(e)).filter((id) => id.startsWith("referrer-policy"));
+
+  it("a valid one counts as a Referrer-Policy: the missing finding is waived, a note says so", () => {
+    const e = withMeta(["no-referrer"]);
+    expect(ids(e)).toEqual([]);
+    expect(snapshotNotes(e)).toEqual(
+      expect.arrayContaining([
+        "Referrer-Policy header is missing.",
+        'The page sets its referrer policy in a <meta name="referrer"> tag (no-referrer).',
+      ]),
+    );
+    // Legacy names (HTML §4.2.5.1) and any case.
+    expect(ids(withMeta(["Never"]))).toEqual([]);
+    expect(ids(withMeta(["always"]))).toEqual(["referrer-policy-unsafe"]);
+  });
+
+  it("it replaces the header's policy; an invalid one is ignored (the last valid wins)", () => {
+    expect(ids(withMeta(["strict-origin"], { "referrer-policy": "unsafe-url" }))).toEqual([]);
+    expect(ids(withMeta(["unsafe-url"], { "referrer-policy": "no-referrer" }))).toEqual([
+      "referrer-policy-unsafe",
+    ]);
+    expect(ids(withMeta(["no-referrer", "bogus"]))).toEqual([]);
+    expect(ids(withMeta(["bogus"]))).toEqual(["referrer-policy-missing"]);
+    // One token: a comma list is no policy.
+    expect(ids(withMeta(["no-referrer, origin"]))).toEqual(["referrer-policy-missing"]);
   });
 });
 

@@ -48,7 +48,10 @@ describe("HSTS (RFC 6797 §6.1)", () => {
     ]);
   });
 
-  it("over plain HTTP nothing is judged (browsers ignore it there; a note says so)", () => {
-    expect(ids("max-age=0", "http://site.test/")).toEqual([]);
+  it("over plain HTTP it is no HSTS: hsts-missing, whatever its value (browsers ignore it)", () => {
+    expect(ids("max-age=0", "http://site.test/")).toEqual(["hsts-missing"]);
+    expect(ids("max-age=63072000; includeSubDomains", "http://site.test/")).toEqual([
+      "hsts-missing",
+    ]);
   });
 });

@@ -153,7 +153,9 @@ describe("hostile values", () => {
       const headers: Record<string, string[]> = {};
       for (const name of names) headers[name] = [word(next() % 40), word(next() % 8)];
       const metaCsp = [word(next() % 40)];
-      for (const f of judge(evidenceOf(headers, { page: { metaCsp, scripts: [] } }))) {
+      for (const f of judge(
+        evidenceOf(headers, { page: { metaCsp, scripts: [], insecure: [], metaReferrer: [] } }),
+      )) {
         expect(known).toContain(f.id);
       }
     }
