@@ -21,7 +21,7 @@ import { SITEMAP_XML_PATH, checkSitemapXml } from "./rules/sitemap-xml.js";
 import { createTargetDispatcher } from "./net/dialer.js";
 import type { SessionWaitOptions } from "./net/tls-sessions.js";
 import { TlsFactsStore, legacyHandshake, originKey } from "./net/tls-facts.js";
-import type { LegacyVersion, TlsHandshakeFacts } from "./net/tls-facts.js";
+import type { LegacyVersion, TlsHandshakeFacts, TlsPeer } from "./net/tls-facts.js";
 import { withoutBrackets } from "./net/address-policy.js";
 import {
   fetchChain,
@@ -306,7 +306,7 @@ function openSession({
   // Those of an origin that turns out not to be the final one are cancelled with the chain.
   const legacyCancel = new Map<string, AbortController>();
   const legacyOne = async (
-    facts: TlsHandshakeFacts,
+    facts: TlsPeer,
     host: string,
     version: LegacyVersion,
     own: AbortSignal,

@@ -70,9 +70,10 @@ describe("the grade's caps", () => {
   it("no working HTTPS is F whatever the headers: the site refuses https://", async () => {
     const r = await snap(plain.url("/", "site.test"), [plain.port, refusedPort], refusedPort);
     expect(r.https_ok).toBe(false);
-    expect(ids(r)).toEqual(["http-only"]);
-    // 100 − 25 is a B by score; the cap makes it F.
-    expect(r.score).toBe(75);
+    // Its HSTS header, sent over plain HTTP only, is no HSTS to a browser.
+    expect(ids(r)).toEqual(["http-only", "hsts-missing"]);
+    // 100 − 25 − 20 is a C− by score; the cap makes it F.
+    expect(r.score).toBe(55);
     expect(r.grade).toBe("F");
   });
 

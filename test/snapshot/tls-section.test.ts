@@ -102,8 +102,10 @@ describe("the tls section", () => {
     expect(r.tls?.certificate.days_left).toBeGreaterThanOrEqual(88);
     expect(r.tls?.certificate.days_left).toBeLessThanOrEqual(90);
     expect(r.findings).toEqual([]);
-    // The legacy handshakes are no HTTP requests: the site saw the page and its files only.
+    // The legacy handshakes are no HTTP requests: the site saw the page (and the CORS probe's
+    // request for it) and its files only.
     expect(modern.requests.map((q) => q.path).sort()).toEqual([
+      "/",
       "/",
       "/.well-known/security.txt",
       "/robots.txt",

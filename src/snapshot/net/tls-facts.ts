@@ -84,17 +84,27 @@ export function originKey(host: string, port: number): string {
   return `${host}|${port}`;
 }
 
+/** Where a verified handshake was made: what the legacy handshakes need to go to the same place. */
+export type TlsPeer = Pick<TlsHandshakeFacts, "address" | "port" | "servername">;
+
+interface Seen extends TlsPeer {
+  socket: TLSSocket;
+  /** Read once, on first need: undefined until then; null when the socket had no leaf. */
+  facts?: TlsHandshakeFacts | null;
+}
+
 /**
  * The first verified handshake of each origin of one snapshot, and who waits for it. The dialer
- * records; the snapshot reads the final origin's, and starts the legacy handshakes when one is
- * seen. Belongs to one snapshot, like its session store.
+ * records the socket; its facts are read with the answer's first bytes (or the report, or the
+ * socket's end), never during the handshake's own events: read there, a server that then asks
+ * to renegotiate made Node's refusal surface as a wrong host name. Belongs to one snapshot, like its session store.
  */
 export class TlsFactsStore {
-  private readonly seen = new Map<string, TlsHandshakeFacts>();
-  private readonly waiters = new Map<string, Set<(facts: TlsHandshakeFacts | null) => void>>();
+  private readonly seen = new Map<string, Seen>();
+  private readonly waiters = new Map<string, Set<(peer: TlsPeer | null) => void>>();
 
-  /** Keeps the facts of a verified https connection, if its origin (the SNI name, else the IP
-   * literal, and the port) has none yet. */
+  /** Keeps the first verified https connection of its origin (the SNI name, else the IP
+   * literal, and the port). */
   readonly record = (
     socket: TLSSocket,
     address: string,
@@ -103,30 +113,42 @@ export class TlsFactsStore {
   ): void => {
     const key = originKey(servername ?? address, port);
     if (this.seen.has(key)) return;
-    const facts = readHandshake(socket, address, port, servername);
-    if (!facts) return;
-    this.seen.set(key, facts);
-    for (const wake of this.waiters.get(key) ?? []) wake(facts);
+    const seen: Seen = { address, port, servername, socket };
+    this.seen.set(key, seen);
+    // Read with the first bytes of the answer (a 'readable' listener does not change how undici
+    // reads the socket), or at its end, while the connection is still there.
+    const read = () => this.read(seen);
+    socket.once("readable", read);
+    socket.once("end", read);
+    for (const wake of this.waiters.get(key) ?? []) wake({ address, port, servername });
     this.waiters.delete(key);
   };
 
-  /** The facts of `host`:`port`, if a verified handshake to it has completed. */
-  of(host: string, port: number): TlsHandshakeFacts | null {
-    return this.seen.get(originKey(host, port)) ?? null;
+  private read(seen: Seen): TlsHandshakeFacts | null {
+    if (seen.facts === undefined) {
+      seen.facts = readHandshake(seen.socket, seen.address, seen.port, seen.servername);
+    }
+    return seen.facts;
   }
 
-  /** The facts of `host`:`port` once a verified handshake to it completes; null on abort. */
-  when(host: string, port: number, signal: AbortSignal): Promise<TlsHandshakeFacts | null> {
-    const known = this.of(host, port);
-    if (known || signal.aborted) return Promise.resolve(known);
+  /** The facts of `host`:`port`, if a verified handshake to it has completed. */
+  of(host: string, port: number): TlsHandshakeFacts | null {
+    const seen = this.seen.get(originKey(host, port));
+    return seen ? this.read(seen) : null;
+  }
+
+  /** Where `host`:`port`'s verified handshake went, once one completes; null on abort. */
+  when(host: string, port: number, signal: AbortSignal): Promise<TlsPeer | null> {
     const key = originKey(host, port);
+    const known = this.seen.get(key);
+    if (known || signal.aborted) return Promise.resolve(known ?? null);
     return new Promise((resolve) => {
       const set = this.waiters.get(key) ?? new Set();
       this.waiters.set(key, set);
-      const done = (facts: TlsHandshakeFacts | null) => {
+      const done = (peer: TlsPeer | null) => {
         set.delete(done);
         signal.removeEventListener("abort", onAbort);
-        resolve(facts);
+        resolve(peer);
       };
       const onAbort = () => done(null);
       signal.addEventListener("abort", onAbort, { once: true });
@@ -176,7 +198,7 @@ const REFUSED = new Set([
  * version, null when it cannot be told (reset, silence, timeout, abort, anything else).
  */
 export function legacyHandshake(
-  facts: Pick<TlsHandshakeFacts, "address" | "port" | "servername">,
+  facts: TlsPeer,
   version: LegacyVersion,
   timeoutMs: number,
   signal: AbortSignal,

@@ -6,6 +6,7 @@ import { finalHeader, finalIsHttps } from "./evidence.js";
 import type { Evidence } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
+import { httpsNotChecked } from "./https.js";
 import { defineRule } from "./rule.js";
 
 /** 180 days: below this HSTS protects too briefly between visits. */
@@ -129,8 +130,10 @@ export function judgeHsts(e: Evidence): Finding[] {
   // RFC 6797 §8.1: only the first header field is processed.
   const [first] = finalHeader(e, "strict-transport-security");
   if (first === undefined || e.chain.final === null) return [];
-  // Browsers ignore HSTS over plain HTTP: for the findings that is no HSTS (the field stays).
-  if (!finalIsHttps(e)) return [found(HSTS_MISSING, HSTS_OVER_HTTP)];
+  // Browsers ignore HSTS over plain HTTP: for the findings that is no HSTS (the field stays),
+  // unless our own limits kept us from seeing the site's https:// side.
+  if (!finalIsHttps(e))
+    return httpsNotChecked(e.https) ? [] : [found(HSTS_MISSING, HSTS_OVER_HTTP)];
   const policy = parseHsts(first);
   if (!policy) return [found(HSTS_INVALID)];
   if (policy.maxAge === 0) return [found(HSTS_MAX_AGE_ZERO)];
