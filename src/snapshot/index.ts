@@ -2,7 +2,7 @@
  * The snapshot engine's public face: what the HTTP layer, the payment layer, the CLI and the
  * benchmarks use. Nothing here knows of serving or payment.
  */
-export { createSnapshotEngine } from "./snapshot.js";
+export { createSnapshotEngine } from "./engine.js";
 export type { EngineOptions, SnapshotEngine } from "./snapshot.js";
 export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./net/url-rules.js";
 export type { UrlPolicy } from "./net/url-rules.js";
@@ -11,5 +11,5 @@ export { CHECKS, CHECK_NAMES } from "./rules/registry.js";
 export { SEVERITIES } from "./rules/finding.js";
 export { ALL_FINDINGS } from "./rules/registry.js";
 export { GRADES } from "./rules/score.js";
-export { SNAPSHOT_ERROR_TYPES, SnapshotError } from "./result.js";
+export { SNAPSHOT_ERROR_TYPES, SnapshotError } from "./snapshot-error.js";
 export type { DemoSnapshotResult, SnapshotErrorBody, SnapshotResult } from "./result.js";
