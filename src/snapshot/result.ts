@@ -118,5 +118,5 @@ export interface DemoSnapshotResult extends SnapshotResult {
   _note: string;
 }
 
-export { SNAPSHOT_ERROR_TYPES, SnapshotError } from "./snapshot-error.js";
+export { SnapshotError } from "./snapshot-error.js";
 export type { SnapshotErrorBody, SnapshotErrorType } from "./snapshot-error.js";
