@@ -2,7 +2,7 @@
  * The snapshot engine's public face: what the HTTP layer, the payment layer, the CLI and the
  * benchmarks use. Nothing here knows of serving or payment.
  */
-export { createSnapshotEngine } from "./engine.js";
+export { createSnapshotEngine } from "./snapshot.js";
 export type { EngineOptions, SnapshotEngine } from "./snapshot.js";
 export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./net/url-rules.js";
 export type { UrlPolicy } from "./net/url-rules.js";
