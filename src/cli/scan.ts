@@ -1,7 +1,13 @@
 import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { loadSnapshotConfig } from "../config.js";
-import { SnapshotError, createSnapshotEngine } from "../snapshot/index.js";
+import {
+  SnapshotError,
+  createSnapshotEngine,
+  createUrlPolicy,
+  parseInputUrl,
+  type SnapshotEngine,
+} from "../snapshot/index.js";
 import { UsageError, type Command } from "./command.js";
 import { formatReport, formatSnapshotError, useColor } from "./format.js";
 import { announceLocalMode, withLocalMode } from "./local-mode.js";
@@ -45,8 +51,11 @@ export const scanCommand: Command = {
     setFlagsFromString("--liftoff-only");
     const config = loadSnapshotConfig(withLocalMode(env, values.local));
     if (config.allowLocal) announceLocalMode(stderr, { serving: false });
-    const engine = createSnapshotEngine(config);
+    let engine: SnapshotEngine | undefined;
     try {
+      // A URL the policy refuses is answered before the engine's heavy parts are loaded.
+      parseInputUrl(rawUrl, createUrlPolicy(config));
+      engine = createSnapshotEngine(config);
       const result = await engine.snapshot(rawUrl);
       stdout.write(pretty ? formatReport(result, color) : JSON.stringify(result, null, 2) + "\n");
       return 0;
@@ -59,7 +68,7 @@ export const scanCommand: Command = {
       );
       return EXIT_SNAPSHOT_ERROR;
     } finally {
-      await engine.close();
+      await engine?.close();
     }
   },
 };

@@ -11,5 +11,5 @@ export { CHECKS, CHECK_NAMES } from "./rules/registry.js";
 export { SEVERITIES } from "./rules/finding.js";
 export { ALL_FINDINGS } from "./rules/registry.js";
 export { GRADES } from "./rules/score.js";
-export { SNAPSHOT_ERROR_TYPES, SnapshotError } from "./result.js";
+export { SNAPSHOT_ERROR_TYPES, SnapshotError } from "./snapshot-error.js";
 export type { DemoSnapshotResult, SnapshotErrorBody, SnapshotResult } from "./result.js";

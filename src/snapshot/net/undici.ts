@@ -6,14 +6,12 @@
  */
 import type { Dispatcher } from "undici";
 import api from "undici/lib/api/index.js";
-import { parseSetCookie } from "undici/lib/web/cookies/parse.js";
 
 export { default as Agent } from "undici/lib/dispatcher/agent.js";
 export { default as Pool } from "undici/lib/dispatcher/pool.js";
 export { default as buildConnector } from "undici/lib/core/connect.js";
 export { default as errors } from "undici/lib/core/errors.js";
 export { default as UnwrapHandler } from "undici/lib/handler/unwrap-handler.js";
-export { parseSetCookie };
 
 export type RequestOptions = Omit<Dispatcher.RequestOptions, "origin" | "path"> & {
   dispatcher: Dispatcher;

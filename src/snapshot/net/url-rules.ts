@@ -1,7 +1,7 @@
 import { isIPv4 } from "node:net";
 import { createAddressPolicy, isLocalAddress, withoutBrackets } from "./address-policy.js";
-import { SnapshotError } from "../result.js";
-import type { SnapshotErrorType } from "../result.js";
+import { SnapshotError } from "../snapshot-error.js";
+import type { SnapshotErrorType } from "../snapshot-error.js";
 
 /**
  * docs/contract.md §3.2 (input) and the per-hop half of §4.1: pure URL rules, no network.

@@ -3,7 +3,7 @@
  * (RFC 6265bis): a cookie set by a redirect is kept by the browser like the final page's.
  */
 import type { Cookie } from "undici";
-import { parseSetCookie } from "../net/undici.js";
+import { parseSetCookie } from "../net/set-cookie.js";
 import type { Hop } from "../types.js";
 import type { Evidence } from "./evidence.js";
 import { found } from "./finding.js";
