@@ -182,7 +182,10 @@ describe("findings through the engine", () => {
   it("every id of the response judges is served by a case above", () => {
     const served = new Set([
       ...FINDING_CASES.flatMap((c) => c.ids),
+      // test/snapshot/well-known.test.ts: each needs an origin's security.txt of its own.
       "security-txt-missing",
+      "security-txt-expired",
+      "security-txt-incomplete",
       "https-failed",
     ]);
     for (const d of RESPONSE_FINDINGS) expect(served, d.id).toContain(d.id);

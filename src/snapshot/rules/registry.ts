@@ -12,6 +12,7 @@ import type { Rule } from "./rule.js";
 import { cookiesRule } from "./cookies.js";
 import { corsRule } from "./cors.js";
 import { cspRule } from "./csp.js";
+import { disclosureRule } from "./disclosure.js";
 import { dnsRule } from "./dns.js";
 import { hstsRule } from "./hsts.js";
 import { httpSideRule } from "./http-side.js";
@@ -45,6 +46,7 @@ export const RULES = [
   sriRule,
   mixedContentRule,
   corsRule,
+  disclosureRule,
   tlsRule,
   dnsRule,
 ] as const satisfies readonly Rule[];
