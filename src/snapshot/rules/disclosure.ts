@@ -31,7 +31,7 @@ const HEADERS = [
 const VERSION = /[A-Za-z][\w.+-]*\/v?\d[\w.+-]*|\b\d+(?:\.\d+)+\b/g;
 
 /** The version-bearing tokens of one header's values (at most three, each at most 40 chars). */
-export function versionTokens(values: readonly string[]): string[] {
+function versionTokens(values: readonly string[]): string[] {
   const tokens = values.flatMap((v) => v.match(VERSION) ?? []);
   return [...new Set(tokens)].slice(0, 3).map((t) => t.slice(0, 40));
 }

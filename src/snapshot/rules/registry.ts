@@ -11,6 +11,7 @@ import type { FindingDef } from "./finding.js";
 import type { Rule } from "./rule.js";
 import { cookiesRule } from "./cookies.js";
 import { corsRule } from "./cors.js";
+import { crossOriginRule } from "./cross-origin.js";
 import { cspRule } from "./csp.js";
 import { disclosureRule } from "./disclosure.js";
 import { dnsRule } from "./dns.js";
@@ -49,6 +50,7 @@ export const RULES = [
   disclosureRule,
   tlsRule,
   dnsRule,
+  crossOriginRule,
 ] as const satisfies readonly Rule[];
 
 type Check = Extract<(typeof RULES)[number], { check: unknown }>["check"];

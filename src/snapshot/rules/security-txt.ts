@@ -31,7 +31,7 @@ const FIELD_LINE = /^\s*([A-Za-z-]+)\s*:\s*(.*?)\s*$/;
 const MAX_EXPIRES_KEPT = 3;
 
 /** The fields the judge reads, from a file that passed the content test. */
-export function securityTxtFields(text: string, readAt: Date): SecurityTxtFields {
+function securityTxtFields(text: string, readAt: Date): SecurityTxtFields {
   let contacts = 0;
   const expires: string[] = [];
   for (const line of lines(text)) {
