@@ -47,6 +47,28 @@ const FindingSchema = z
   })
   .strict();
 
+const CrossOriginSchema = z
+  .object({
+    coop: z
+      .enum(["same-origin", "same-origin-allow-popups", "noopener-allow-popups", "unsafe-none"])
+      .describe(
+        "Cross-Origin-Opener-Policy as browsers apply it; `unsafe-none` when absent or not understood.",
+      ),
+    coep: z
+      .enum(["require-corp", "credentialless", "unsafe-none"])
+      .describe(
+        "Cross-Origin-Embedder-Policy as browsers apply it; `unsafe-none` when absent or not understood.",
+      ),
+    corp: z
+      .enum(["same-origin", "same-site", "cross-origin"])
+      .nullable()
+      .describe("Cross-Origin-Resource-Policy; null when absent or ignored by browsers."),
+    cross_origin_isolated: z
+      .boolean()
+      .describe("COOP `same-origin` and COEP `require-corp` or `credentialless`."),
+  })
+  .strict();
+
 const DnsSectionSchema = z
   .object({
     domain: z
@@ -175,6 +197,9 @@ export const SnapshotResultSchema = z
     tls: TlsSchema,
     dns: DnsSectionSchema.nullable().describe(
       "CAA, SPF, DMARC and MTA-STS of the final host's registrable domain; null when the host is an IP address or not under a public suffix.",
+    ),
+    cross_origin: CrossOriginSchema.nullable().describe(
+      "The final response's cross-origin policies and whether the page is cross-origin isolated; null without a final response.",
     ),
   })
   .strict();

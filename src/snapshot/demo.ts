@@ -43,6 +43,16 @@ const DEMO_DNS: Pick<ReportSections, "dns"> = {
   },
 };
 
+/** The sample site's cross-origin policies (§9.3): not isolated, as most sites. */
+const DEMO_CROSS_ORIGIN: Pick<ReportSections, "cross_origin"> = {
+  cross_origin: {
+    coop: "same-origin-allow-popups",
+    coep: "unsafe-none",
+    corp: "same-site",
+    cross_origin_isolated: false,
+  },
+};
+
 /** A report of a sample site at https://example.com with the given headers present, everything
  * else in order. */
 function sampleReport(headers: HeaderPresence): SnapshotResult {
@@ -60,7 +70,7 @@ function sampleReport(headers: HeaderPresence): SnapshotResult {
     { https: true, ...headers, security_txt: true, robots_txt: true, sitemap_xml: true },
     headerNotes(headers, findings),
     findings,
-    structuredClone({ ...DEMO_TLS, ...DEMO_DNS }),
+    structuredClone({ ...DEMO_TLS, ...DEMO_DNS, ...DEMO_CROSS_ORIGIN }),
   );
 }
 

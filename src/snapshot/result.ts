@@ -2,6 +2,7 @@ import { CHECKS, HEADER_CHECKS } from "./rules/registry.js";
 import type { CheckField, CheckName } from "./rules/registry.js";
 import type { Finding } from "./rules/finding.js";
 import { gradeCapOf, gradeOf, scoreOf } from "./rules/score.js";
+import type { CrossOriginSection } from "./rules/cross-origin.js";
 import type { DnsSection } from "./rules/dns.js";
 import type { TlsSection } from "./rules/tls.js";
 
@@ -37,6 +38,8 @@ export interface ReportSections {
   tls: TlsSection | null;
   /** The registrable domain's CAA, SPF, DMARC, MTA-STS; null when the host is not a public name. */
   dns: DnsSection | null;
+  /** rules/cross-origin.ts: COOP, COEP, CORP and cross-origin isolation; null without a response. */
+  cross_origin: CrossOriginSection | null;
 }
 
 /** One report (docs/contract.md §2.1, then §8's sections). */

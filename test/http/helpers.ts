@@ -57,6 +57,7 @@ export function sampleResult(rawUrl: string): SnapshotResult {
     grade: "A+",
     tls: null,
     dns: null,
+    cross_origin: null,
   };
 }
 

@@ -149,6 +149,10 @@ let expired: TargetServer;
 let oldTls: TargetServer;
 /** 25 days left. */
 let renewSoon: TargetServer;
+/** A security.txt past its Expires, and Server and X-Powered-By with versions. */
+let lax: TargetServer;
+/** A security.txt without Expires. */
+let undated: TargetServer;
 let engine: SnapshotEngine;
 let service: RunningServer;
 
@@ -199,8 +203,37 @@ beforeAll(async () => {
     }),
     routes: goodSite,
   });
+  const siteCert = await issueLeaf(ca, { dnsNames: ["site.test"], ips: [PUBLIC_HOST] });
+  lax = await startHttpsTarget({
+    cert: siteCert,
+    routes: {
+      "/": respond.text("lax", {
+        ...GOOD_HEADERS,
+        server: "nginx/1.18.0 (Ubuntu)",
+        "x-powered-by": "PHP/8.1.2",
+      }),
+      "/.well-known/security.txt": respond.text(
+        "Contact: mailto:security@site.test\nExpires: 2021-01-01T00:00:00.000Z\n",
+      ),
+    },
+  });
+  undated = await startHttpsTarget({
+    cert: siteCert,
+    routes: {
+      "/": respond.text("undated", GOOD_HEADERS),
+      "/.well-known/security.txt": respond.text("Contact: mailto:security@site.test\n"),
+    },
+  });
   const snapshotConfig = {
-    allowedPorts: new Set([site.port, bare.port, expired.port, oldTls.port, renewSoon.port]),
+    allowedPorts: new Set([
+      site.port,
+      bare.port,
+      expired.port,
+      oldTls.port,
+      renewSoon.port,
+      lax.port,
+      undated.port,
+    ]),
     allowCidrs: PUBLIC_CIDRS,
   };
   engine = createSnapshotEngine({
@@ -233,7 +266,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.close(1_000);
   await engine?.close();
-  await Promise.all([site, bare, expired, oldTls, renewSoon, dns].map((t) => t?.close()));
+  await Promise.all(
+    [site, bare, expired, oldTls, renewSoon, lax, undated, dns].map((t) => t?.close()),
+  );
   await devnet?.close();
 });
 
@@ -342,6 +377,30 @@ describe("paid reports judge values, not only presence", () => {
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     expectNamed(report, [...ids]);
+  });
+
+  it("an expired security.txt and a disclosed server version are low; paid once on chain", async () => {
+    const { report, paid, received } = await paidReport(payer(7), lax.url("/", "site.test"));
+    expect(paid).toBe(PRICE_UNITS);
+    expect(received).toBe(PRICE_UNITS);
+    expectNamed(report, ["security-txt-expired", "server-version-disclosed"]);
+    expect(report.findings.map((f) => f.message)).toEqual([
+      "security.txt expired on 2021-01-01.",
+      "The headers Server (nginx/1.18.0) and X-Powered-By (PHP/8.1.2) name a software version.",
+    ]);
+    expect(report.security_txt_present).toBe(true);
+    // Two lows: 100 − 5 − 5.
+    expect(report).toMatchObject({ score: 90, grade: "A" });
+  });
+
+  it("a security.txt without Expires is incomplete; paid once on chain", async () => {
+    const { report, paid, received } = await paidReport(payer(7), undated.url("/", "site.test"));
+    expect(paid).toBe(PRICE_UNITS);
+    expect(received).toBe(PRICE_UNITS);
+    expectNamed(report, ["security-txt-incomplete"]);
+    expect(report.findings[0]?.message).toBe(
+      "security.txt has no Expires field (RFC 9116 §2.5.5).",
+    );
   });
 
   it("HTTPS failing (an expired certificate) is high, said once; the report is paid once", async () => {

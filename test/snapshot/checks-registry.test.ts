@@ -32,6 +32,7 @@ describe("checks registry", () => {
       // docs/contract.md §9: the sections rules add, after the grade.
       "tls",
       "dns",
+      "cross_origin",
     ]);
   });
 

@@ -169,6 +169,28 @@ describe("findings through the engine", () => {
     expectConsistent(unsafe);
   });
 
+  it("the cross_origin section: an isolated page, and a good page that opted into nothing", async () => {
+    site.route(
+      "/isolated",
+      respond.text("isolated", {
+        ...GOOD_HEADERS,
+        "cross-origin-opener-policy": "same-origin",
+        "cross-origin-embedder-policy": "credentialless",
+        "cross-origin-resource-policy": "same-site",
+      }),
+    );
+    const r = await engine.snapshot(site.url("/isolated", "site.test"));
+    expect(r.cross_origin).toEqual({
+      coop: "same-origin",
+      coep: "credentialless",
+      corp: "same-site",
+      cross_origin_isolated: true,
+    });
+    expect(r.findings).toEqual([]);
+    const plain = await engine.snapshot(site.url("/", "site.test"));
+    expect(plain.cross_origin).toMatchObject({ coop: "unsafe-none", cross_origin_isolated: false });
+  });
+
   it("a cookie browsers refuse (over 4096 bytes) is skipped, the report still comes", async () => {
     site.route(
       "/cookie-huge",
@@ -182,7 +204,10 @@ describe("findings through the engine", () => {
   it("every id of the response judges is served by a case above", () => {
     const served = new Set([
       ...FINDING_CASES.flatMap((c) => c.ids),
+      // test/snapshot/well-known.test.ts: each needs an origin's security.txt of its own.
       "security-txt-missing",
+      "security-txt-expired",
+      "security-txt-incomplete",
       "https-failed",
     ]);
     for (const d of RESPONSE_FINDINGS) expect(served, d.id).toContain(d.id);

@@ -71,6 +71,7 @@ const FIELD_ORDER = [
   // docs/contract.md §9: the sections rules add, after the grade.
   "tls",
   "dns",
+  "cross_origin",
 ];
 
 /** Sends headers exactly as given: a flat [name, value, name, value, …] list keeps duplicates. */

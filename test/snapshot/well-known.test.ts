@@ -188,6 +188,23 @@ describe("security.txt", () => {
     expect(missing.server.requests.map((q) => q.path)).toContain("/security.txt");
   });
 
+  it("a security.txt that is there is judged on its fields (RFC 9116), at either location", async () => {
+    const security = (r: SnapshotResult) =>
+      r.findings.filter((f) => f.check === "security_txt").map((f) => [f.id, f.message]);
+    expect(security((await snap(secTxt(respond.text(VALID)))).r)).toEqual([]);
+    const old = "Contact: mailto:s@site.test\nExpires: 2020-05-01T00:00:00Z\n";
+    const expired = await snap(secTxt(respond.status(404), respond.text(old)));
+    expect(security(expired.r)).toEqual([
+      ["security-txt-expired", "security.txt expired on 2020-05-01."],
+    ]);
+    expect(expired.r.security_txt_present).toBe(true);
+    const undated = await snap(secTxt(respond.text("Contact: mailto:s@site.test\n")));
+    expect(security(undated.r)).toEqual([
+      ["security-txt-incomplete", "security.txt has no Expires field (RFC 9116 §2.5.5)."],
+    ]);
+    expect(undated.r.notes).toContain("security.txt has no Expires field (RFC 9116 §2.5.5).");
+  });
+
   it("a soft 404 is named as such in the notes", async () => {
     const { r } = await snap(secTxt(SOFT_404, respond.status(404)));
     expect(r.notes).toContain(

@@ -58,6 +58,18 @@ export interface FileVerdict {
   undecodable?: Undecodable;
   /** Which of our caps stopped it, for "capped". */
   capped?: Capped;
+  /** The fields of a security.txt that passed (rules/security-txt.ts), read when it arrived. */
+  securityTxt?: SecurityTxtFields;
+}
+
+/** What a security.txt says (RFC 9116 §2.5): only what the judge needs, whatever its size. */
+export interface SecurityTxtFields {
+  /** How many `Contact` fields it has. */
+  contacts: number;
+  /** Each `Expires` value as written (at most a few: RFC 9116 wants exactly one). */
+  expires: string[];
+  /** When it was read (ISO 8601): what `Expires` is compared with. */
+  readAt: string;
 }
 
 /**

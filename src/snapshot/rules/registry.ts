@@ -11,7 +11,9 @@ import type { FindingDef } from "./finding.js";
 import type { Rule } from "./rule.js";
 import { cookiesRule } from "./cookies.js";
 import { corsRule } from "./cors.js";
+import { crossOriginRule } from "./cross-origin.js";
 import { cspRule } from "./csp.js";
+import { disclosureRule } from "./disclosure.js";
 import { dnsRule } from "./dns.js";
 import { hstsRule } from "./hsts.js";
 import { httpSideRule } from "./http-side.js";
@@ -45,8 +47,10 @@ export const RULES = [
   sriRule,
   mixedContentRule,
   corsRule,
+  disclosureRule,
   tlsRule,
   dnsRule,
+  crossOriginRule,
 ] as const satisfies readonly Rule[];
 
 type Check = Extract<(typeof RULES)[number], { check: unknown }>["check"];

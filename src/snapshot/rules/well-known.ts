@@ -11,7 +11,7 @@ import { capReached, undecodableReason } from "./notes.js";
 export type ContentTest = (text: string, contentType: string | undefined) => boolean;
 
 /** The body as text: UTF-8, without a BOM. */
-function bodyText(body: Buffer): string {
+export function bodyText(body: Buffer): string {
   return new TextDecoder("utf-8").decode(body).replace(/^\uFEFF/, "");
 }
 

@@ -1,0 +1,62 @@
+/** COOP, COEP and CORP as browsers read them, and cross-origin isolation. */
+import { describe, expect, it } from "vitest";
+import { crossOriginSection } from "../../../src/snapshot/rules/cross-origin.js";
+import { evidenceOf } from "../../fixtures/evidence.js";
+
+const COOP = "cross-origin-opener-policy";
+const COEP = "cross-origin-embedder-policy";
+const CORP = "cross-origin-resource-policy";
+
+describe("cross_origin section", () => {
+  it.each([
+    ["same-origin", "require-corp", true],
+    ["same-origin", 'credentialless; report-to="e"', true],
+    ['same-origin; report-to="coop"', "require-corp", true],
+    ["same-origin-allow-popups", "require-corp", false],
+    ["same-origin", "unsafe-none", false],
+    ["same-origin", undefined, false],
+  ])("COOP %s, COEP %s: isolated %s", (coop, coep, isolated) => {
+    const s = crossOriginSection(evidenceOf({ [COOP]: coop, ...(coep ? { [COEP]: coep } : {}) }));
+    expect(s?.cross_origin_isolated).toBe(isolated);
+  });
+
+  it("values browsers do not understand fall back to unsafe-none", () => {
+    for (const bad of ["Same-Origin", '"same-origin"', "same-origin, same-origin", "nope", "a b"]) {
+      expect(crossOriginSection(evidenceOf({ [COOP]: bad, [COEP]: bad }))).toEqual({
+        coop: "unsafe-none",
+        coep: "unsafe-none",
+        corp: null,
+        cross_origin_isolated: false,
+      });
+    }
+    // Two instances join with a comma: no longer one token.
+    const twice = crossOriginSection(evidenceOf({ [COOP]: ["same-origin", "same-origin"] }));
+    expect(twice?.coop).toBe("unsafe-none");
+  });
+
+  it("CORP is one exact value, else ignored", () => {
+    const corp = (v: string | string[]) => crossOriginSection(evidenceOf({ [CORP]: v }))?.corp;
+    expect(corp("same-site")).toBe("same-site");
+    expect(corp(" cross-origin ")).toBe("cross-origin");
+    expect(corp("Same-Origin")).toBeNull();
+    expect(corp(["same-origin", "same-site"])).toBeNull();
+  });
+
+  it("every value of each header, and none without a response", () => {
+    for (const coop of [
+      "same-origin",
+      "same-origin-allow-popups",
+      "noopener-allow-popups",
+      "unsafe-none",
+    ]) {
+      expect(crossOriginSection(evidenceOf({ [COOP]: coop }))?.coop).toBe(coop);
+    }
+    expect(crossOriginSection(evidenceOf({}))).toEqual({
+      coop: "unsafe-none",
+      coep: "unsafe-none",
+      corp: null,
+      cross_origin_isolated: false,
+    });
+    expect(crossOriginSection(evidenceOf({}, { unreachable: true }))).toBeNull();
+  });
+});
