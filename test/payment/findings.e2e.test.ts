@@ -425,7 +425,8 @@ describe("paid reports judge values, not only presence", () => {
       tls1_1_accepted: true,
     });
     // One high, two medium: 100 − 25 − 20.
-    expect(report).toMatchObject({ score: 55 });
+    // One high (25) and two medium (20 each, docs/findings.md "Score and grade").
+    expect(report).toMatchObject({ score: 35 });
   });
 
   it("a certificate with 25 days left is medium; the report is paid once", async () => {
