@@ -88,3 +88,19 @@ export type FileProbe =
 
 /** The outcome of `GET https://<host>:<probe port>/`: any HTTP response proves HTTPS works. */
 export type HttpsProbe = { ok: true } | { ok: false; failure: RequestFailure };
+
+/** The certificate and cipher of one verified TLS handshake, as the client saw it. */
+export interface TlsHandshake {
+  protocol: string;
+  cipher: string;
+  subject: string;
+  issuer: string;
+  /** ISO 8601. */
+  notAfter: string;
+  /** Whole days until notAfter, counted when the handshake was seen. */
+  daysLeft: number;
+  /** node:crypto's key type ("rsa", "ec", "ed25519", …); null when unknown. */
+  keyType: string | null;
+  /** RSA modulus or EC curve size in bits; null when unknown. */
+  keyBits: number | null;
+}

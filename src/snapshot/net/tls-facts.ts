@@ -3,6 +3,7 @@ import { connect as tlsConnect, createSecureContext } from "node:tls";
 import type { SecureContext, TLSSocket } from "node:tls";
 import { refuseLookup } from "./dial-one.js";
 import { errorCodes } from "./error-chain.js";
+import type { TlsHandshake } from "../types.js";
 
 /**
  * What the `tls` section reports (docs/snapshot-engine.md "TLS facts"): the protocol, cipher and
@@ -14,23 +15,11 @@ import { errorCodes } from "./error-chain.js";
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** One verified handshake as seen by the client. */
-export interface TlsHandshakeFacts {
+export interface TlsHandshakeFacts extends TlsHandshake {
   /** The checked address the connection was dialled to: the legacy handshakes go there too. */
   address: string;
   port: number;
   servername: string | undefined;
-  protocol: string;
-  cipher: string;
-  subject: string;
-  issuer: string;
-  /** ISO 8601. */
-  notAfter: string;
-  /** Whole days until notAfter, counted when the handshake completed. */
-  daysLeft: number;
-  /** "rsa", "ec", "ed25519", … (node:crypto's asymmetricKeyType); null when unknown. */
-  keyType: string | null;
-  /** RSA modulus or EC curve size in bits; null when unknown. */
-  keyBits: number | null;
 }
 
 /** A distinguished name as one line, in the certificate's order ("CN=site, O=Org"). */

@@ -2,7 +2,14 @@
  * What the rules look at: everything the engine gathered from one snapshot (the chain, the page,
  * the probes, the HTTPS and file verdicts), and the helpers that read its final headers. Pure data.
  */
-import type { Capped, Chain, HeaderMap, RequestFailure, Undecodable } from "../types.js";
+import type {
+  Capped,
+  Chain,
+  HeaderMap,
+  RequestFailure,
+  TlsHandshake,
+  Undecodable,
+} from "../types.js";
 
 /** What the first 64 KiB of the final response's HTML says. */
 export interface PageEvidence {
@@ -80,18 +87,7 @@ export type FileVerdicts = Record<"security_txt" | "robots_txt" | "sitemap_xml",
 
 /** The verified TLS handshake of the final origin (or of the HTTPS probe for an http final URL),
  * and whether the server still accepts TLS 1.0 and 1.1. */
-export interface TlsEvidence {
-  protocol: string;
-  cipher: string;
-  subject: string;
-  issuer: string;
-  /** ISO 8601. */
-  notAfter: string;
-  /** Whole days left until notAfter when the snapshot saw it. */
-  daysLeft: number;
-  /** node:crypto's key type ("rsa", "ec", "ed25519", …); null when unknown. */
-  keyType: string | null;
-  keyBits: number | null;
+export interface TlsEvidence extends TlsHandshake {
   /** Whether a handshake limited to TLS 1.0 (1.1) completed; null when it could not be told. */
   tls1_0: boolean | null;
   tls1_1: boolean | null;
