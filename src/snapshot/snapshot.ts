@@ -214,8 +214,8 @@ interface Session {
   /** The first verified handshake of each https origin the snapshot connected to. */
   tlsFacts: TlsFactsStore;
   /**
-   * TLS 1.0 and 1.1 handshakes to an origin, at most once per snapshot, started as soon as a
-   * verified handshake to it has completed (its checked address is then known).
+   * TLS 1.0 and 1.1 handshakes to an origin, at most once per snapshot, to the checked address
+   * its first TCP connection reached.
    */
   legacyFor(origin: TlsOrigin): Promise<LegacyVerdicts>;
   /**
@@ -306,10 +306,11 @@ function openSession({
   // Those of an origin that turns out not to be the final one are cancelled with the chain.
   const legacyCancel = new Map<string, AbortController>();
   const legacyOne = async (
-    facts: TlsPeer,
+    peer: TlsPeer,
     host: string,
     version: LegacyVersion,
     own: AbortSignal,
+    ready: Promise<boolean>,
   ): Promise<boolean | null> => {
     try {
       // Each handshake counts as a request of the lowest class (docs/snapshot-engine.md).
@@ -317,7 +318,7 @@ function openSession({
     } catch {
       return null;
     }
-    return legacyHandshake(facts, version, deadlineAt - Date.now(), own);
+    return legacyHandshake(peer, version, deadlineAt - Date.now(), own, ready);
   };
   return {
     ctx,
@@ -329,11 +330,17 @@ function openSession({
         const cancel = new AbortController();
         legacyCancel.set(key, cancel);
         const own = AbortSignal.any([signal, cancel.signal]);
-        p = tlsFacts.when(host, port, own).then(async (facts) => {
-          if (!facts) return LEGACY_UNKNOWN;
+        // Connected as soon as a checked address of the origin is reached; the ClientHellos wait
+        // until its own handshake has completed verified and no handshake of the snapshot is
+        // under way (docs/snapshot-engine.md "TLS facts").
+        p = tlsFacts.whenReached(host, port, own).then(async (peer) => {
+          if (!peer) return LEGACY_UNKNOWN;
+          const ready = tlsFacts
+            .whenVerified(host, port, own)
+            .then(async (verified) => verified !== null && (await tlsFacts.whenIdle(own)) !== null);
           const [tls1_0, tls1_1] = await Promise.all([
-            legacyOne(facts, host, "TLSv1", own),
-            legacyOne(facts, host, "TLSv1.1", own),
+            legacyOne(peer, host, "TLSv1", own, ready),
+            legacyOne(peer, host, "TLSv1.1", own, ready),
           ]);
           return { tls1_0, tls1_1 };
         });

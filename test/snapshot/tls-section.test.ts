@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
 import type { SnapshotResult } from "../../src/snapshot/index.js";
+import type { SessionWaitOptions } from "../../src/snapshot/net/tls-sessions.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";
 import { GOOD_HEADERS, SECURITY_TXT } from "../fixtures/finding-cases.js";
@@ -67,13 +68,19 @@ afterAll(async () => {
 /** One snapshot of `target` as site.test, checked against the report schema. */
 async function snapshotOf(
   target: TargetServer,
-  more: { httpsProbePort?: number; maxRequests?: number; ports?: number[] } = {},
+  more: {
+    httpsProbePort?: number;
+    maxRequests?: number;
+    ports?: number[];
+    sessionWait?: SessionWaitOptions;
+  } = {},
 ): Promise<SnapshotResult> {
   const engine = createTestEngine({
     dns,
     ports: more.ports ?? [target.port],
     ...(more.httpsProbePort !== undefined ? { httpsProbePort: more.httpsProbePort } : {}),
     ...(more.maxRequests !== undefined ? { maxRequests: more.maxRequests } : {}),
+    ...(more.sessionWait ? { sessionWait: more.sessionWait } : {}),
   });
   try {
     return SnapshotResultSchema.parse(await engine.snapshot(target.url("/", "site.test")));
@@ -166,6 +173,36 @@ describe("the tls section", () => {
     });
     expect(without.https_ok).toBe(false);
     expect(without.tls).toBeNull();
+  });
+
+  it("the legacy ClientHellos wait until the snapshot's own handshakes are done", async () => {
+    // Every connection makes its own full handshake at once (no session waited for); the
+    // ClientHellos after the first (the files' and the CORS probe's) are held 300 ms. Legacy
+    // handshakes started when the first one completes would be done long before them.
+    const ca = await loadTestCa();
+    let hellos = 0;
+    const held = await startHttpsTarget({
+      cert: await issueLeaf(ca, NAMES),
+      routes: GOOD_ROUTES,
+      tls: {
+        ...LEGACY_TLS,
+        SNICallback: (_name, answer) => {
+          hellos += 1;
+          if (hellos >= 2 && hellos <= 5) setTimeout(() => answer(null, undefined), 300);
+          else answer(null, undefined);
+        },
+      },
+    });
+    try {
+      const r = await snapshotOf(held, { sessionWait: { nearConnectMs: -1, maxWaitMs: 0 } });
+      const protocols = held.handshakes;
+      expect(r.tls).toMatchObject({ tls1_0_accepted: true, tls1_1_accepted: true });
+      expect(protocols.slice(-2).sort()).toEqual(["TLSv1", "TLSv1.1"]);
+      expect(protocols.slice(0, -2).every((p) => p === "TLSv1.3")).toBe(true);
+      expect(protocols).toHaveLength(7);
+    } finally {
+      await held.close();
+    }
   });
 
   it("our request cap reached: the legacy handshakes are not made, null, no finding", async () => {

@@ -42,14 +42,18 @@ export interface DialTools {
   sessions: SessionStore;
   /** Aborting it ends every dial in progress. */
   signal: AbortSignal | undefined;
-  /** Called with each https connection whose handshake has just completed verified, before
-   * anything else reads from it (tls-facts.ts). */
-  onVerified?: (
-    socket: TLSSocket,
-    address: string,
-    port: number,
-    servername: string | undefined,
-  ) => void;
+  /** Follows the https connections (tls-facts.ts). */
+  tls?: TlsObserver;
+}
+
+/** What a snapshot follows of its https connections (tls-facts.ts TlsFactsStore). */
+export interface TlsObserver {
+  /** A TCP connection to a checked address of an https origin is up; its TLS starts next. */
+  reached(address: string, port: number, servername: string | undefined): void;
+  /** A handshake starts; the function returned marks its end (only its first call counts). */
+  handshakeStarted(): () => void;
+  /** An https connection's handshake has just completed verified; nothing has read from it yet. */
+  verified(socket: TLSSocket, address: string, port: number, servername: string | undefined): void;
 }
 
 /**
@@ -144,16 +148,23 @@ export function dialOne(
         );
         socket = tlsSocket;
         tools.sessions.watch(key, tlsSocket, session === undefined);
+        const ended = tools.tls?.handshakeStarted();
         tlsSocket.once("secureConnect", () => {
-          tools.onVerified?.(tlsSocket, address, port, servername);
+          ended?.();
+          tools.tls?.verified(tlsSocket, address, port, servername);
           connected(null, tlsSocket);
         });
-        tlsSocket.once("error", (err: Error) => connected(err));
+        tlsSocket.once("error", (err: Error) => {
+          ended?.();
+          connected(err);
+        });
+        if (ended) tlsSocket.once("close", ended);
       };
       // 'connect' is the TCP connection, before any TLS handshake. A verified session of the
       // same address, port and name is resumed when ready, or waited for when that pays.
       tcp.once("connect", () => {
         tcpConnected = true;
+        tools.tls?.reached(address, port, servername);
         const ready = tools.sessions.take(key);
         if (ready || !tools.sessions.worthWaiting(key, performance.now() - dialledAt)) {
           return startTls(ready);

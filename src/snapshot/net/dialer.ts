@@ -83,7 +83,8 @@ export interface TargetDispatcherOptions {
   sessionWait?: SessionWaitOptions;
   /** The snapshot's caps (budget.ts): a name is resolved only if its budget admitted it. */
   budget?: Pick<SnapshotBudget, "checkResolvable">;
-  /** Keeps each origin's first verified handshake for the report's `tls` section. */
+  /** Keeps each origin's first verified handshake for the report's `tls` section, and follows
+   * the handshakes under way for the legacy ones (tls-facts.ts). */
   tlsFacts?: TlsFactsStore;
 }
 
@@ -130,7 +131,7 @@ class PinnedConnector {
       secureContext: secureContextFor(opts.tls?.ca),
       sessions: new SessionStore(opts.sessionWait ?? SESSION_WAIT),
       signal: opts.signal,
-      ...(opts.tlsFacts ? { onVerified: opts.tlsFacts.record } : {}),
+      ...(opts.tlsFacts ? { tls: opts.tlsFacts } : {}),
     };
   }
 

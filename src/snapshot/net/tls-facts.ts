@@ -1,7 +1,9 @@
 import { constants as cryptoConstants } from "node:crypto";
 import { connect as tlsConnect, createSecureContext } from "node:tls";
 import type { SecureContext, TLSSocket } from "node:tls";
+import { connect as netConnect } from "node:net";
 import { refuseLookup } from "./dial-one.js";
+import type { TlsObserver } from "./dial-one.js";
 import { errorCodes } from "./error-chain.js";
 import type { TlsHandshake } from "../types.js";
 
@@ -82,24 +84,72 @@ interface Seen extends TlsPeer {
   facts?: TlsHandshakeFacts | null;
 }
 
+/** Wakes whoever waits on a key once, with a value; a waiter leaves on its signal's abort. */
+class Waiters<T> {
+  private readonly byKey = new Map<string, Set<(value: T | null) => void>>();
+
+  wait(key: string, signal: AbortSignal): Promise<T | null> {
+    if (signal.aborted) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const set = this.byKey.get(key) ?? new Set();
+      this.byKey.set(key, set);
+      const done = (value: T | null) => {
+        set.delete(done);
+        signal.removeEventListener("abort", onAbort);
+        resolve(value);
+      };
+      const onAbort = () => done(null);
+      signal.addEventListener("abort", onAbort, { once: true });
+      set.add(done);
+    });
+  }
+
+  wake(key: string, value: T): void {
+    for (const done of this.byKey.get(key) ?? []) done(value);
+    this.byKey.delete(key);
+  }
+}
+
+/** The key of "no handshake under way" among the idle waiters. */
+const IDLE = "";
+
 /**
- * The first verified handshake of each origin of one snapshot, and who waits for it. The dialer
- * records the socket; its facts are read with the answer's first bytes (or the report, or the
- * socket's end), never during the handshake's own events: read there, a server that then asks
- * to renegotiate made Node's refusal surface as a wrong host name. Belongs to one snapshot, like its session store.
+ * The https connections of one snapshot, as the dialer reports them (dial-one.ts TlsObserver):
+ * the first checked address each origin's TCP reached, the first verified handshake of each
+ * origin, and how many handshakes are under way. The facts are read with the answer's first
+ * bytes (or the report, or the socket's end), never during the handshake's own events: read
+ * there, a server that then asks to renegotiate made Node's refusal surface as a wrong host name.
+ * Belongs to one snapshot, like its session store.
  */
-export class TlsFactsStore {
+export class TlsFactsStore implements TlsObserver {
+  private readonly reachedAt = new Map<string, TlsPeer>();
   private readonly seen = new Map<string, Seen>();
-  private readonly waiters = new Map<string, Set<(peer: TlsPeer | null) => void>>();
+  private readonly reachWaiters = new Waiters<TlsPeer>();
+  private readonly verifiedWaiters = new Waiters<TlsPeer>();
+  private readonly idleWaiters = new Waiters<true>();
+  private underWay = 0;
+
+  reached(address: string, port: number, servername: string | undefined): void {
+    const key = originKey(servername ?? address, port);
+    if (this.reachedAt.has(key)) return;
+    const peer = { address, port, servername };
+    this.reachedAt.set(key, peer);
+    this.reachWaiters.wake(key, peer);
+  }
+
+  handshakeStarted(): () => void {
+    this.underWay++;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      if (--this.underWay === 0) this.idleWaiters.wake(IDLE, true);
+    };
+  }
 
   /** Keeps the first verified https connection of its origin (the SNI name, else the IP
    * literal, and the port). */
-  readonly record = (
-    socket: TLSSocket,
-    address: string,
-    port: number,
-    servername: string | undefined,
-  ): void => {
+  verified(socket: TLSSocket, address: string, port: number, servername: string | undefined): void {
     const key = originKey(servername ?? address, port);
     if (this.seen.has(key)) return;
     const seen: Seen = { address, port, servername, socket };
@@ -109,9 +159,8 @@ export class TlsFactsStore {
     const read = () => this.read(seen);
     socket.once("readable", read);
     socket.once("end", read);
-    for (const wake of this.waiters.get(key) ?? []) wake({ address, port, servername });
-    this.waiters.delete(key);
-  };
+    this.verifiedWaiters.wake(key, { address, port, servername });
+  }
 
   private read(seen: Seen): TlsHandshakeFacts | null {
     if (seen.facts === undefined) {
@@ -126,23 +175,24 @@ export class TlsFactsStore {
     return seen ? this.read(seen) : null;
   }
 
+  /** The checked address a TCP connection to `host`:`port` reached, once one has; null on abort. */
+  whenReached(host: string, port: number, signal: AbortSignal): Promise<TlsPeer | null> {
+    const key = originKey(host, port);
+    const known = this.reachedAt.get(key);
+    return known ? Promise.resolve(known) : this.reachWaiters.wait(key, signal);
+  }
+
   /** Where `host`:`port`'s verified handshake went, once one completes; null on abort. */
-  when(host: string, port: number, signal: AbortSignal): Promise<TlsPeer | null> {
+  whenVerified(host: string, port: number, signal: AbortSignal): Promise<TlsPeer | null> {
     const key = originKey(host, port);
     const known = this.seen.get(key);
-    if (known || signal.aborted) return Promise.resolve(known ?? null);
-    return new Promise((resolve) => {
-      const set = this.waiters.get(key) ?? new Set();
-      this.waiters.set(key, set);
-      const done = (peer: TlsPeer | null) => {
-        set.delete(done);
-        signal.removeEventListener("abort", onAbort);
-        resolve(peer);
-      };
-      const onAbort = () => done(null);
-      signal.addEventListener("abort", onAbort, { once: true });
-      set.add(done);
-    });
+    return known ? Promise.resolve(known) : this.verifiedWaiters.wait(key, signal);
+  }
+
+  /** Resolves true once no handshake of the snapshot is under way (at once if none is); null
+   * on abort. */
+  whenIdle(signal: AbortSignal): Promise<true | null> {
+    return this.underWay === 0 ? Promise.resolve(true) : this.idleWaiters.wait(IDLE, signal);
   }
 }
 
@@ -184,38 +234,56 @@ const REFUSED = new Set([
 /**
  * One handshake limited to `version`, to the checked `address` (never resolved again) with the
  * same SNI name, no HTTP request: true when it completes, false when the server refuses that
- * version, null when it cannot be told (reset, silence, timeout, abort, anything else).
+ * version, null when it cannot be told (reset, silence, timeout, abort, `ready` false, anything
+ * else). The TCP connection is made at once, so its round trip overlaps the snapshot's own
+ * handshakes; the ClientHello waits for `ready`, so its CPU does not delay their requests
+ * (docs/snapshot-engine.md "TLS facts").
  */
 export function legacyHandshake(
-  facts: TlsPeer,
+  peer: TlsPeer,
   version: LegacyVersion,
   timeoutMs: number,
   signal: AbortSignal,
+  ready: Promise<boolean>,
 ): Promise<boolean | null> {
   if (signal.aborted || timeoutMs <= 0) return Promise.resolve(null);
   return new Promise((resolve) => {
-    const socket = tlsConnect({
-      host: facts.address,
-      port: facts.port,
-      lookup: refuseLookup,
-      ...(facts.servername ? { servername: facts.servername } : {}),
-      secureContext: legacyContext(version),
-      // Only whether the version is accepted is asked; the certificate was judged already.
-      rejectUnauthorized: false,
-      ALPNProtocols: ["http/1.1"],
-    });
+    const tcp = netConnect({ host: peer.address, port: peer.port, lookup: refuseLookup });
+    let socket: TLSSocket | undefined;
+    let settled = false;
     const finish = (accepted: boolean | null) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       signal.removeEventListener("abort", onAbort);
-      socket.destroy();
+      socket?.destroy();
+      tcp.destroy();
       resolve(accepted);
     };
     const onAbort = () => finish(null);
     const timer = setTimeout(onAbort, timeoutMs);
     signal.addEventListener("abort", onAbort, { once: true });
-    socket.once("secureConnect", () => finish(socket.getProtocol() === version));
-    socket.once("error", (err: Error) =>
-      finish(REFUSED.has(errorCodes(err)[0] ?? "") ? false : null),
-    );
+    // Before TLS starts, a TCP failure cannot tell; then the TLS socket reports it.
+    const onTcpError = () => finish(null);
+    tcp.once("error", onTcpError);
+    const connected = new Promise<void>((r) => tcp.once("connect", () => r()));
+    void Promise.all([ready, connected]).then(([go]) => {
+      if (settled) return;
+      if (!go) return finish(null);
+      tcp.off("error", onTcpError);
+      const tls = tlsConnect({
+        socket: tcp,
+        ...(peer.servername ? { servername: peer.servername } : {}),
+        secureContext: legacyContext(version),
+        // Only whether the version is accepted is asked; the certificate was judged already.
+        rejectUnauthorized: false,
+        ALPNProtocols: ["http/1.1"],
+      });
+      socket = tls;
+      tls.once("secureConnect", () => finish(tls.getProtocol() === version));
+      tls.once("error", (err: Error) =>
+        finish(REFUSED.has(errorCodes(err)[0] ?? "") ? false : null),
+      );
+    });
   });
 }
