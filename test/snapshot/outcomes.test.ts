@@ -138,6 +138,12 @@ describe("ssrf: the input host or a hop resolves to a blocked address / port / s
     const err = await failure(engine.snapshot(`http://evil.test:${site.port}/`));
     expect(err.errorType).toBe("ssrf");
     expect(err.requestedUrl).toBe(`http://evil.test:${site.port}/`);
+    // A loopback answer: the refusal says how to check a site on this machine.
+    expect(err.message).toBe(
+      `evil.test resolves to ${BLOCKED_HOST}, a private, reserved or otherwise non-public ` +
+        "address; for a site on your machine use `secsnap scan --local` or " +
+        "`secsnap serve --allow-local`.",
+    );
   });
 
   it("a name with one blocked answer among public ones", async () => {

@@ -24,9 +24,15 @@ import type {
   Undecodable,
 } from "../types.js";
 import { CapReachedError } from "./budget.js";
-import { findBytesRead, findConnectPhase } from "./dial-errors.js";
+import { BlockedAddressError, findBytesRead, findConnectPhase } from "./dial-errors.js";
 import { errorChain, errorCodes } from "./error-chain.js";
-import { httpProbeUrl, httpsProbeUrl, resolveRedirect, withoutFragment } from "./url-rules.js";
+import {
+  httpProbeUrl,
+  httpsProbeUrl,
+  localModeHint,
+  resolveRedirect,
+  withoutFragment,
+} from "./url-rules.js";
 import type { UrlPolicy } from "./url-rules.js";
 
 /** docs/contract.md §4.1: bodies are never read beyond what a check needs. */
@@ -156,7 +162,11 @@ function classifyError(err: unknown, ctx: FetchContext, url: URL): RequestFailur
   const codes = errorCodes(err);
   const has = (...wanted: string[]) => codes.some((c) => wanted.includes(c));
   if (has("SECSNAP_BLOCKED", "SECSNAP_BLOCKED_PORT")) {
-    return { kind: "blocked", message: err instanceof Error ? err.message : String(err) };
+    const message = err instanceof Error ? err.message : String(err);
+    // A name that resolves to this machine or its network: say how to check such a site.
+    const address = errorChain(err).find((e) => e instanceof BlockedAddressError)?.address;
+    const hint = address === undefined ? "" : localModeHint(ctx.policy, address);
+    return { kind: "blocked", message: hint ? `${message.replace(/\.$/, "")}${hint}.` : message };
   }
   if (ctx.deadlinePassed() || isTimeoutError(err)) return { kind: "timeout" };
   for (const code of codes) {

@@ -21,6 +21,12 @@ export interface UrlPolicy {
 const LOCAL_HINT =
   "for a site on your machine use `secsnap scan --local` or `secsnap serve --allow-local`";
 
+/** What a refusal of `address` adds: the hint, only where local mode would help (never for
+ * metadata or other reserved space); nothing else. */
+export function localModeHint(policy: Pick<UrlPolicy, "allowLocal">, address: string): string {
+  return policy.allowLocal !== true && isLocalAddress(address) ? `; ${LOCAL_HINT}` : "";
+}
+
 /** Every TCP port: local mode's allowedPorts, so the dialer and the probes need no other rule. */
 let everyPort: ReadonlySet<number> | undefined;
 function allPorts(): ReadonlySet<number> {
@@ -167,11 +173,9 @@ function validateParsed(url: URL, policy: UrlPolicy): Violation | undefined {
   }
   if (isLiteral && policy.isBlockedAddress(withoutBrackets(host))) {
     const address = withoutBrackets(host);
-    // The hint only where local mode would help: never for metadata or other reserved space.
-    const hint = policy.allowLocal !== true && isLocalAddress(address) ? `; ${LOCAL_HINT}` : "";
     return violation(
       "ssrf",
-      `${host} is a private, reserved or otherwise non-public address${hint}.`,
+      `${host} is a private, reserved or otherwise non-public address${localModeHint(policy, address)}.`,
     );
   }
   const port = effectivePort(url);
