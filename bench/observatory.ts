@@ -33,7 +33,8 @@ import {
   resolveNamesFor,
 } from "./compare/observatory.js";
 import { duel } from "./lib/stats.js";
-import type { PeerCounters } from "./lib/stats.js";
+import type { Contender, PeerCounters } from "./lib/stats.js";
+import { freshAgent, plainGet } from "./lib/baseline.js";
 import { PAGE_HOST, startBenchTarget } from "./lib/target.js";
 
 /** Away from the test fixtures (127.0.0.x) and from `npm run compare`'s sites (127.0.20.x). */
@@ -56,6 +57,16 @@ function check(cond: boolean, what: string): void {
 async function child(setup: ChildSetup): Promise<number> {
   resolveNamesFor(new Map([[PAGE_HOST, TARGET_ADDRESS]]));
   const scan = await loadObservatory(ensureObservatory());
+  const observatory: Contender = {
+    name: "Observatory",
+    run: async () => {
+      const t0 = performance.now();
+      const r = await scan(PAGE_HOST);
+      const ms = performance.now() - t0;
+      check(typeof r.scan.grade === "string", "Observatory graded the site");
+      return ms;
+    },
+  };
   const result = await duel(
     {
       name: "ours",
@@ -81,16 +92,7 @@ async function child(setup: ChildSetup): Promise<number> {
         }
       },
     },
-    {
-      name: "Observatory",
-      run: async () => {
-        const t0 = performance.now();
-        const r = await scan(PAGE_HOST);
-        const ms = performance.now() - t0;
-        check(typeof r.scan.grade === "string", "Observatory graded the site");
-        return ms;
-      },
-    },
+    observatory,
     {
       warmup: WARMUP,
       rounds: ROUNDS,
@@ -111,6 +113,32 @@ async function child(setup: ChildSetup): Promise<number> {
   console.log(
     `in-process scan ÷ Observatory ${result.ratio.toFixed(2)} (≤ ${TARGET_RATIO}) ` +
       `${pass ? "PASS" : "FAIL"}   [paired ${result.pairedRatio.toFixed(2)}, ${result.rounds} rounds]`,
+  );
+  // The floor, in the same run: no scan that fetches the page can take less than one plain GET
+  // of it (the resolution, connection and handshake every client makes, and its answer's delay).
+  const floor = await duel(
+    {
+      name: "one plain GET",
+      run: async () => {
+        const agent = freshAgent([setup.dnsServer]);
+        try {
+          const t0 = performance.now();
+          const r = await plainGet(`https://${PAGE_HOST}/`, agent);
+          const ms = performance.now() - t0;
+          check(r.status === 200, "the plain GET got the page");
+          return ms;
+        } finally {
+          await agent.close();
+        }
+      },
+    },
+    observatory,
+    { warmup: 1, rounds: ROUNDS },
+  );
+  console.log(
+    `one plain GET of the page ÷ Observatory ${floor.ratio.toFixed(2)} (printed: the floor of ` +
+      `any scan of the page) [paired ${floor.pairedRatio.toFixed(2)}, ${floor.rounds} rounds]; ` +
+      `ours ÷ one plain GET ≈ ${(result.ratio / floor.ratio).toFixed(2)}`,
   );
   return pass ? 0 : 1;
 }

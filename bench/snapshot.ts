@@ -291,7 +291,7 @@ function table(results: LineResult[]): string {
     const d = r.duel;
     const verdict = d.ratio <= spec.target ? "PASS" : "FAIL";
     rows.push(
-      `| ${lineNames.indexOf(r.line) + 1}. ${spec.title} | ${spec.engineSide} | ${sideCells(d.a)} | **${d.ratio.toFixed(2)}×** | ≤ ${spec.target.toFixed(1)}× | **${verdict}** |`,
+      `| ${lineNames.indexOf(r.line) + 1}. ${spec.title} | ${spec.engineSide} | ${sideCells(d.a)} | **${d.ratio.toFixed(2)}×** | ≤ ${spec.target.toFixed(2)}× | **${verdict}** |`,
       `| | ${spec.baselineSide} | ${sideCells(d.b)} | (paired ${d.pairedRatio.toFixed(2)}×, ${d.rounds} rounds) | | |`,
     );
   }
