@@ -124,6 +124,19 @@ const DnsSectionSchema = z
       .strict()
       .nullable()
       .describe("null: the DNS servers gave no usable answer in time."),
+    mx: z
+      .object({
+        present: z.boolean().describe("The domain has MX records."),
+        null_mx: z
+          .boolean()
+          .describe("Its only MX is `0 .`: it declares it receives no mail (RFC 7505)."),
+        hosts: z
+          .array(z.string())
+          .describe("The mail exchangers, most preferred first; [] with none or a null MX."),
+      })
+      .strict()
+      .nullable()
+      .describe("null: the DNS servers gave no usable answer in time."),
   })
   .strict()
   .describe("The domain's mail and certificate records (docs/contract.md §8).");
@@ -196,7 +209,7 @@ export const SnapshotResultSchema = z
       ),
     tls: TlsSchema,
     dns: DnsSectionSchema.nullable().describe(
-      "CAA, SPF, DMARC and MTA-STS of the final host's registrable domain; null when the host is an IP address or not under a public suffix.",
+      "CAA, SPF, DMARC, MTA-STS and MX of the final host's registrable domain; null when the host is an IP address or not under a public suffix.",
     ),
     cross_origin: CrossOriginSchema.nullable().describe(
       "The final response's cross-origin policies and whether the page is cross-origin isolated; null without a final response.",

@@ -40,6 +40,7 @@ const DEMO_DNS: Pick<ReportSections, "dns"> = {
       policy: "reject",
     },
     mta_sts: { present: true, mode: "enforce", max_age: 604800 },
+    mx: { present: true, null_mx: false, hosts: ["mx1.example.com", "mx2.example.com"] },
   },
 };
 

@@ -82,8 +82,21 @@ describe("the domain section", () => {
         policy: "reject",
       },
       mta_sts: { present: true, mode: "enforce", max_age: 604800 },
+      mx: { present: true, null_mx: false, hosts: ["mx1.good-mail.com", "mx2.good-mail.com"] },
     });
     expect(report.score).toBe(100);
+  });
+
+  it("a null MX and no MX: no mail received, no MTA-STS asked for", async () => {
+    const nullMx = await engine.snapshot(site.url("/", "www.no-mail.com"));
+    expect(nullMx.dns).toMatchObject({
+      mta_sts: { present: false },
+      mx: { present: true, null_mx: true, hosts: [] },
+    });
+    expect(nullMx.findings).toEqual([]);
+    const noMx = await engine.snapshot(site.url("/", "www.quiet-mail.com"));
+    expect(noMx.dns).toMatchObject({ mx: { present: false, null_mx: false, hosts: [] } });
+    expect(noMx.findings).toEqual([]);
   });
 
   it("the weak answers are named in the section", async () => {

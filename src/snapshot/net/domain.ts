@@ -1,6 +1,6 @@
 /**
- * The domain lookups of one snapshot (docs/snapshot-engine.md "The domain"): CAA and TXT at the
- * registrable domain, TXT at `_dmarc.` and `_mta-sts.`, through the engine's DNS servers, all at
+ * The domain lookups of one snapshot (docs/snapshot-engine.md "The domain"): CAA, TXT and MX at
+ * the registrable domain, TXT at `_dmarc.` and `_mta-sts.`, through the engine's DNS servers, all at
  * once; then, only when an MTA-STS record is there, its policy file over the snapshot's pinned
  * dispatcher. Nothing here throws.
  */
@@ -16,6 +16,7 @@ export interface DomainLookups {
   txt: Promise<DnsAnswer<string>>;
   dmarc: Promise<DnsAnswer<string>>;
   mtaStsTxt: Promise<DnsAnswer<string>>;
+  mx: Promise<DnsAnswer<{ priority: number; exchange: string }>>;
   /** null: no MTA-STS record, so no request. */
   mtaStsPolicy: Promise<PolicyFetch | null>;
 }
@@ -50,6 +51,7 @@ export function startDomainLookups(
     txt: records.txt(domain, signal),
     dmarc: records.txt(`_dmarc.${domain}`, signal),
     mtaStsTxt,
+    mx: records.mx(domain, signal),
     // RFC 8461 §3.1: the policy is fetched only for a record beginning `v=STSv1`.
     mtaStsPolicy: mtaStsTxt.then((a) =>
       a.kind === "records" && a.records.some((r) => /^v=STSv1(\s|;|$)/.test(r.trim()))
@@ -65,14 +67,15 @@ export async function domainEvidence(lookups: DomainLookups, ms: number): Promis
   const grace = new Promise<null>((r) => (timer = setTimeout(() => r(null), ms)));
   const by = <T>(p: Promise<T>): Promise<T | null> => Promise.race([p, grace]);
   try {
-    const [caa, txt, dmarc, mtaStsTxt, mtaStsPolicy] = await Promise.all([
+    const [caa, txt, dmarc, mtaStsTxt, mx, mtaStsPolicy] = await Promise.all([
       by(lookups.caa),
       by(lookups.txt),
       by(lookups.dmarc),
       by(lookups.mtaStsTxt),
+      by(lookups.mx),
       by(lookups.mtaStsPolicy),
     ]);
-    return { domain: lookups.domain, caa, txt, dmarc, mtaStsTxt, mtaStsPolicy };
+    return { domain: lookups.domain, caa, txt, dmarc, mtaStsTxt, mx, mtaStsPolicy };
   } finally {
     clearTimeout(timer);
   }

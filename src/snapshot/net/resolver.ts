@@ -229,7 +229,7 @@ export function shareAnswers(resolve: ResolveHost): ResolveHost {
   };
 }
 
-/** What one CAA or TXT question got (the domain checks of docs/contract.md §8). */
+/** What one CAA, TXT or MX question got (the domain checks of docs/contract.md §8). */
 export type RecordAnswer<T> =
   /** The records (NOERROR with answers). */
   | { kind: "records"; records: T[] }
@@ -250,10 +250,15 @@ export interface RecordLookup {
   caa(name: string, signal: AbortSignal): Promise<RecordAnswer<CaaRecordAnswer>>;
   /** Each TXT record with its character-strings joined (RFC 7208 §3.3). */
   txt(name: string, signal: AbortSignal): Promise<RecordAnswer<string>>;
+  /** The mail exchangers; a null MX (RFC 7505) comes as an empty or "." exchange. */
+  mx(
+    name: string,
+    signal: AbortSignal,
+  ): Promise<RecordAnswer<{ priority: number; exchange: string }>>;
 }
 
 /**
- * CAA and TXT questions through the same servers, c-ares and time bound as the address lookups
+ * CAA, TXT and MX questions through the same servers, c-ares and time bound as the address lookups
  * (createResolver). Never rejects: every outcome is a RecordAnswer.
  */
 export function createRecordLookup(
@@ -290,5 +295,6 @@ export function createRecordLookup(
     caa: (name, signal) => ask((r) => r.resolveCaa(name) as Promise<CaaRecordAnswer[]>, signal),
     txt: (name, signal) =>
       ask((r) => r.resolveTxt(name).then((rs) => rs.map((chunks) => chunks.join(""))), signal),
+    mx: (name, signal) => ask((r) => r.resolveMx(name), signal),
   };
 }

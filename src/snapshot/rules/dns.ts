@@ -23,6 +23,7 @@ export interface DnsSection {
   spf: { present: boolean; record: string | null; all: SpfAll | null } | null;
   dmarc: { present: boolean; record: string | null; policy: DmarcPolicy | null } | null;
   mta_sts: { present: boolean; mode: MtaStsMode | null; max_age: number | null } | null;
+  mx: { present: boolean; null_mx: boolean; hosts: string[] } | null;
 }
 
 // tldts (the public suffix list) is required on the first named target, not at start-up
@@ -117,9 +118,9 @@ export const DNS_MTA_STS_MISSING: FindingDef = {
   check: "dns",
   severity: "info",
   message:
-    "The domain has no MTA-STS policy: mail sent to it may be delivered without TLS if an attacker strips STARTTLS.",
+    "The domain receives mail but has no MTA-STS policy: mail sent to it may be delivered without TLS if an attacker strips STARTTLS.",
   recommendation:
-    "If the domain receives mail, publish `_mta-sts.<domain>` TXT `v=STSv1; id=<serial>` and a policy at `https://mta-sts.<domain>/.well-known/mta-sts.txt`.",
+    "Publish `_mta-sts.<domain>` TXT `v=STSv1; id=<serial>` and a policy at `https://mta-sts.<domain>/.well-known/mta-sts.txt` naming its MX hosts.",
 };
 
 export const DNS_MTA_STS_TESTING: FindingDef = {
@@ -267,7 +268,20 @@ export function dnsSection(e: Evidence): DnsSection | null {
       mode: policy?.mode ?? null,
       max_age: policy?.maxAge ?? null,
     },
+    mx: usable(d.mx) ? mxOf(d.mx) : null,
   };
+}
+
+/** The mail exchangers by preference; a lone `0 .` is a null MX: no mail (RFC 7505). */
+function mxOf(
+  answer: Exclude<DnsAnswer<{ priority: number; exchange: string }>, { kind: "failed" }>,
+): NonNullable<DnsSection["mx"]> {
+  const records = answer.kind === "records" ? answer.records : [];
+  const hosts = [...records]
+    .sort((a, b) => a.priority - b.priority)
+    .map((r) => r.exchange.replace(/\.$/, "").toLowerCase());
+  const nullMx = hosts.length === 1 && hosts[0] === "";
+  return { present: records.length > 0, null_mx: nullMx, hosts: nullMx ? [] : hosts };
 }
 
 export function judgeDns(e: Evidence): Finding[] {
@@ -330,8 +344,10 @@ export function judgeDns(e: Evidence): Finding[] {
       ),
     );
   }
+  // MTA-STS protects mail sent to the domain: asked for only of a domain that receives mail.
+  const receivesMail = s.mx !== null && s.mx.present && !s.mx.null_mx;
   if (s.mta_sts && !s.mta_sts.present) {
-    out.push(found(DNS_MTA_STS_MISSING));
+    if (receivesMail) out.push(found(DNS_MTA_STS_MISSING));
   } else if (s.mta_sts && d.mtaStsPolicy) {
     const outcome = policyOutcome(d.mtaStsPolicy);
     if (outcome.kind === "unusable") {
@@ -373,6 +389,7 @@ export function dnsNotes(e: Evidence): string[] {
   unanswered("SPF record", d.txt);
   unanswered("DMARC record", d.dmarc);
   unanswered("MTA-STS record", d.mtaStsTxt);
+  unanswered("MX records", d.mx);
   const announced =
     d.mtaStsTxt?.kind === "records" && recordsWith(d.mtaStsTxt, "v=STSv1").length > 0;
   if (announced) {

@@ -116,7 +116,7 @@ export interface Evidence {
   dns?: DomainEvidence | null;
 }
 
-/** What a CAA or TXT question got: its records, none (NXDOMAIN/NODATA), or no usable answer. */
+/** What a CAA, TXT or MX question got: its records, none (NXDOMAIN/NODATA), or no usable answer. */
 export type DnsAnswer<T> =
   { kind: "records"; records: T[] } | { kind: "none" } | { kind: "failed"; code: string };
 
@@ -147,6 +147,8 @@ export interface DomainEvidence {
   dmarc: DnsAnswer<string> | null;
   /** TXT records at `_mta-sts.<domain>`. */
   mtaStsTxt: DnsAnswer<string> | null;
+  /** MX records at the domain (whether it receives mail). */
+  mx: DnsAnswer<{ priority: number; exchange: string }> | null;
   /** The policy file; null when not fetched (no MTA-STS record) or late. */
   mtaStsPolicy: PolicyFetch | null;
 }

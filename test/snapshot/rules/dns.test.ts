@@ -22,6 +22,7 @@ function domain(over: Partial<DomainEvidence> = {}): DomainEvidence {
     txt: txt("v=spf1 -all"),
     dmarc: txt("v=DMARC1; p=reject"),
     mtaStsTxt: txt("v=STSv1; id=1"),
+    mx: { kind: "records", records: [{ priority: 10, exchange: "mx.example.com" }] },
     mtaStsPolicy: {
       kind: "response",
       url: "https://mta-sts.example.com/.well-known/mta-sts.txt",
@@ -143,6 +144,48 @@ describe("judgeDns", () => {
     expect(finding?.message).toBe(
       "The domain example.com announces MTA-STS but its policy file cannot be used: the TLS certificate has expired.",
     );
+  });
+
+  it("MX: MTA-STS is asked for only of a domain that receives mail", () => {
+    const noSts = { mtaStsTxt: NONE, mtaStsPolicy: null };
+    const mx = (...records: { priority: number; exchange: string }[]) => ({
+      mx: { kind: "records" as const, records },
+    });
+    // No MX, or a null MX (RFC 7505): no mail to protect, no finding; SPF and DMARC still count.
+    expect(judged({ ...noSts, mx: NONE })).toEqual([]);
+    expect(judged({ ...noSts, ...mx({ priority: 0, exchange: "" }) })).toEqual([]);
+    expect(judged({ ...noSts, ...mx({ priority: 0, exchange: "." }), dmarc: NONE })).toEqual([
+      "dns-dmarc-missing",
+    ]);
+    expect(
+      dnsSection({
+        ...evidenceOf(),
+        dns: domain(
+          mx(
+            { priority: 20, exchange: "b.example.com." },
+            { priority: 5, exchange: "A.example.com" },
+          ),
+        ),
+      })?.mx,
+    ).toEqual({ present: true, null_mx: false, hosts: ["a.example.com", "b.example.com"] });
+    expect(
+      dnsSection({ ...evidenceOf(), dns: domain(mx({ priority: 0, exchange: "" })) })?.mx,
+    ).toEqual({ present: true, null_mx: true, hosts: [] });
+    expect(dnsSection({ ...evidenceOf(), dns: domain({ mx: NONE }) })?.mx).toEqual({
+      present: false,
+      null_mx: false,
+      hosts: [],
+    });
+    // MX unknown: no finding about it, a note.
+    const unknown = {
+      ...evidenceOf(),
+      dns: domain({ ...noSts, mx: { kind: "failed", code: "ETIMEOUT" } }),
+    };
+    expect(idsOf(judgeDns(unknown))).toEqual([]);
+    expect(dnsSection(unknown)?.mx).toBeNull();
+    expect(dnsNotes(unknown)).toEqual([
+      "The MX records of example.com could not be looked up: the DNS servers gave no usable answer.",
+    ]);
   });
 
   it("what could not be had is null with a note, never a finding", () => {
