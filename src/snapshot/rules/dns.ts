@@ -141,6 +141,26 @@ export const DNS_MTA_STS_INVALID: FindingDef = {
     "Serve `https://mta-sts.<domain>/.well-known/mta-sts.txt` as `text/plain` with a valid certificate, with `version: STSv1`, `mode`, `max_age` and `mx` lines.",
 };
 
+export const DNS_MTA_STS_MX_MISMATCH: FindingDef = {
+  id: "dns-mta-sts-mx-mismatch",
+  check: "dns",
+  severity: "medium",
+  message:
+    "The domain's enforced MTA-STS policy matches none of some of its MX hosts: senders that apply it refuse to deliver mail there.",
+  recommendation:
+    "Name every MX host (or a `*.` pattern that covers it) on an `mx:` line of the policy file, then change the record's `id`.",
+};
+
+/** RFC 8461 §4.1: an `mx` pattern is a host name, or `*.` and a name, matching one more label. */
+export function mxMatches(pattern: string, host: string): boolean {
+  const p = pattern.trim().replace(/\.$/, "").toLowerCase();
+  if (!p.startsWith("*.")) return p === host;
+  const rest = p.slice(1); // ".example.com"
+  return (
+    host.endsWith(rest) && !host.slice(0, -rest.length).includes(".") && host.length > rest.length
+  );
+}
+
 /** The records of a TXT answer that begin with `prefix` (case-insensitive), then a space or `;`. */
 function recordsWith(answer: DnsAnswer<string>, prefix: string): string[] {
   if (answer.kind !== "records") return [];
@@ -359,6 +379,17 @@ export function judgeDns(e: Evidence): Finding[] {
       );
     } else if (outcome.kind === "policy" && outcome.policy.mode === "testing") {
       out.push(found(DNS_MTA_STS_TESTING));
+    } else if (outcome.kind === "policy" && outcome.policy.mode === "enforce") {
+      const { mx } = outcome.policy;
+      const unmatched = (s.mx?.hosts ?? []).filter((h) => !mx.some((p) => mxMatches(p, h)));
+      if (unmatched.length > 0) {
+        out.push(
+          found(
+            DNS_MTA_STS_MX_MISMATCH,
+            `The enforced MTA-STS policy of ${domain} matches none of its MX hosts ${unmatched.join(", ")} (its mx lines: ${mx.join(", ")}): senders that apply it refuse to deliver mail there.`,
+          ),
+        );
+      }
     } else if (outcome.kind === "policy" && outcome.policy.mode === "none") {
       out.push(
         found(
@@ -414,6 +445,7 @@ export const dnsRule = defineRule({
     DNS_DMARC_NONE,
     DNS_CAA_MISSING,
     DNS_MTA_STS_INVALID,
+    DNS_MTA_STS_MX_MISMATCH,
     DNS_MTA_STS_MISSING,
     DNS_MTA_STS_TESTING,
   ],

@@ -6,6 +6,7 @@ import {
   dnsNotes,
   dnsSection,
   judgeDns,
+  mxMatches,
   parseMtaStsPolicy,
   registrableDomain,
   spfAll,
@@ -143,6 +144,29 @@ describe("judgeDns", () => {
     const [finding] = judgeDns({ ...evidenceOf(), dns: domain(tls) });
     expect(finding?.message).toBe(
       "The domain example.com announces MTA-STS but its policy file cannot be used: the TLS certificate has expired.",
+    );
+  });
+
+  it("an enforced policy must match every MX host (RFC 8461 §4.1 patterns)", () => {
+    expect(mxMatches("mx.example.com", "mx.example.com")).toBe(true);
+    expect(mxMatches("MX.Example.com.", "mx.example.com")).toBe(true);
+    expect(mxMatches("*.example.com", "mx1.example.com")).toBe(true);
+    expect(mxMatches("*.example.com", "a.b.example.com")).toBe(false);
+    expect(mxMatches("*.example.com", "example.com")).toBe(false);
+    expect(mxMatches("*.example.com", "mx.example.com.evil")).toBe(false);
+    expect(mxMatches("mx.example.com", "mx2.example.com")).toBe(false);
+    const hosts = (...exchange: string[]) => ({
+      mx: {
+        kind: "records" as const,
+        records: exchange.map((e, i) => ({ priority: i, exchange: e })),
+      },
+    });
+    // The default policy has `mx: *.example.com`.
+    expect(judged(hosts("mx.example.com", "backup.example.com"))).toEqual([]);
+    const e = { ...evidenceOf(), dns: domain(hosts("mx.example.com", "mx.other.net")) };
+    expect(idsOf(judgeDns(e))).toEqual(["dns-mta-sts-mx-mismatch"]);
+    expect(judgeDns(e)[0]?.message).toBe(
+      "The enforced MTA-STS policy of example.com matches none of its MX hosts mx.other.net (its mx lines: *.example.com): senders that apply it refuse to deliver mail there.",
     );
   });
 
