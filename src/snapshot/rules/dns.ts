@@ -1,7 +1,7 @@
 /**
- * The domain (docs/contract.md §8, docs/findings.md "Domain"): CAA, SPF, DMARC and MTA-STS of the
- * final host's registrable domain, as the engine's resolver answered them, and the MTA-STS policy
- * file. Pure functions of the evidence; the lookups are net/domain.ts's.
+ * The domain (docs/contract.md §9.2, docs/findings.md "The domain"): CAA, SPF, DMARC, MTA-STS and
+ * MX of the final host's registrable domain, as the engine's resolver answered them, and the
+ * MTA-STS policy file. Pure functions of the evidence; the lookups are net/domain.ts's.
  */
 import { createRequire } from "node:module";
 import { isIP } from "node:net";
