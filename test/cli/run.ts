@@ -2,6 +2,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { connect, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { runCli as runCliInProcess } from "../../src/cli/run.js";
+import type { Devnet } from "../../src/devnet/devnet.js";
 import { closedPort } from "../fixtures/targets.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -29,6 +30,26 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
       env[k] = v;
   }
   return { ...env, METRICS_PORT: "0", ...extra };
+}
+
+/**
+ * cleanEnv as strings, for a paying command: with devnet payer `payerIndex`'s key as
+ * SECSNAP_PRIVATE_KEY, or with no key at all (then only a devnet service is paid).
+ */
+export function payerEnv(
+  devnet: Pick<Devnet, "payerPrivateKeys">,
+  payerIndex?: number,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(cleanEnv())) {
+    if (v !== undefined && k !== "SECSNAP_PRIVATE_KEY") env[k] = v;
+  }
+  if (payerIndex !== undefined) {
+    const key = devnet.payerPrivateKeys[payerIndex];
+    if (!key) throw new Error(`no devnet payer ${payerIndex}`);
+    env.SECSNAP_PRIVATE_KEY = key;
+  }
+  return env;
 }
 
 /**
