@@ -11,91 +11,58 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import inspectorCli from "@modelcontextprotocol/inspector-cli/package.json" with { type: "json" };
 import { Ajv } from "ajv";
-import {
-  createPublicClient,
-  http,
-  parseAbiItem,
-  type Address,
-  type Hex,
-  type PublicClient,
-} from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import type { RunningServer } from "../../src/http/index.js";
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
+import { callSnapshot } from "../fixtures/mcp-client.js";
 import {
   claimingBaseMainnet,
-  startLocalTarget,
+  startPaidBed,
   startPaidService,
-  type LocalTarget,
+  type PaidBed,
 } from "../fixtures/paid-service.js";
-import { usdcBalance } from "../fixtures/usdc.js";
-import { ROOT, cleanEnv, cliNodeArgs, waitForLine } from "./run.js";
+import { ROOT, cliNodeArgs, payerEnv, waitForLine } from "./run.js";
 
 const PRICE_UNITS = 50_000n;
-const TRANSFER = parseAbiItem(
-  "event Transfer(address indexed from, address indexed to, uint256 value)",
-);
 
-let devnet: Devnet;
-let chain: PublicClient;
-let local: LocalTarget;
-let service: RunningServer;
+let bed: PaidBed;
 const clients: Client[] = [];
 const opened: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  local = await startLocalTarget();
-  service = await startPaidService({
-    engine: local.engine,
-    ports: [local.port],
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    facilitatorUrl: devnet.facilitatorUrl,
-    devnet: true,
-  });
+  bed = await startPaidBed();
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
   await Promise.all(opened.map((o) => o.close()));
-  await service?.close(1_000);
-  await local?.close();
-  await devnet?.close();
+  await bed?.close();
 });
 
 /** The key of devnet payer `index`, or none (then only a devnet service is paid). */
-function env(payerIndex?: number): Record<string, string> {
-  const clean = cleanEnv();
-  delete clean.SECSNAP_PRIVATE_KEY;
-  if (payerIndex !== undefined) {
-    clean.SECSNAP_PRIVATE_KEY = devnet.payerPrivateKeys[payerIndex] as string;
-  }
-  return Object.fromEntries(
-    Object.entries(clean).filter((e): e is [string, string] => e[1] !== undefined),
-  );
-}
-
-function payerAddress(index: number): Address {
-  return privateKeyToAccount(devnet.payerPrivateKeys[index] as `0x${string}`).address;
-}
-
-const balanceOf = (address: Address) => usdcBalance(chain, devnet.usdcAddress, address);
+const env = (payerIndex?: number) => payerEnv(bed.devnet, payerIndex);
 
 /** A `secsnap mcp` process against the test service, reached through the official SDK client. */
 async function connect(
   options: string[] = [],
   environment = env(),
   nodeArgs = cliNodeArgs(),
-  api = service.url,
+  api = bed.service.url,
 ): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [...nodeArgs, "mcp", "--api", api, "--rpc", devnet.rpcUrl, "--timeout", "30", ...options],
+    args: [
+      ...nodeArgs,
+      "mcp",
+      "--api",
+      api,
+      "--rpc",
+      bed.devnet.rpcUrl,
+      "--timeout",
+      "30",
+      ...options,
+    ],
     env: environment,
     cwd: ROOT,
     stderr: "pipe",
@@ -122,15 +89,6 @@ async function outputValidator(client: Client, name: string) {
 const textOf = (result: CallToolResult) =>
   result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
 
-async function transfersFrom(payer: Address, fromBlock: bigint) {
-  return chain.getLogs({
-    address: devnet.usdcAddress,
-    event: TRANSFER,
-    args: { from: payer },
-    fromBlock,
-  });
-}
-
 describe("the official SDK client", () => {
   it("lists the three tools, then pays `snapshot`: the report, its settlement, 50000 moved", async () => {
     const { client } = await connect([], env(3));
@@ -138,19 +96,19 @@ describe("the official SDK client", () => {
     expect(tools.map((t) => t.name).sort()).toEqual(["demo_snapshot", "snapshot", "wallet"]);
     const validate = await outputValidator(client, "snapshot");
 
-    const payer = payerAddress(3);
+    const payer = bed.payer(3).address;
     const [before, payToBefore, fromBlock] = await Promise.all([
-      balanceOf(payer),
-      balanceOf(devnet.payTo),
-      chain.getBlockNumber(),
+      bed.balanceOf(payer),
+      bed.balanceOf(bed.devnet.payTo),
+      bed.chain.getBlockNumber(),
     ]);
-    const result = (await client.callTool({
-      name: "snapshot",
-      arguments: { url: local.url },
-    })) as CallToolResult;
+    const result = await callSnapshot(client, bed.target.url);
 
     expect(result.isError, textOf(result)).toBeFalsy();
-    expect(result.structuredContent).toMatchObject({ requested_url: local.url, reachable: true });
+    expect(result.structuredContent).toMatchObject({
+      requested_url: bed.target.url,
+      reachable: true,
+    });
     expect(validate(result.structuredContent), JSON.stringify(validate.errors)).toBe(true);
     const report = result.structuredContent as { grade: string; score: number };
     expect(textOf(result)).toContain(`grade ${report.grade}, score ${report.score}/100`);
@@ -160,98 +118,83 @@ describe("the official SDK client", () => {
       transaction: Hex;
       network: string;
     };
-    expect(settlement).toMatchObject({ success: true, network: devnet.network });
+    expect(settlement).toMatchObject({ success: true, network: bed.devnet.network });
     // The text says what was charged, naming the transaction.
     expect(textOf(result)).toContain(
-      `Charged 0.05 USDC on base-sepolia (${devnet.network}) to ${devnet.payTo} from ${payer} (tx ${settlement.transaction}).`,
+      `Charged 0.05 USDC on base-sepolia (${bed.devnet.network}) to ${bed.devnet.payTo} from ${payer} (tx ${settlement.transaction}).`,
     );
     // The settlement's transaction is on chain, and moved exactly the price, payer to payee.
-    const receipt = await chain.getTransactionReceipt({ hash: settlement.transaction });
+    const receipt = await bed.chain.getTransactionReceipt({ hash: settlement.transaction });
     expect(receipt.status).toBe("success");
-    const moved = await transfersFrom(payer, fromBlock);
+    const moved = await bed.transfersFrom(payer, fromBlock);
     expect(moved.map((l) => [l.transactionHash, l.args.to, l.args.value])).toEqual([
-      [settlement.transaction, devnet.payTo, PRICE_UNITS],
+      [settlement.transaction, bed.devnet.payTo, PRICE_UNITS],
     ]);
-    expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
-    expect(await balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
+    expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(bed.devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
   });
 
   it("an invalid URL is an error result with the SnapshotError, not an exception; nothing moved", async () => {
     const { client } = await connect([], env(4));
     const validate = await outputValidator(client, "snapshot");
-    const before = await balanceOf(payerAddress(4));
-    const fromBlock = await chain.getBlockNumber();
+    const before = await bed.balanceOf(bed.payer(4).address);
+    const fromBlock = await bed.chain.getBlockNumber();
 
     for (const url of ["http://169.254.169.254/latest/meta-data", "not a url at all"]) {
-      const result = (await client.callTool({
-        name: "snapshot",
-        arguments: { url },
-      })) as CallToolResult;
+      const result = await callSnapshot(client, url);
       expect(result.isError).toBe(true);
       expect(result.structuredContent).toMatchObject({ requested_url: url });
       expect(validate(result.structuredContent), JSON.stringify(validate.errors)).toBe(true);
       expect(textOf(result)).toMatch(/nothing was charged/i);
     }
-    expect(await transfersFrom(payerAddress(4), fromBlock)).toEqual([]);
-    expect(await balanceOf(payerAddress(4))).toBe(before);
+    expect(await bed.transfersFrom(bed.payer(4).address, fromBlock)).toEqual([]);
+    expect(await bed.balanceOf(bed.payer(4).address)).toBe(before);
   });
 
   it("without a key, pays a devnet service from its test account 2 and says so", async () => {
     const { client, stderr } = await connect();
-    const account = privateKeyToAccount(devnet.payerPrivateKeys[0] as `0x${string}`); // anvil 2
-    const before = await balanceOf(account.address);
-    const result = (await client.callTool({
-      name: "snapshot",
-      arguments: { url: local.url },
-    })) as CallToolResult;
+    const account = bed.payer(0); // anvil 2
+    const before = await bed.balanceOf(account.address);
+    const result = await callSnapshot(client, bed.target.url);
     expect(result.isError, textOf(result)).toBeFalsy();
     expect(textOf(result)).toContain(
       `devnet: paying from anvil test account 2 (${account.address})`,
     );
     expect(stderr()).toContain(`devnet: paying from anvil test account 2`);
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 });
 
 describe("spend caps, checked before signing", () => {
   it("--max-usdc 0.01 refuses a 0.05 call: nothing signed, nothing moved", async () => {
     const { client } = await connect(["--max-usdc", "0.01"], env(5));
-    const before = await balanceOf(payerAddress(5));
-    const fromBlock = await chain.getBlockNumber();
-    const result = (await client.callTool({
-      name: "snapshot",
-      arguments: { url: local.url },
-    })) as CallToolResult;
+    const before = await bed.balanceOf(bed.payer(5).address);
+    const fromBlock = await bed.chain.getBlockNumber();
+    const result = await callSnapshot(client, bed.target.url);
     expect(result.isError).toBe(true);
     expect(result.structuredContent).toBeUndefined();
     expect(textOf(result)).toContain("price 0.05 USDC exceeds --max-usdc 0.01");
     expect(textOf(result)).toContain("Nothing was signed; nothing was charged.");
-    expect(await transfersFrom(payerAddress(5), fromBlock)).toEqual([]);
-    expect(await balanceOf(payerAddress(5))).toBe(before);
+    expect(await bed.transfersFrom(bed.payer(5).address, fromBlock)).toEqual([]);
+    expect(await bed.balanceOf(bed.payer(5).address)).toBe(before);
   });
 
   it("--budget-usdc 0.08 pays one call and refuses the second; wallet says what was spent", async () => {
     const { client } = await connect(["--budget-usdc", "0.08"], env(6));
-    const payer = payerAddress(6);
-    const before = await balanceOf(payer);
-    const fromBlock = await chain.getBlockNumber();
+    const payer = bed.payer(6).address;
+    const before = await bed.balanceOf(payer);
+    const fromBlock = await bed.chain.getBlockNumber();
 
-    const first = (await client.callTool({
-      name: "snapshot",
-      arguments: { url: local.url },
-    })) as CallToolResult;
+    const first = await callSnapshot(client, bed.target.url);
     expect(first.isError, textOf(first)).toBeFalsy();
-    const second = (await client.callTool({
-      name: "snapshot",
-      arguments: { url: local.url },
-    })) as CallToolResult;
+    const second = await callSnapshot(client, bed.target.url);
     expect(second.isError).toBe(true);
     expect(textOf(second)).toContain("would exceed --budget-usdc 0.08");
     expect(textOf(second)).toContain("Nothing was signed; nothing was charged.");
 
-    const moved = await transfersFrom(payer, fromBlock);
+    const moved = await bed.transfersFrom(payer, fromBlock);
     expect(moved.map((l) => l.args.value)).toEqual([PRICE_UNITS]);
-    const balance = await balanceOf(payer);
+    const balance = await bed.balanceOf(payer);
     expect(balance).toBe(before - PRICE_UNITS);
 
     const wallet = (await client.callTool({ name: "wallet", arguments: {} })) as CallToolResult;
@@ -259,8 +202,8 @@ describe("spend caps, checked before signing", () => {
     expect(wallet.structuredContent).toMatchObject({
       address: payer,
       key: "SECSNAP_PRIVATE_KEY",
-      network: devnet.network,
-      asset: devnet.usdcAddress,
+      network: bed.devnet.network,
+      asset: bed.devnet.usdcAddress,
       balance_usdc: (Number(balance) / 1e6).toString(),
       spent_usdc: "0.05",
       budget_usdc: "0.08",
@@ -280,18 +223,18 @@ describe("one proof per call", () => {
   it("a lost answer: the same proof and payment id sent again, the report, one transfer", async () => {
     let paidSends = 0;
     const front = await proxy({
-      upstream: service.url,
+      upstream: bed.service.url,
       loseAnswer: (r) => r.headers["payment-signature"] !== undefined && ++paidSends === 1,
     });
     const { client, stderr } = await connect([], env(7), cliNodeArgs(), front.url);
-    const payer = payerAddress(7);
-    const [before, fromBlock] = await Promise.all([balanceOf(payer), chain.getBlockNumber()]);
-    const result = (await client.callTool({
-      name: "snapshot",
-      arguments: { url: local.url },
-    })) as CallToolResult;
+    const payer = bed.payer(7).address;
+    const [before, fromBlock] = await Promise.all([
+      bed.balanceOf(payer),
+      bed.chain.getBlockNumber(),
+    ]);
+    const result = await callSnapshot(client, bed.target.url);
     expect(result.isError, textOf(result)).toBeFalsy();
-    expect(result.structuredContent).toMatchObject({ requested_url: local.url });
+    expect(result.structuredContent).toMatchObject({ requested_url: bed.target.url });
     const proofs = front.requests
       .map((r) => r.headers["payment-signature"])
       .filter((h): h is string => typeof h === "string");
@@ -302,29 +245,28 @@ describe("one proof per call", () => {
     };
     expect(payload.extensions["payment-identifier"]?.info.id).toMatch(/^pay_/);
     expect(stderr()).toMatch(/did not answer .*sending the same proof again/);
-    expect((await transfersFrom(payer, fromBlock)).map((l) => l.args.value)).toEqual([PRICE_UNITS]);
-    expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+    expect((await bed.transfersFrom(payer, fromBlock)).map((l) => l.args.value)).toEqual([
+      PRICE_UNITS,
+    ]);
+    expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
   });
 
   it("only the networks --network allows: a Base mainnet offer is refused by default, unsigned", async () => {
     // The devnet's facilitator, claiming Base mainnet too, so a service can offer it alone.
     const facilitator = await proxy({
-      upstream: devnet.facilitatorUrl,
+      upstream: bed.devnet.facilitatorUrl,
       rewrite: claimingBaseMainnet,
     });
     const mainnetOnly = await startPaidService({
-      engine: local.engine,
-      ports: [local.port],
-      payTo: devnet.payTo,
+      engine: bed.target.engine,
+      ports: [bed.target.port],
+      payTo: bed.devnet.payTo,
       networks: ["eip155:8453"],
       facilitatorUrl: facilitator.url,
     });
     opened.push({ close: () => mainnetOnly.close(1_000) });
-    const { client } = await connect([], env(8), cliNodeArgs(), mainnetOnly.url);
-    const result = (await client.callTool({
-      name: "snapshot",
-      arguments: { url: local.url },
-    })) as CallToolResult;
+    const { client } = await connect([], env(), cliNodeArgs(), mainnetOnly.url);
+    const result = await callSnapshot(client, bed.target.url);
     expect(result.isError).toBe(true);
     expect(textOf(result)).toContain("--network base-sepolia is not offered by the API");
     expect(textOf(result)).toContain("Nothing was signed; nothing was charged.");
@@ -349,7 +291,7 @@ describe("the MCP Inspector's CLI", () => {
         ...cliNodeArgs(),
         "mcp",
         "--api",
-        service.url,
+        bed.service.url,
         "--method",
         ...method,
       ],
@@ -408,7 +350,7 @@ describe("the bundle's fast start (answers recorded from the SDK by the build)",
   });
 
   it("writes each answer once: the SDK's own answers to the early requests are dropped", async () => {
-    const child = spawn(process.execPath, [BIN, "mcp", "--api", service.url], {
+    const child = spawn(process.execPath, [BIN, "mcp", "--api", bed.service.url], {
       cwd: ROOT,
       env: env(),
     });

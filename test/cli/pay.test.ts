@@ -9,18 +9,9 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Network } from "@x402/core/types";
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  createPublicClient,
-  http,
-  parseAbiItem,
-  type Address,
-  type Hex,
-  type PublicClient,
-} from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import type { Address, Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import type { RunningServer } from "../../src/http/index.js";
 import { MAX_SENDS } from "../../src/cli/pay-send.js";
 import { createSnapshotEngine } from "../../src/snapshot/index.js";
@@ -29,37 +20,26 @@ import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facili
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
 import {
   claimingBaseMainnet,
-  startLocalTarget,
+  startPaidBed,
   startPaidService,
-  type LocalTarget,
+  type PaidBed,
 } from "../fixtures/paid-service.js";
 import { closedPort } from "../fixtures/targets.js";
-import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
-import { usdcBalance } from "../fixtures/usdc.js";
+import { payerEnv, runCli, spawnCli, waitForLine } from "./run.js";
 
 const PRICE_UNITS = 50_000n;
 const BASE = "eip155:8453" as Network;
 
-let devnet: Devnet;
-let chain: PublicClient;
-let local: LocalTarget;
-let targetUrl: string;
-let devnetService: RunningServer;
+let bed: PaidBed;
 const opened: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  local = await startLocalTarget();
-  targetUrl = local.url;
-  devnetService = await startService({ facilitatorUrl: devnet.facilitatorUrl, devnet: true });
+  bed = await startPaidBed();
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(opened.map((x) => x.close()));
-  await devnetService?.close(1_000);
-  await local?.close();
-  await devnet?.close();
+  await bed?.close();
 });
 
 /** The service as `secsnap serve` wires it, on the devnet's chain, with a 1 s Retry-After. */
@@ -71,10 +51,10 @@ async function startService(offer: {
   snapshots?: { engine: SnapshotEngine; ports: number[] };
 }): Promise<RunningServer> {
   const server = await startPaidService({
-    engine: offer.snapshots?.engine ?? local.engine,
-    ports: offer.snapshots?.ports ?? [local.port],
-    payTo: devnet.payTo,
-    networks: offer.networks ?? [devnet.network],
+    engine: offer.snapshots?.engine ?? bed.target.engine,
+    ports: offer.snapshots?.ports ?? [bed.target.port],
+    payTo: bed.devnet.payTo,
+    networks: offer.networks ?? [bed.devnet.network],
     facilitatorUrl: offer.facilitatorUrl,
     ...(offer.devnet && { devnet: true }),
   });
@@ -91,26 +71,13 @@ async function proxy(
 }
 
 async function facilitatorProxy(): Promise<FacilitatorProxy> {
-  const started = await startFacilitatorProxy(devnet.facilitatorUrl);
+  const started = await startFacilitatorProxy(bed.devnet.facilitatorUrl);
   opened.push(started);
   return started;
 }
 
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
-
 /** The environment of `secsnap pay`, with this payer's key or none. */
-function env(payerIndex?: number): NodeJS.ProcessEnv {
-  const clean = cleanEnv();
-  delete clean.SECSNAP_PRIVATE_KEY;
-  if (payerIndex === undefined) return clean;
-  return { ...clean, SECSNAP_PRIVATE_KEY: devnet.payerPrivateKeys[payerIndex] as string };
-}
-
-function payerAddress(index: number): Address {
-  return privateKeyToAccount(devnet.payerPrivateKeys[index] as `0x${string}`).address;
-}
+const env = (payerIndex?: number) => payerEnv(bed.devnet, payerIndex);
 
 /** Facilitator calls seen by a proxy: the proof's signature, per path. */
 function facilitatorCalls(facilitator: ForwardingProxy, path: string): string[] {
@@ -130,7 +97,7 @@ describe("which network", () => {
     // The devnet's facilitator, also claiming Base mainnet: the challenge then offers both
     // networks as production's default does. Mainnet proofs are refused here (no such chain).
     facilitator = await proxy({
-      upstream: devnet.facilitatorUrl,
+      upstream: bed.devnet.facilitatorUrl,
       rewrite: claimingBaseMainnet,
       intercept: (request) => {
         if (request.path !== "/verify") return undefined;
@@ -146,32 +113,32 @@ describe("which network", () => {
     });
     twoNetworks = await startService({
       facilitatorUrl: facilitator.url,
-      networks: [BASE, devnet.network],
+      networks: [BASE, bed.devnet.network],
     });
   });
 
   it("with Base and Base Sepolia offered, pays on the testnet, saying so before it signs", async () => {
-    const before = await balanceOf(payerAddress(3));
+    const before = await bed.balanceOf(bed.payer(3).address);
     const { code, stdout, stderr } = await runCli(
-      ["pay", targetUrl, "--api", twoNetworks.url],
+      ["pay", bed.target.url, "--api", twoNetworks.url],
       env(3),
     );
     expect(code, stderr).toBe(0);
-    expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl, reachable: true });
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: bed.target.url, reachable: true });
     expect(stderr).toContain(
-      `paying 0.05 USDC on base-sepolia (eip155:84532) to ${devnet.payTo} from ${payerAddress(3)}`,
+      `paying 0.05 USDC on base-sepolia (eip155:84532) to ${bed.devnet.payTo} from ${bed.payer(3).address}`,
     );
-    expect(await balanceOf(payerAddress(3))).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(bed.payer(3).address)).toBe(before - PRICE_UNITS);
   });
 
   it("pays on Base mainnet only with --network base", async () => {
     const seen = facilitator.requests.length;
     const { code, stdout, stderr } = await runCli(
-      ["pay", targetUrl, "--api", twoNetworks.url, "--network", "base"],
+      ["pay", bed.target.url, "--api", twoNetworks.url, "--network", "base"],
       env(3),
     );
     expect(stderr).toContain(
-      `paying 0.05 USDC on base (eip155:8453) to ${devnet.payTo} from ${payerAddress(3)}`,
+      `paying 0.05 USDC on base (eip155:8453) to ${bed.devnet.payTo} from ${bed.payer(3).address}`,
     );
     // What it signed is a mainnet proof, which this facilitator refuses: 402, exit 3.
     const verified = facilitator.requests.slice(seen).filter((r) => r.path === "/verify");
@@ -185,14 +152,17 @@ describe("which network", () => {
 
   it("pays on Base mainnet when it is the only network offered", async () => {
     const mainnetOnly = await startService({ facilitatorUrl: facilitator.url, networks: [BASE] });
-    const { code, stderr } = await runCli(["pay", targetUrl, "--api", mainnetOnly.url], env(3));
-    expect(stderr).toContain(`paying 0.05 USDC on base (eip155:8453) to ${devnet.payTo}`);
+    const { code, stderr } = await runCli(
+      ["pay", bed.target.url, "--api", mainnetOnly.url],
+      env(3),
+    );
+    expect(stderr).toContain(`paying 0.05 USDC on base (eip155:8453) to ${bed.devnet.payTo}`);
     expect(code).toBe(3); // the mainnet proof, refused by this facilitator
   });
 
   it("without a key it refuses and signs nothing, though Base Sepolia is offered", async () => {
     const seen = facilitator.requests.length;
-    const { code, stderr } = await runCli(["pay", targetUrl, "--api", twoNetworks.url], env());
+    const { code, stderr } = await runCli(["pay", bed.target.url, "--api", twoNetworks.url], env());
     expect(code).toBe(1);
     expect(stderr).toContain(
       "the API asks for payment on base-sepolia (eip155:84532): set SECSNAP_PRIVATE_KEY",
@@ -204,31 +174,31 @@ describe("which network", () => {
 
 describe("the devnet's public key", () => {
   it("is used when the service says it runs in devnet mode", async () => {
-    const account = privateKeyToAccount(devnet.payerPrivateKeys[0] as `0x${string}`); // anvil 2
-    const before = await balanceOf(account.address);
-    const { code, stderr } = await runCli(["pay", targetUrl, "--api", devnetService.url], env());
+    const account = bed.payer(0); // anvil 2
+    const before = await bed.balanceOf(account.address);
+    const { code, stderr } = await runCli(["pay", bed.target.url, "--api", bed.service.url], env());
     expect(code, stderr).toBe(0);
     expect(stderr).toContain(`devnet: paying from anvil test account 2 (${account.address})`);
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 
   it("is not used by a service that offers only Base Sepolia without saying devnet", async () => {
-    const plain = await startService({ facilitatorUrl: devnet.facilitatorUrl });
-    const account = privateKeyToAccount(devnet.payerPrivateKeys[0] as `0x${string}`);
-    const before = await balanceOf(account.address);
-    const { code, stderr } = await runCli(["pay", targetUrl, "--api", plain.url], env());
+    const plain = await startService({ facilitatorUrl: bed.devnet.facilitatorUrl });
+    const account = bed.payer(0);
+    const before = await bed.balanceOf(account.address);
+    const { code, stderr } = await runCli(["pay", bed.target.url, "--api", plain.url], env());
     expect(code).toBe(1);
     expect(stderr).toContain("set SECSNAP_PRIVATE_KEY");
     expect(stderr).not.toContain("devnet:");
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await bed.balanceOf(account.address)).toBe(before);
   });
 });
 
 describe("on a terminal", () => {
   it("prints the readable summary, grade and findings included; --json prints the JSON", async () => {
-    const payer = payerAddress(7);
-    const before = await balanceOf(payer);
-    const args = ["pay", targetUrl, "--api", devnetService.url];
+    const payer = bed.payer(7).address;
+    const before = await bed.balanceOf(payer);
+    const args = ["pay", bed.target.url, "--api", bed.service.url];
     const shown = await runCli(args, { ...env(7), NO_COLOR: "1" }, { tty: true });
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toMatch(/✗ no\s+Strict-Transport-Security \(HSTS\)/);
@@ -239,15 +209,15 @@ describe("on a terminal", () => {
     const report = JSON.parse(json.stdout) as { grade: string; findings: unknown[] };
     expect(shown.stdout).toContain(`Grade ${report.grade} `);
     // Two reports, two payments, each of the price.
-    expect(await balanceOf(payer)).toBe(before - 2n * PRICE_UNITS);
+    expect(await bed.balanceOf(payer)).toBe(before - 2n * PRICE_UNITS);
   });
 });
 
 describe("--max-usdc", () => {
   it("refuses a higher price before signing, with its own line and exit code 3", async () => {
-    const before = await balanceOf(payerAddress(4));
+    const before = await bed.balanceOf(bed.payer(4).address);
     const { code, stdout, stderr } = await runCli(
-      ["pay", targetUrl, "--api", devnetService.url, "--max-usdc", "0.01"],
+      ["pay", bed.target.url, "--api", bed.service.url, "--max-usdc", "0.01"],
       env(4),
     );
     expect(code).toBe(3);
@@ -256,27 +226,27 @@ describe("--max-usdc", () => {
       "secsnap pay: price 0.05 USDC exceeds --max-usdc 0.01\n" +
         "secsnap pay: nothing was charged (nothing was signed)\n",
     );
-    expect(await balanceOf(payerAddress(4))).toBe(before);
+    expect(await bed.balanceOf(bed.payer(4).address)).toBe(before);
   });
 });
 
 describe("--api", () => {
   it("keeps its path: a service mounted under a prefix is paid there", async () => {
-    const mounted = await proxy({ upstream: devnetService.url, prefix: "/tools/secsnap" });
-    const before = await balanceOf(payerAddress(4));
-    const { code, stderr } = await runCli(["pay", targetUrl, "--api", mounted.url], env(4));
+    const mounted = await proxy({ upstream: bed.service.url, prefix: "/tools/secsnap" });
+    const before = await bed.balanceOf(bed.payer(4).address);
+    const { code, stderr } = await runCli(["pay", bed.target.url, "--api", mounted.url], env(4));
     expect(code, stderr).toBe(0);
     expect(mounted.requests.map((r) => `${r.method} ${r.path}`)).toEqual([
       "POST /v1/snapshot",
       "POST /v1/snapshot",
     ]);
-    expect(await balanceOf(payerAddress(4))).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(bed.payer(4).address)).toBe(before - PRICE_UNITS);
   });
 
   it("takes the route itself too: …/v1/snapshot is not added twice; the charge is named", async () => {
-    const mounted = await proxy({ upstream: devnetService.url, prefix: "/tools/secsnap" });
+    const mounted = await proxy({ upstream: bed.service.url, prefix: "/tools/secsnap" });
     const { code, stderr } = await runCli(
-      ["pay", targetUrl, "--api", `${mounted.url}/v1/snapshot`],
+      ["pay", bed.target.url, "--api", `${mounted.url}/v1/snapshot`],
       env(4),
     );
     expect(code, stderr).toBe(0);
@@ -291,12 +261,12 @@ describe("--api", () => {
 
   it("a 404 names the URL asked and how --api is read; nothing was charged", async () => {
     const { code, stderr } = await runCli(
-      ["pay", targetUrl, "--api", `${devnetService.url}/wrong/path`],
+      ["pay", bed.target.url, "--api", `${bed.service.url}/wrong/path`],
       env(4),
     );
     expect(code).toBe(4);
     expect(stderr).toContain(
-      `the API answered 404: {"error":"not found"} (asked ${devnetService.url}/wrong/path/v1/snapshot: ` +
+      `the API answered 404: {"error":"not found"} (asked ${bed.service.url}/wrong/path/v1/snapshot: ` +
         "--api is the service's base URL, /v1/snapshot is added to it)",
     );
     expect(lastLine(stderr)).toBe("secsnap pay: nothing was charged (nothing was signed)");
@@ -308,7 +278,7 @@ describe("503 after a signed proof", () => {
   async function failingSettles(failures: number): Promise<ForwardingProxy> {
     let settles = 0;
     return proxy({
-      upstream: devnet.facilitatorUrl,
+      upstream: bed.devnet.facilitatorUrl,
       intercept: (request) => {
         if (request.path !== "/settle" || ++settles > failures) return undefined;
         return { status: 500, body: JSON.stringify({ error: "settle failed (test)" }) };
@@ -319,23 +289,26 @@ describe("503 after a signed proof", () => {
   it("resends the same proof, pays once and prints the report", async () => {
     const facilitator = await failingSettles(1);
     const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
-    const before = await balanceOf(payerAddress(5));
-    const { code, stdout, stderr } = await runCli(["pay", targetUrl, "--api", service.url], env(5));
+    const before = await bed.balanceOf(bed.payer(5).address);
+    const { code, stdout, stderr } = await runCli(
+      ["pay", bed.target.url, "--api", service.url],
+      env(5),
+    );
     expect(code, stderr).toBe(0);
-    expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: bed.target.url });
     expect(stderr).toMatch(/answered 503 .*sending the same proof again in 1s/);
     const settled = facilitatorCalls(facilitator, "/settle");
     expect(settled).toHaveLength(2);
     expect(new Set([...settled, ...facilitatorCalls(facilitator, "/verify")]).size).toBe(1);
-    expect(await balanceOf(payerAddress(5))).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(bed.payer(5).address)).toBe(before - PRICE_UNITS);
   });
 
   it("gives up after a bounded number of sends, exit 4, never signing a second proof", async () => {
     const facilitator = await failingSettles(Infinity);
     const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
-    const before = await balanceOf(payerAddress(5));
+    const before = await bed.balanceOf(bed.payer(5).address);
     const { code, stdout, stderr } = await runCli(
-      ["pay", targetUrl, "--api", service.url, "--rpc", devnet.rpcUrl],
+      ["pay", bed.target.url, "--api", service.url, "--rpc", bed.devnet.rpcUrl],
       env(5),
     );
     expect(code).toBe(4);
@@ -345,7 +318,7 @@ describe("503 after a signed proof", () => {
     const settled = facilitatorCalls(facilitator, "/settle");
     expect(settled).toHaveLength(MAX_SENDS);
     expect(new Set(settled).size).toBe(1);
-    expect(await balanceOf(payerAddress(5))).toBe(before);
+    expect(await bed.balanceOf(bed.payer(5).address)).toBe(before);
   });
 });
 
@@ -353,27 +326,30 @@ describe("a paid request lost on the way", () => {
   it("is sent again with the same proof: one signature, one transfer, the report", async () => {
     let paidSends = 0;
     const lossy = await proxy({
-      upstream: devnetService.url,
+      upstream: bed.service.url,
       drop: (request) => request.headers["payment-signature"] !== undefined && ++paidSends === 1,
     });
-    const before = await balanceOf(payerAddress(6));
-    const { code, stdout, stderr } = await runCli(["pay", targetUrl, "--api", lossy.url], env(6));
+    const before = await bed.balanceOf(bed.payer(6).address);
+    const { code, stdout, stderr } = await runCli(
+      ["pay", bed.target.url, "--api", lossy.url],
+      env(6),
+    );
     expect(code, stderr).toBe(0);
-    expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: bed.target.url });
     expect(stderr).toMatch(
       /did not answer .*whether you were charged is not known yet — sending the same proof again in \d+s is safe \(charged at most once\)/,
     );
     const proofs = lossy.requests.map((r) => r.headers["payment-signature"]).filter(Boolean);
     expect(proofs).toHaveLength(2);
     expect(new Set(proofs).size).toBe(1);
-    expect(await balanceOf(payerAddress(6))).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(bed.payer(6).address)).toBe(before - PRICE_UNITS);
   });
 });
 
 describe("exit codes", () => {
   it("2 for a SnapshotError, before anything is signed", async () => {
     const { code, stderr } = await runCli(
-      ["pay", "http://10.1.2.3/", "--api", devnetService.url],
+      ["pay", "http://10.1.2.3/", "--api", bed.service.url],
       env(4),
     );
     expect(code).toBe(2);
@@ -384,7 +360,7 @@ describe("exit codes", () => {
 
   it("1 for an unknown --network", async () => {
     const { code, stderr } = await runCli(
-      ["pay", targetUrl, "--api", devnetService.url, "--network", "ethereum"],
+      ["pay", bed.target.url, "--api", bed.service.url, "--network", "ethereum"],
       env(4),
     );
     expect(code).toBe(1);
@@ -393,7 +369,7 @@ describe("exit codes", () => {
 
   it("3 when the asked-for network is not offered, before signing", async () => {
     const { code, stderr } = await runCli(
-      ["pay", targetUrl, "--api", devnetService.url, "--network", "base"],
+      ["pay", bed.target.url, "--api", bed.service.url, "--network", "base"],
       env(4),
     );
     expect(code).toBe(3);
@@ -433,33 +409,19 @@ function proofsSent(front: ForwardingProxy): SentProof[] {
 }
 
 function authorizationUsed(proof: SentProof): Promise<boolean> {
-  return chain.readContract({
-    address: devnet.usdcAddress,
+  return bed.chain.readContract({
+    address: bed.devnet.usdcAddress,
     abi: DEV_USDC_ABI,
     functionName: "authorizationState",
     args: [proof.from, proof.nonce],
   }) as Promise<boolean>;
 }
 
-const TRANSFER = parseAbiItem(
-  "event Transfer(address indexed from, address indexed to, uint256 value)",
-);
-
-/** USDC transfers out of `payer` since `fromBlock`: what a call really cost. */
-async function transfersFrom(payer: Address, fromBlock: bigint) {
-  return chain.getLogs({
-    address: devnet.usdcAddress,
-    event: TRANSFER,
-    args: { from: payer },
-    fromBlock,
-  });
-}
-
 describe("the payment id", () => {
   it("is sent with every v2 proof, fresh per call", async () => {
-    const front = await proxy({ upstream: devnetService.url });
+    const front = await proxy({ upstream: bed.service.url });
     for (let call = 0; call < 2; call++) {
-      const { code, stderr } = await runCli(["pay", targetUrl, "--api", front.url], env(1));
+      const { code, stderr } = await runCli(["pay", bed.target.url, "--api", front.url], env(1));
       expect(code, stderr).toBe(0);
     }
     const proofs = proofsSent(front);
@@ -470,8 +432,11 @@ describe("the payment id", () => {
   });
 
   it("is sent inside the x402 v1 payload's extensions with --v1", async () => {
-    const front = await proxy({ upstream: devnetService.url });
-    const { code, stderr } = await runCli(["pay", targetUrl, "--api", front.url, "--v1"], env(1));
+    const front = await proxy({ upstream: bed.service.url });
+    const { code, stderr } = await runCli(
+      ["pay", bed.target.url, "--api", front.url, "--v1"],
+      env(1),
+    );
     expect(code, stderr).toBe(0);
     const [proof, ...more] = proofsSent(front);
     expect(more).toEqual([]);
@@ -487,15 +452,15 @@ describe("an answer lost after the service got the proof", () => {
     it(`${v1 ? "x402 v1" : "x402 v2"}: the same proof and id again, the report, one transfer`, async () => {
       let paid = 0;
       const front = await proxy({
-        upstream: devnetService.url,
+        upstream: bed.service.url,
         loseAnswer: (r) =>
           (r.headers["payment-signature"] ?? r.headers["x-payment"]) !== undefined && ++paid === 1,
       });
-      const payer = payerAddress(2);
-      const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
-      const before = await balanceOf(payer);
+      const payer = bed.payer(2).address;
+      const fromBlock = (await bed.chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+      const before = await bed.balanceOf(payer);
       const { code, stdout, stderr } = await runCli(
-        ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl, ...flag],
+        ["pay", bed.target.url, "--api", front.url, "--rpc", bed.devnet.rpcUrl, ...flag],
         env(2),
       );
       const proofs = proofsSent(front);
@@ -505,10 +470,10 @@ describe("an answer lost after the service got the proof", () => {
       expect(stderr).toMatch(
         /did not answer .*whether you were charged is not known yet — sending the same proof again in \d+s is safe \(charged at most once\)/,
       );
-      expect(await transfersFrom(payer, fromBlock)).toHaveLength(1);
-      expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+      expect(await bed.transfersFrom(payer, fromBlock)).toHaveLength(1);
+      expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
       expect(code, stderr).toBe(0);
-      expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+      expect(JSON.parse(stdout)).toMatchObject({ requested_url: bed.target.url });
     });
   }
 
@@ -526,18 +491,18 @@ describe("an answer lost after the service got the proof", () => {
       },
       loseAnswer: (r) => r.headers["payment-signature"] !== undefined && paid === 1,
     });
-    const payer = payerAddress(2);
-    const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+    const payer = bed.payer(2).address;
+    const fromBlock = (await bed.chain.getBlockNumber({ cacheTime: 0 })) + 1n;
     const { code, stdout, stderr } = await runCli(
-      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl],
+      ["pay", bed.target.url, "--api", front.url, "--rpc", bed.devnet.rpcUrl],
       env(2),
     );
     expect(code, stderr).toBe(0);
-    expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+    expect(JSON.parse(stdout)).toMatchObject({ requested_url: bed.target.url });
     expect(stderr).toMatch(/answered 409, in progress .*sending the same proof again/);
     expect(new Set(proofsSent(front).map((p) => p.header)).size).toBe(1);
     expect(facilitator.settles.forwarded).toBe(1);
-    expect(await transfersFrom(payer, fromBlock)).toHaveLength(1);
+    expect(await bed.transfersFrom(payer, fromBlock)).toHaveLength(1);
   });
 
   for (const v1 of [false, true]) {
@@ -545,16 +510,24 @@ describe("an answer lost after the service got the proof", () => {
       const facilitator = await facilitatorProxy();
       const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
       facilitator.failNextSettle("settle-then-drop");
-      const payer = payerAddress(2);
-      const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+      const payer = bed.payer(2).address;
+      const fromBlock = (await bed.chain.getBlockNumber({ cacheTime: 0 })) + 1n;
       const { code, stdout, stderr } = await runCli(
-        ["pay", targetUrl, "--api", service.url, "--rpc", devnet.rpcUrl, ...(v1 ? ["--v1"] : [])],
+        [
+          "pay",
+          bed.target.url,
+          "--api",
+          service.url,
+          "--rpc",
+          bed.devnet.rpcUrl,
+          ...(v1 ? ["--v1"] : []),
+        ],
         env(2),
       );
       expect(code, stderr).toBe(0);
-      expect(JSON.parse(stdout)).toMatchObject({ requested_url: targetUrl });
+      expect(JSON.parse(stdout)).toMatchObject({ requested_url: bed.target.url });
       expect(stderr).toMatch(/answered 503 .*sending the same proof again/);
-      expect(await transfersFrom(payer, fromBlock)).toHaveLength(1);
+      expect(await bed.transfersFrom(payer, fromBlock)).toHaveLength(1);
     });
   }
 });
@@ -577,10 +550,10 @@ describe("the line that says whether anything was charged", () => {
       devnet: true,
       snapshots: { engine: refusing, ports: [closed] },
     });
-    const payer = payerAddress(2);
-    const before = await balanceOf(payer);
+    const payer = bed.payer(2).address;
+    const before = await bed.balanceOf(payer);
     const { code, stdout, stderr } = await runCli(
-      ["pay", `http://127.0.0.1:${closed}/`, "--api", service.url, "--rpc", devnet.rpcUrl],
+      ["pay", `http://127.0.0.1:${closed}/`, "--api", service.url, "--rpc", bed.devnet.rpcUrl],
       env(2),
     );
     expect(stdout).toBe("");
@@ -592,23 +565,23 @@ describe("the line that says whether anything was charged", () => {
       "secsnap pay: nothing was charged (the API's 400 is never charged)",
     );
     expect(code).toBe(2);
-    expect(await balanceOf(payer)).toBe(before);
+    expect(await bed.balanceOf(payer)).toBe(before);
   });
 
   /** A service that never gets the paid request: every send of the proof is cut on the way. */
   async function goneAfterTheChallenge(): Promise<ForwardingProxy> {
     return proxy({
-      upstream: devnetService.url,
+      upstream: bed.service.url,
       drop: (r) => r.headers["payment-signature"] !== undefined,
     });
   }
 
   it("no answer to any send, the proof never arrived: the chain says not charged (exit 4)", async () => {
     const front = await goneAfterTheChallenge();
-    const payer = payerAddress(2);
-    const before = await balanceOf(payer);
+    const payer = bed.payer(2).address;
+    const before = await bed.balanceOf(payer);
     const { code, stderr } = await runCli(
-      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl, "--timeout", "3"],
+      ["pay", bed.target.url, "--api", front.url, "--rpc", bed.devnet.rpcUrl, "--timeout", "3"],
       env(2),
     );
     const proofs = proofsSent(front);
@@ -631,7 +604,7 @@ describe("the line that says whether anything was charged", () => {
       ),
     );
     expect(code).toBe(4);
-    expect(await balanceOf(payer)).toBe(before);
+    expect(await bed.balanceOf(payer)).toBe(before);
   });
 
   it("no answer after the transfer: the chain says charged, naming the transaction (exit 4)", async () => {
@@ -639,10 +612,10 @@ describe("the line that says whether anything was charged", () => {
     const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
     // Settled on chain, then the service hangs on the facilitator's answer: pay's time runs out.
     facilitator.failNextSettle("settle-then-hold");
-    const payer = payerAddress(2);
-    const before = await balanceOf(payer);
+    const payer = bed.payer(2).address;
+    const before = await bed.balanceOf(payer);
     const { code, stdout, stderr } = await runCli(
-      ["pay", targetUrl, "--api", service.url, "--rpc", devnet.rpcUrl, "--timeout", "3"],
+      ["pay", bed.target.url, "--api", service.url, "--rpc", bed.devnet.rpcUrl, "--timeout", "3"],
       env(2),
     );
     expect(stdout).toBe("");
@@ -650,18 +623,18 @@ describe("the line that says whether anything was charged", () => {
     const line = lastLine(stderr);
     expect(line).toMatch(
       new RegExp(
-        `^secsnap pay: charged 0\\.05 USDC on base-sepolia \\(eip155:84532\\) to ${devnet.payTo}, ` +
+        `^secsnap pay: charged 0\\.05 USDC on base-sepolia \\(eip155:84532\\) to ${bed.devnet.payTo}, ` +
           `without a report \\(tx 0x[0-9a-f]{64}\\)$`,
       ),
     );
     const tx = /tx (0x[0-9a-f]{64})/.exec(line)![1] as Hex;
-    const receipt = await chain.getTransactionReceipt({ hash: tx });
+    const receipt = await bed.chain.getTransactionReceipt({ hash: tx });
     expect(receipt.status).toBe("success");
-    const moved = await transfersFrom(payer, receipt.blockNumber);
+    const moved = await bed.transfersFrom(payer, receipt.blockNumber);
     expect(moved.map((l) => [l.transactionHash, l.args.to, l.args.value])).toEqual([
-      [tx, devnet.payTo, PRICE_UNITS],
+      [tx, bed.devnet.payTo, PRICE_UNITS],
     ]);
-    expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
     expect(code).toBe(4);
   });
 
@@ -669,14 +642,14 @@ describe("the line that says whether anything was charged", () => {
     const front = await goneAfterTheChallenge();
     const deadRpc = `http://127.0.0.1:${await closedPort("127.0.0.1")}`;
     const { code, stderr } = await runCli(
-      ["pay", targetUrl, "--api", front.url, "--rpc", deadRpc, "--timeout", "3"],
+      ["pay", bed.target.url, "--api", front.url, "--rpc", deadRpc, "--timeout", "3"],
       env(2),
     );
     const proof = proofsSent(front)[0]!;
     expect(lastLine(stderr)).toMatch(
       new RegExp(
         `^secsnap pay: unknown whether charged: cannot read ${deadRpc}.*; check authorization ` +
-          `${proof.nonce} from ${proof.from} \\(authorizationState of USDC ${devnet.usdcAddress} ` +
+          `${proof.nonce} from ${proof.from} \\(authorizationState of USDC ${bed.devnet.usdcAddress} ` +
           `on base-sepolia \\(eip155:84532\\)\\), usable until \\S+Z; --rpc URL reads another node$`,
       ),
     );
@@ -686,24 +659,24 @@ describe("the line that says whether anything was charged", () => {
   it("a 402 after a lost answer is not taken for 'nothing charged': the chain says charged", async () => {
     let paid = 0;
     const front = await proxy({
-      upstream: devnetService.url,
+      upstream: bed.service.url,
       intercept: (r) => {
         if (r.headers["payment-signature"] === undefined || ++paid === 1) return undefined;
         return { status: 402, body: JSON.stringify({ error: "payment_already_used (test)" }) };
       },
       loseAnswer: (r) => r.headers["payment-signature"] !== undefined && paid === 1,
     });
-    const payer = payerAddress(2);
-    const fromBlock = (await chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+    const payer = bed.payer(2).address;
+    const fromBlock = (await bed.chain.getBlockNumber({ cacheTime: 0 })) + 1n;
     const { code, stderr } = await runCli(
-      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl],
+      ["pay", bed.target.url, "--api", front.url, "--rpc", bed.devnet.rpcUrl],
       env(2),
     );
     expect(stderr).toMatch(/the API answered 402: .*payment_already_used \(test\)/);
-    const [moved, ...more] = await transfersFrom(payer, fromBlock);
+    const [moved, ...more] = await bed.transfersFrom(payer, fromBlock);
     expect(more).toEqual([]);
     expect(lastLine(stderr)).toBe(
-      `secsnap pay: charged 0.05 USDC on base-sepolia (eip155:84532) to ${devnet.payTo}, ` +
+      `secsnap pay: charged 0.05 USDC on base-sepolia (eip155:84532) to ${bed.devnet.payTo}, ` +
         `without a report (tx ${moved?.transactionHash})`,
     );
     expect(code).toBe(3);
@@ -711,14 +684,14 @@ describe("the line that says whether anything was charged", () => {
 
   it("a 409 for the id under another proof, to the only send: nothing was charged", async () => {
     const front = await proxy({
-      upstream: devnetService.url,
+      upstream: bed.service.url,
       intercept: (r) =>
         r.headers["payment-signature"] === undefined
           ? undefined
           : { status: 409, body: JSON.stringify({ error: "another proof (test)" }) },
     });
     const { code, stderr } = await runCli(
-      ["pay", targetUrl, "--api", front.url, "--rpc", devnet.rpcUrl],
+      ["pay", bed.target.url, "--api", front.url, "--rpc", bed.devnet.rpcUrl],
       env(2),
     );
     expect(proofsSent(front)).toHaveLength(1);
@@ -743,7 +716,7 @@ describe("the line that says whether anything was charged", () => {
         }),
     });
     const api = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
-    const child = spawnCli(["pay", targetUrl, "--api", api], env(2));
+    const child = spawnCli(["pay", bed.target.url, "--api", api], env(2));
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
@@ -763,10 +736,10 @@ describe("the line that says whether anything was charged", () => {
     const facilitator = await facilitatorProxy();
     const service = await startService({ facilitatorUrl: facilitator.url, devnet: true });
     facilitator.failNextSettle("settle-then-hold");
-    const payer = payerAddress(2);
-    const before = await balanceOf(payer);
+    const payer = bed.payer(2).address;
+    const before = await bed.balanceOf(payer);
     const child = spawnCli(
-      ["pay", targetUrl, "--api", service.url, "--rpc", devnet.rpcUrl],
+      ["pay", bed.target.url, "--api", service.url, "--rpc", bed.devnet.rpcUrl],
       env(2),
     );
     let stderr = "";
@@ -787,6 +760,6 @@ describe("the line that says whether anything was charged", () => {
     expect(lastLine(stderr)).toMatch(
       /^secsnap pay: charged 0\.05 USDC on base-sepolia \(eip155:84532\) to 0x[0-9a-fA-F]{40}, without a report \(tx 0x[0-9a-f]{64}\)$/,
     );
-    expect(await balanceOf(payer)).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
   }, 60_000);
 });

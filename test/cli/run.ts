@@ -1,6 +1,9 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { connect, type Socket } from "node:net";
 import { fileURLToPath } from "node:url";
 import { runCli as runCliInProcess } from "../../src/cli/run.js";
+import type { Devnet } from "../../src/devnet/devnet.js";
+import { closedPort } from "../fixtures/targets.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
@@ -27,6 +30,26 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
       env[k] = v;
   }
   return { ...env, METRICS_PORT: "0", ...extra };
+}
+
+/**
+ * cleanEnv as strings, for a paying command: with devnet payer `payerIndex`'s key as
+ * SECSNAP_PRIVATE_KEY, or with no key at all (then only a devnet service is paid).
+ */
+export function payerEnv(
+  devnet: Pick<Devnet, "payerPrivateKeys">,
+  payerIndex?: number,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(cleanEnv())) {
+    if (v !== undefined && k !== "SECSNAP_PRIVATE_KEY") env[k] = v;
+  }
+  if (payerIndex !== undefined) {
+    const key = devnet.payerPrivateKeys[payerIndex];
+    if (!key) throw new Error(`no devnet payer ${payerIndex}`);
+    env.SECSNAP_PRIVATE_KEY = key;
+  }
+  return env;
 }
 
 /**
@@ -96,5 +119,60 @@ export function waitForLine(stream: NodeJS.ReadableStream, pattern: RegExp): Pro
     };
     stream.on("data", onData);
     stream.on("end", () => reject(new Error(`stream ended before a line matching ${pattern}`)));
+  });
+}
+
+/** A `secsnap serve` process (spawnCli) and its exit code, once it has ended. */
+export interface ServeProcess {
+  child: ChildProcessWithoutNullStreams;
+  exited: Promise<number | null>;
+}
+
+/** `secsnap serve` on 127.0.0.1, on a port the OS picks, with `settings` over cleanEnv. */
+export function spawnServe(
+  settings: Record<string, string>,
+  { detached = false } = {},
+): ServeProcess {
+  const child = spawnCli(["serve"], cleanEnv({ PORT: "0", HOST: "127.0.0.1", ...settings }), {
+    detached,
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+  return { child, exited };
+}
+
+/** Waits for serve's first line, "… listening on <base> …"; the line and the base URL. */
+export async function listeningLine(
+  child: ChildProcessWithoutNullStreams,
+): Promise<{ first: string; base: string }> {
+  const first = await waitForLine(child.stdout, /listening on/);
+  const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+  return { first, base };
+}
+
+/**
+ * serve's settings for devnet mode fetching only `targetPort` on loopback, its devnet on ports
+ * nothing else uses.
+ */
+export async function devnetServeSettings(targetPort: number): Promise<Record<string, string>> {
+  return {
+    SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
+    SNAPSHOT_ALLOWED_PORTS: String(targetPort),
+    DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
+    DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
+  };
+}
+
+/** A request whose body never finishes: the server keeps draining, and so the chain stays up. */
+export function openRequest(base: string): Promise<Socket> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(
+        `POST /v1/snapshot HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\n` +
+          "content-length: 100\r\n\r\n{",
+      );
+      resolve(socket);
+    });
+    socket.on("error", reject);
   });
 }

@@ -14,7 +14,7 @@ import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
 import { usdcBalance } from "../fixtures/usdc.js";
-import { cleanEnv, spawnCli, waitForLine } from "./run.js";
+import { listeningLine, spawnServe, waitForLine } from "./run.js";
 
 let devnet: Devnet;
 let chain: PublicClient;
@@ -40,26 +40,19 @@ it(
     timeout: 120_000,
   },
   async () => {
-    const child = spawnCli(
-      ["serve"],
-      cleanEnv({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        X402_PAY_TO: devnet.payTo,
-        X402_NETWORKS: "base-sepolia",
-        X402_FACILITATOR_URL: proxy.url,
-        X402_RPC_URL_BASE_SEPOLIA: devnet.rpcUrl,
-        SNAPSHOT_TIMEOUT_MS: "1000",
-        SHUTDOWN_GRACE_MS: "0",
-        SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
-        SNAPSHOT_ALLOWED_PORTS: `${new URL(target.url).port},${target.probePort}`,
-        METRICS_PORT: "off",
-      }),
-    );
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, exited } = spawnServe({
+      X402_PAY_TO: devnet.payTo,
+      X402_NETWORKS: "base-sepolia",
+      X402_FACILITATOR_URL: proxy.url,
+      X402_RPC_URL_BASE_SEPOLIA: devnet.rpcUrl,
+      SNAPSHOT_TIMEOUT_MS: "1000",
+      SHUTDOWN_GRACE_MS: "0",
+      SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
+      SNAPSHOT_ALLOWED_PORTS: `${new URL(target.url).port},${target.probePort}`,
+      METRICS_PORT: "off",
+    });
     try {
-      const first = await waitForLine(child.stdout, /listening on/);
-      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      const { base } = await listeningLine(child);
       const post = (headers: Record<string, string> = {}) =>
         fetch(`${base}/v1/snapshot`, {
           method: "POST",

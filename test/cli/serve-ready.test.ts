@@ -7,7 +7,7 @@
  * its own on free ports, so it stays ready, and paid, when the first stops.
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
@@ -21,7 +21,15 @@ import { startTarget } from "../fixtures/held-target.js";
 import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
 import { closedPort } from "../fixtures/targets.js";
 import { usdcBalance } from "../fixtures/usdc.js";
-import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
+import {
+  cleanEnv,
+  devnetServeSettings,
+  listeningLine,
+  openRequest,
+  runCli,
+  spawnServe,
+  waitForLine,
+} from "./run.js";
 
 let target: Awaited<ReturnType<typeof startTarget>>;
 beforeAll(async () => {
@@ -43,18 +51,13 @@ async function untilReady(base: string): Promise<{ status: number; body: unknown
   }
 }
 
-/** A request whose body never finishes: the server keeps draining, and so the chain stays up. */
-function openRequest(base: string): Promise<Socket> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => {
-      socket.write(
-        `POST /v1/snapshot HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\n` +
-          "content-length: 100\r\n\r\n{",
-      );
-      resolve(socket);
-    });
-    socket.on("error", reject);
+/** `serve` in production mode on Base Sepolia, its facilitator expected on `facilitatorPort`. */
+function serveWithFacilitatorOn(facilitatorPort: number) {
+  return spawnServe({
+    X402_PAY_TO: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
+    X402_NETWORKS: "base-sepolia",
+    X402_FACILITATOR_URL: `http://127.0.0.1:${facilitatorPort}`,
+    SHUTDOWN_GRACE_MS: "0",
   });
 }
 
@@ -71,22 +74,10 @@ it(
   { timeout: 60_000 },
   async () => {
     const facilitatorPort = await closedPort("127.0.0.1");
-    const child = spawnCli(
-      ["serve"],
-      cleanEnv({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        X402_PAY_TO: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
-        X402_NETWORKS: "base-sepolia",
-        X402_FACILITATOR_URL: `http://127.0.0.1:${facilitatorPort}`,
-        SHUTDOWN_GRACE_MS: "0",
-      }),
-    );
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, exited } = serveWithFacilitatorOn(facilitatorPort);
     let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>> | undefined;
     try {
-      const first = await waitForLine(child.stdout, /listening on/);
-      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      const { base } = await listeningLine(child);
       expect(await ready(base)).toEqual({
         status: 503,
         body: { status: "not_ready", down: ["facilitator"] },
@@ -126,21 +117,9 @@ it(
   async () => {
     const facilitatorPort = await closedPort("127.0.0.1");
     let facilitator = await startSupportedFacilitator(["eip155:84532"], facilitatorPort);
-    const child = spawnCli(
-      ["serve"],
-      cleanEnv({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        X402_PAY_TO: "0x70997970C51812dc3A010C7d01b50e0d17dc79C8",
-        X402_NETWORKS: "base-sepolia",
-        X402_FACILITATOR_URL: `http://127.0.0.1:${facilitatorPort}`,
-        SHUTDOWN_GRACE_MS: "0",
-      }),
-    );
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, exited } = serveWithFacilitatorOn(facilitatorPort);
     try {
-      const first = await waitForLine(child.stdout, /listening on/);
-      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      const { base } = await listeningLine(child);
       expect(await untilStatus(base, 200)).toEqual({ status: 200, body: { status: "ready" } });
 
       // Its /supported was fetched once and is kept: only the background check can see this.
@@ -164,22 +143,15 @@ it(
 
 /** `serve` in devnet mode on `devnet` ports with its own DATA_DIR; resolves at its first line. */
 async function serveOn(devnet: { rpcPort: number; facilitatorPort: number }, dataDir: string) {
-  const child = spawnCli(
-    ["serve"],
-    cleanEnv({
-      PORT: "0",
-      HOST: "127.0.0.1",
-      DATA_DIR: dataDir,
-      SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
-      SNAPSHOT_ALLOWED_PORTS: String(target.port),
-      DEVNET_RPC_PORT: String(devnet.rpcPort),
-      DEVNET_FACILITATOR_PORT: String(devnet.facilitatorPort),
-      SHUTDOWN_GRACE_MS: "0",
-    }),
-  );
-  const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-  const first = await waitForLine(child.stdout, /listening on/);
-  const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+  const { child, exited } = spawnServe({
+    DATA_DIR: dataDir,
+    SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
+    SNAPSHOT_ALLOWED_PORTS: String(target.port),
+    DEVNET_RPC_PORT: String(devnet.rpcPort),
+    DEVNET_FACILITATOR_PORT: String(devnet.facilitatorPort),
+    SHUTDOWN_GRACE_MS: "0",
+  });
+  const { first, base } = await listeningLine(child);
   return { child, exited, first, base };
 }
 
@@ -236,25 +208,15 @@ it(
   "SIGTERM: /ready 503 draining first, new paid work 503 and uncharged, the running paid request settles, exit 0",
   { timeout: 180_000 },
   async () => {
-    const child = spawnCli(
-      ["serve"],
-      cleanEnv({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
-        SNAPSHOT_ALLOWED_PORTS: String(target.port),
-        DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
-        DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
-        // Long enough to look at /ready while the listener is still open.
-        SHUTDOWN_GRACE_MS: "10000",
-      }),
-    );
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, exited } = spawnServe({
+      ...(await devnetServeSettings(target.port)),
+      // Long enough to look at /ready while the listener is still open.
+      SHUTDOWN_GRACE_MS: "10000",
+    });
     const stopping = waitForLine(child.stderr, /^SIGTERM: shutting down/);
     let keeper: Socket | undefined;
     try {
-      const first = await waitForLine(child.stdout, /listening on/);
-      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      const { first, base } = await listeningLine(child);
       const rpcUrl = / at (http:\/\/127\.0\.0\.1:\d+)/.exec(first)?.[1] as string;
       const payTo = /payTo (0x[0-9a-fA-F]{40})/.exec(first)?.[1] as Address;
       expect([base, rpcUrl, payTo].every(Boolean), first).toBe(true);

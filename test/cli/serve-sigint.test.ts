@@ -5,7 +5,7 @@
  * stops last.
  */
 import { mkdtemp, rm } from "node:fs/promises";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -13,8 +13,15 @@ import { createPublicClient, http, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DEV_USDC_ABI, DEVNET_USDC_ADDRESS } from "../../src/devnet/constants.js";
 import { startTarget } from "../fixtures/held-target.js";
-import { closedPort } from "../fixtures/targets.js";
-import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
+import {
+  cleanEnv,
+  devnetServeSettings,
+  listeningLine,
+  openRequest,
+  runCli,
+  spawnServe,
+  waitForLine,
+} from "./run.js";
 
 let target: Awaited<ReturnType<typeof startTarget>>;
 beforeAll(async () => {
@@ -22,43 +29,17 @@ beforeAll(async () => {
 });
 afterAll(() => target.close());
 
-/** A request whose body never finishes: the server keeps draining, and so the chain stays up. */
-function openRequest(base: string): Promise<Socket> {
-  const { hostname, port } = new URL(base);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => {
-      socket.write(
-        `POST /v1/snapshot HTTP/1.1\r\nhost: ${hostname}\r\ncontent-type: application/json\r\n` +
-          "content-length: 100\r\n\r\n{",
-      );
-      resolve(socket);
-    });
-    socket.on("error", reject);
-  });
-}
-
 it(
   "a process-group SIGINT during a paid request: the client gets its 200, the transfer is on chain, anvil stops last",
   { timeout: 180_000 },
   async () => {
-    const child = spawnCli(
-      ["serve"],
-      cleanEnv({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
-        SNAPSHOT_ALLOWED_PORTS: String(target.port),
-        DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
-        DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
-      }),
-      { detached: true },
-    );
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, exited } = spawnServe(await devnetServeSettings(target.port), {
+      detached: true,
+    });
     const stopping = waitForLine(child.stderr, /^SIGINT: shutting down/);
     let keeper: Socket | undefined;
     try {
-      const first = await waitForLine(child.stdout, /listening on/);
-      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      const { first, base } = await listeningLine(child);
       const rpcUrl = / at (http:\/\/127\.0\.0\.1:\d+)/.exec(first)?.[1] as string;
       const payTo = /payTo (0x[0-9a-fA-F]{40})/.exec(first)?.[1] as Address;
       expect([base, rpcUrl, payTo].every(Boolean), first).toBe(true);
@@ -109,25 +90,14 @@ it(
   { timeout: 180_000 },
   async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "secsnap-sigint-"));
-    const child = spawnCli(
-      ["serve"],
-      cleanEnv({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        DATA_DIR: dataDir,
-        SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
-        SNAPSHOT_ALLOWED_PORTS: String(target.port),
-        DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
-        DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
-      }),
+    const { child, exited } = spawnServe(
+      { ...(await devnetServeSettings(target.port)), DATA_DIR: dataDir },
       { detached: true },
     );
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
     const stopping = waitForLine(child.stderr, /^SIGINT: shutting down/);
     const stopNow = waitForLine(child.stderr, /^stopping now/);
     try {
-      const first = await waitForLine(child.stdout, /listening on/);
-      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
+      const { first, base } = await listeningLine(child);
       const rpcUrl = / at (http:\/\/127\.0\.0\.1:\d+)/.exec(first)?.[1] as string;
       expect([base, rpcUrl].every(Boolean), first).toBe(true);
 

@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { closedPort } from "../fixtures/targets.js";
-import { cleanEnv, runCli, spawnCli, waitForLine } from "./run.js";
+import {
+  cleanEnv,
+  devnetServeSettings,
+  listeningLine,
+  runCli,
+  spawnServe,
+  waitForLine,
+} from "./run.js";
 import { startTarget } from "../fixtures/held-target.js";
 
 let target: Awaited<ReturnType<typeof startTarget>>;
@@ -15,25 +21,13 @@ it(
     timeout: 180_000,
   },
   async () => {
-    const child = spawnCli(
-      ["serve"],
-      cleanEnv({
-        PORT: "0",
-        HOST: "127.0.0.1",
-        SNAPSHOT_ALLOW_CIDRS: "127.0.0.0/8",
-        SNAPSHOT_ALLOWED_PORTS: String(target.port),
-        DEVNET_RPC_PORT: String(await closedPort("127.0.0.1")),
-        DEVNET_FACILITATOR_PORT: String(await closedPort("127.0.0.1")),
-      }),
-    );
-    const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { child, exited } = spawnServe(await devnetServeSettings(target.port));
     const stopping = waitForLine(child.stderr, /^SIGTERM: shutting down/);
     try {
-      const first = await waitForLine(child.stdout, /listening on/);
+      const { first, base } = await listeningLine(child);
       expect(first).toMatch(
         /^secsnap 1\.0\.0 listening on (http:\/\/\S+) \(mode: DEVNET: .+\); pay with: \.\/bin\/secsnap\.js pay https:\/\/example\.com --api \1 /,
       );
-      const base = /listening on (http:\/\/\S+)/.exec(first)?.[1] as string;
 
       expect(await (await fetch(`${base}/health`)).json()).toEqual({
         status: "ok",

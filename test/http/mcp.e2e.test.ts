@@ -8,12 +8,8 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { SettleResponse } from "@x402/core/types";
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
 import { Ajv } from "ajv";
-import { createPublicClient, http, type Address, type PublicClient } from "viem";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withPayment } from "x402-mcp";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import type { RunningServer } from "../../src/http/index.js";
 import {
   callSnapshot,
   challengeOf,
@@ -21,47 +17,21 @@ import {
   signedProof,
   textOf,
 } from "../fixtures/mcp-client.js";
-import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
-import { usdcBalance } from "../fixtures/usdc.js";
+import { startPaidBed, type PaidBed } from "../fixtures/paid-service.js";
 
 const PRICE_UNITS = 50_000n;
 
-let devnet: Devnet;
-let chain: PublicClient;
-let target: LocalTarget;
-let service: RunningServer;
+let bed: PaidBed;
 
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  target = await startLocalTarget();
-  service = await startPaidService({
-    engine: target.engine,
-    ports: [target.port],
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    facilitatorUrl: devnet.facilitatorUrl,
-    devnet: true,
-  });
+  bed = await startPaidBed();
 }, 120_000);
 
 afterAll(async () => {
-  await service?.close(1_000);
-  await target?.close();
-  await devnet?.close();
+  await bed?.close();
 });
 
-function payer(i: number): PrivateKeyAccount {
-  const key = devnet.payerPrivateKeys[i];
-  if (!key) throw new Error(`no payer ${i}`);
-  return privateKeyToAccount(key);
-}
-
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
-
-const connected = () => connectedMcpClient(service.url);
+const connected = () => connectedMcpClient(bed.service.url);
 const call = callSnapshot;
 const signed = signedProof;
 
@@ -80,16 +50,16 @@ describe("POST /mcp with the official MCP SDK client", () => {
 
   it("answers an unpaid call with the PaymentRequired for mcp://tool/snapshot", async () => {
     const { client } = await connected();
-    const required = challengeOf(await call(client, target.url));
+    const required = challengeOf(await call(client, bed.target.url));
     expect(required.x402Version).toBe(2);
     expect(required.resource.url).toBe("mcp://tool/snapshot");
     expect(required.accepts).toEqual([
       expect.objectContaining({
         scheme: "exact",
-        network: devnet.network,
+        network: bed.devnet.network,
         amount: String(PRICE_UNITS),
-        payTo: devnet.payTo,
-        asset: devnet.usdcAddress,
+        payTo: bed.devnet.payTo,
+        asset: bed.devnet.usdcAddress,
       }),
     ]);
     await client.close();
@@ -97,77 +67,80 @@ describe("POST /mcp with the official MCP SDK client", () => {
 
   it("refuses an invalid or blocked URL with a SnapshotError, asking no payment, moving nothing", async () => {
     const { client } = await connected();
-    const account = payer(3);
-    const before = await balanceOf(account.address);
+    const account = bed.payer(3);
+    const before = await bed.balanceOf(account.address);
     const blocked = await call(client, "http://169.254.169.254/latest/meta-data");
     expect(blocked.isError).toBe(true);
     expect(blocked.structuredContent).toMatchObject({ error_type: "ssrf" });
     expect(blocked.structuredContent).not.toHaveProperty("accepts");
     // Even with a valid proof for a valid call, an invalid URL is refused before payment.
-    const required = challengeOf(await call(client, target.url));
+    const required = challengeOf(await call(client, bed.target.url));
     const payload = await signed(required, account);
     const invalid = await call(client, "not a url at all", { "x402/payment": payload });
     expect(invalid.isError).toBe(true);
     expect(invalid.structuredContent).toMatchObject({ error_type: "invalid_url" });
     expect(invalid._meta?.["x402/payment-response"]).toBeUndefined();
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await bed.balanceOf(account.address)).toBe(before);
     await client.close();
   });
 
   it("serves a paid call: the report validates against the listed output schema, 50000 moved once, a proof served once", async () => {
     const { client, tools } = await connected();
-    const account = payer(4);
+    const account = bed.payer(4);
     const [payerBefore, payeeBefore] = [
-      await balanceOf(account.address),
-      await balanceOf(devnet.payTo),
+      await bed.balanceOf(account.address),
+      await bed.balanceOf(bed.devnet.payTo),
     ];
-    const payload = await signed(challengeOf(await call(client, target.url)), account);
-    const paid = await call(client, target.url, { "x402/payment": payload });
+    const payload = await signed(challengeOf(await call(client, bed.target.url)), account);
+    const paid = await call(client, bed.target.url, { "x402/payment": payload });
     expect(paid.isError, textOf(paid)).toBeFalsy();
     const schema = tools.find((t) => t.name === "snapshot")!.outputSchema!;
     // Formats (date-time) are not the point here: the shape is.
     const validate = new Ajv({ strict: false, validateFormats: false }).compile(schema);
     expect(validate(paid.structuredContent), JSON.stringify(validate.errors)).toBe(true);
-    expect(paid.structuredContent).toMatchObject({ requested_url: target.url, reachable: true });
+    expect(paid.structuredContent).toMatchObject({
+      requested_url: bed.target.url,
+      reachable: true,
+    });
     const settlement = paid._meta?.["x402/payment-response"] as SettleResponse;
-    expect(settlement).toMatchObject({ success: true, network: devnet.network });
-    const receipt = await chain.getTransactionReceipt({
+    expect(settlement).toMatchObject({ success: true, network: bed.devnet.network });
+    const receipt = await bed.chain.getTransactionReceipt({
       hash: settlement.transaction as `0x${string}`,
     });
     expect(receipt.status).toBe("success");
-    expect(await balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
-    expect(await balanceOf(devnet.payTo)).toBe(payeeBefore + PRICE_UNITS);
+    expect(await bed.balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
+    expect(await bed.balanceOf(bed.devnet.payTo)).toBe(payeeBefore + PRICE_UNITS);
 
     // The same proof again: served once.
-    const again = await call(client, target.url, { "x402/payment": payload });
+    const again = await call(client, bed.target.url, { "x402/payment": payload });
     expect(again.isError).toBe(true);
     expect((again.structuredContent as { error?: string } | undefined)?.error).toBe(
       "payment_already_used",
     );
-    expect(await balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
+    expect(await bed.balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
     await client.close();
   });
 
   it("gives the same result again for a payment id, one transfer; a base64 proof is read too", async () => {
     const { client } = await connected();
-    const account = payer(5);
-    const before = await balanceOf(account.address);
+    const account = bed.payer(5);
+    const before = await bed.balanceOf(account.address);
     const id = generatePaymentId();
-    const payload = await signed(challengeOf(await call(client, target.url)), account, id);
+    const payload = await signed(challengeOf(await call(client, bed.target.url)), account, id);
     const encoded = Buffer.from(JSON.stringify(payload)).toString("base64");
-    const first = await call(client, target.url, { "x402/payment": encoded });
+    const first = await call(client, bed.target.url, { "x402/payment": encoded });
     expect(first.isError, textOf(first)).toBeFalsy();
-    const second = await call(client, target.url, { "x402/payment": payload });
+    const second = await call(client, bed.target.url, { "x402/payment": payload });
     expect(second.isError, textOf(second)).toBeFalsy();
     expect(second.structuredContent).toEqual(first.structuredContent);
     expect(second._meta?.["x402/payment-response"]).toEqual(first._meta?.["x402/payment-response"]);
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(account.address)).toBe(before - PRICE_UNITS);
     await client.close();
   });
 
   it("answers GET and DELETE with 405 (stateless: no stream, no session)", async () => {
     for (const method of ["GET", "DELETE"]) {
-      const response = await fetch(`${service.url}/mcp`, {
+      const response = await fetch(`${bed.service.url}/mcp`, {
         method,
         headers: { accept: "text/event-stream" },
       });
@@ -179,8 +152,8 @@ describe("POST /mcp with the official MCP SDK client", () => {
 
   it("is paid by the x402-mcp 0.0.5 client in its x402 v1 form, one transfer", async () => {
     const { client, tools } = await connected();
-    const account = payer(6);
-    const before = await balanceOf(account.address);
+    const account = bed.payer(6);
+    const before = await bed.balanceOf(account.address);
     // The MCP client shape x402-mcp wraps (the ai SDK's), over the official SDK client.
     const aiShaped = {
       isClosed: false,
@@ -207,7 +180,7 @@ describe("POST /mcp with the official MCP SDK client", () => {
       { execute(args: unknown, options: unknown): Promise<unknown> }
     >;
     // Its v1 form without a usable payment: the v1 challenge, in that form.
-    const refused = await call(client, target.url, { "x402.payment": "not-a-payment" });
+    const refused = await call(client, bed.target.url, { "x402.payment": "not-a-payment" });
     expect(refused.isError).toBe(true);
     const challenge = refused.structuredContent as {
       x402Version: number;
@@ -224,13 +197,13 @@ describe("POST /mcp with the official MCP SDK client", () => {
       { toolCallId: "1", messages: [] },
     )) as { paymentAuthorization: string };
     const paid = (await wrapped.snapshot!.execute(
-      { url: target.url, paymentAuthorization },
+      { url: bed.target.url, paymentAuthorization },
       { toolCallId: "2", messages: [] },
     )) as CallToolResult;
     expect(paid.isError, JSON.stringify(paid)).toBeFalsy();
-    expect(paid.structuredContent).toMatchObject({ requested_url: target.url });
+    expect(paid.structuredContent).toMatchObject({ requested_url: bed.target.url });
     expect(paid._meta?.["x402.payment-response"]).toMatchObject({ success: true });
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(account.address)).toBe(before - PRICE_UNITS);
     await client.close();
   });
 });

@@ -26,7 +26,6 @@ import { decodePaymentResponseHeader } from "@x402/core/http";
 import { ExactEvmScheme } from "@x402/evm/exact/client";
 import axios from "axios";
 import {
-  createPublicClient,
   createWalletClient,
   decodeEventLog,
   getAddress,
@@ -34,26 +33,18 @@ import {
   publicActions,
   type Address,
   type Hex,
-  type PublicClient,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { withPaymentInterceptor, decodeXPaymentResponse } from "x402-axios";
 import { wrapFetchWithPayment as x402FetchWrap } from "x402-fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import type { RunningServer } from "../../src/http/index.js";
-import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
-import { usdcBalance } from "../fixtures/usdc.js";
+import { startPaidBed, type PaidBed } from "../fixtures/paid-service.js";
 
 const PRICE_UNITS = 50_000n;
 const CHAIN_ID = 84532;
 
-let devnet: Devnet;
-let chain: PublicClient;
-let local: LocalTarget;
-let service: RunningServer;
+let bed: PaidBed;
 /** Every request a client sent through the guarded fetch: all must be on loopback. */
 const sent: { url: string; contentType: string | null; proof: boolean }[] = [];
 
@@ -79,32 +70,19 @@ const loopbackFetch: typeof fetch = (input, init) => {
 };
 
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  local = await startLocalTarget();
-  service = await startPaidService({
-    engine: local.engine,
-    ports: [local.port],
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    facilitatorUrl: devnet.facilitatorUrl,
-    devnet: true,
-    operatorContact: { email: "ops@example.com" },
-  });
+  bed = await startPaidBed({ operatorContact: { email: "ops@example.com" } });
 }, 120_000);
 
 afterAll(async () => {
-  await service?.close(1_000);
-  await local?.close();
-  await devnet?.close();
+  await bed?.close();
 });
 
 function snapshotUrl(): string {
-  return `${service.url}/v1/snapshot`;
+  return `${bed.service.url}/v1/snapshot`;
 }
 
 function payerKey(i: number): Hex {
-  const key = devnet.payerPrivateKeys[i];
+  const key = bed.devnet.payerPrivateKeys[i];
   if (!key) throw new Error(`no devnet payer ${i}`);
   return key;
 }
@@ -122,29 +100,25 @@ interface PaidCall {
  * transaction holds exactly one USDC Transfer, payer → payTo, of 50000.
  */
 async function expectPaidOnce(i: number, call: () => Promise<PaidCall>): Promise<PaidCall> {
-  const payer = privateKeyToAccount(payerKey(i)).address;
-  const before = [await balanceOf(payer), await balanceOf(devnet.payTo)] as const;
+  const payer = bed.payer(i).address;
+  const before = [await bed.balanceOf(payer), await bed.balanceOf(bed.devnet.payTo)] as const;
   const paid = await call();
   expect(paid.status).toBe(200);
-  expect(paid.report).toMatchObject({ requested_url: local.url, reachable: true });
-  const after = [await balanceOf(payer), await balanceOf(devnet.payTo)] as const;
+  expect(paid.report).toMatchObject({ requested_url: bed.target.url, reachable: true });
+  const after = [await bed.balanceOf(payer), await bed.balanceOf(bed.devnet.payTo)] as const;
   expect(before[0] - after[0]).toBe(PRICE_UNITS);
   expect(after[1] - before[1]).toBe(PRICE_UNITS);
   expect(await transfersIn(paid.transaction as Hex)).toEqual([
-    { from: payer, to: getAddress(devnet.payTo), value: PRICE_UNITS },
+    { from: payer, to: getAddress(bed.devnet.payTo), value: PRICE_UNITS },
   ]);
   return paid;
 }
 
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
-
 async function transfersIn(hash: Hex): Promise<{ from: Address; to: Address; value: bigint }[]> {
-  const receipt = await chain.getTransactionReceipt({ hash });
+  const receipt = await bed.chain.getTransactionReceipt({ hash });
   expect(receipt.status).toBe("success");
   return receipt.logs
-    .filter((log) => log.address.toLowerCase() === devnet.usdcAddress.toLowerCase())
+    .filter((log) => log.address.toLowerCase() === bed.devnet.usdcAddress.toLowerCase())
     .map((log) => decodeEventLog({ abi: DEV_USDC_ABI, ...log }))
     .filter((event) => event.eventName === "Transfer")
     .map((event) => {
@@ -159,9 +133,9 @@ type V1Signer = Parameters<typeof withPaymentInterceptor>[1];
 /** A payer's wallet as the x402 v1 clients take it, on the devnet's RPC. */
 function v1Wallet(i: number): V1Signer {
   return createWalletClient({
-    account: privateKeyToAccount(payerKey(i)),
+    account: bed.payer(i),
     chain: baseSepolia,
-    transport: http(devnet.rpcUrl),
+    transport: http(bed.devnet.rpcUrl),
   }).extend(publicActions) as unknown as V1Signer;
 }
 
@@ -185,17 +159,17 @@ describe("third-party x402 clients pay POST /v1/snapshot on the devnet", () => {
       const api = wrapAxiosWithPaymentFromConfig(axios.create(), {
         schemes: [
           {
-            network: devnet.network,
+            network: bed.devnet.network,
             // The wrapper carries its own @x402/core; the scheme is the same interface.
-            client: new ExactEvmScheme(privateKeyToAccount(payerKey(1))) as never,
+            client: new ExactEvmScheme(bed.payer(1)) as never,
           },
         ],
       });
-      const response = await api.post(snapshotUrl(), { url: local.url });
+      const response = await api.post(snapshotUrl(), { url: bed.target.url });
       const header = response.headers["payment-response"] as string | undefined;
       expect(header).toEqual(expect.any(String));
       const settled = decodePaymentResponseHeader(header!);
-      expect(settled).toMatchObject({ success: true, network: devnet.network });
+      expect(settled).toMatchObject({ success: true, network: bed.devnet.network });
       return { status: response.status, report: response.data, transaction: settled.transaction };
     });
   });
@@ -203,7 +177,7 @@ describe("third-party x402 clients pay POST /v1/snapshot on the devnet", () => {
   it("x402-axios (v1): 200, X-PAYMENT-RESPONSE, exactly 50000 moved", async () => {
     await expectPaidOnce(2, async () => {
       const api = withPaymentInterceptor(axios.create(), v1Wallet(2));
-      const response = await api.post(snapshotUrl(), { url: local.url });
+      const response = await api.post(snapshotUrl(), { url: bed.target.url });
       const header = response.headers["x-payment-response"] as string | undefined;
       expect(header).toEqual(expect.any(String));
       const settled = decodeXPaymentResponse(header!);
@@ -217,7 +191,7 @@ describe("third-party x402 clients pay POST /v1/snapshot on the devnet", () => {
     // Base Sepolia's address, which faremeter's asset table names for chain 84532. It signs
     // validAfter = now − 60 s (the devnet's chain clock follows the wall clock, so such a proof
     // is valid at once); the signer is wrapped only to read what it signed.
-    const account = privateKeyToAccount(payerKey(3));
+    const account = bed.payer(3);
     const signed: { validAfter: bigint; signedAt: bigint }[] = [];
     const handler = createFaremeterEvmHandler({
       chain: { id: CHAIN_ID, name: "Base Sepolia" },
@@ -236,7 +210,7 @@ describe("third-party x402 clients pay POST /v1/snapshot on the devnet", () => {
       const response = await paidFetch(snapshotUrl(), {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ url: local.url }),
+        body: JSON.stringify({ url: bed.target.url }),
       });
       const header = response.headers.get("PAYMENT-RESPONSE");
       expect(header).toEqual(expect.any(String));
@@ -258,19 +232,19 @@ describe("third-party x402 clients pay POST /v1/snapshot on the devnet", () => {
     // absent Content-Type as JSON.
     const paidFetch = dexterWrapFetch(loopbackFetch, {
       evmPrivateKey: payerKey(4),
-      preferredNetwork: devnet.network,
-      rpcUrls: { [devnet.network]: devnet.rpcUrl },
-      facilitatorUrl: devnet.facilitatorUrl,
+      preferredNetwork: bed.devnet.network,
+      rpcUrls: { [bed.devnet.network]: bed.devnet.rpcUrl },
+      facilitatorUrl: bed.devnet.facilitatorUrl,
     });
     const from = sent.length;
     await expectPaidOnce(4, async () => {
       const response = await paidFetch(snapshotUrl(), {
         method: "POST",
         headers: new Headers({ "content-type": "application/json" }),
-        body: JSON.stringify({ url: local.url }),
+        body: JSON.stringify({ url: bed.target.url }),
       });
       const receipt = getPaymentReceipt(response);
-      expect(receipt).toMatchObject({ success: true, network: devnet.network });
+      expect(receipt).toMatchObject({ success: true, network: bed.devnet.network });
       const header = response.headers.get("PAYMENT-RESPONSE");
       expect(header).toEqual(expect.any(String));
       return {
@@ -290,7 +264,7 @@ describe("third-party x402 clients pay POST /v1/snapshot on the devnet", () => {
       const response = await paidFetch(snapshotUrl(), {
         method: "POST",
         headers: new Headers({ "content-type": "application/json" }),
-        body: JSON.stringify({ url: local.url }),
+        body: JSON.stringify({ url: bed.target.url }),
       });
       const header = response.headers.get("X-PAYMENT-RESPONSE");
       expect(header).toEqual(expect.any(String));
@@ -326,7 +300,7 @@ async function discoveryCli(...args: string[]): Promise<{ warnings: unknown[] } 
 
 describe("the @agentcash/discovery audit of the service's origin", () => {
   it("discover: the paid route found from /openapi.json, and no warning", async () => {
-    const out = await discoveryCli("discover", service.url);
+    const out = await discoveryCli("discover", bed.service.url);
     expect(out.warnings, JSON.stringify(out.warnings, null, 2)).toEqual([]);
     expect(out).toMatchObject({
       ok: true,
@@ -357,7 +331,7 @@ describe("the @agentcash/discovery audit of the service's origin", () => {
     // payment is asked for), the endpoint itself answers 402 with an x402 challenge.
     const probed = await checkEndpointSchema({
       url: snapshotUrl(),
-      sampleInputBody: { url: local.url },
+      sampleInputBody: { url: bed.target.url },
     });
     expect(probed.found).toBe(true);
     if (!probed.found) return;
@@ -371,7 +345,7 @@ describe("the @agentcash/discovery audit of the service's origin", () => {
         expect.objectContaining({
           protocol: "x402",
           version: 2,
-          network: devnet.network,
+          network: bed.devnet.network,
           amount: "50000",
         }),
       ],
@@ -381,7 +355,7 @@ describe("the @agentcash/discovery audit of the service's origin", () => {
   });
 
   it("/.well-known/x402 is served, which the library reads as legacy (an info, not a warning)", async () => {
-    const probe = await probeLegacyWellKnown(service.url);
+    const probe = await probeLegacyWellKnown(bed.service.url);
     expect(probe.isOk()).toBe(true);
     const notes = getWarningsForLegacyWellKnown(probe._unsafeUnwrap());
     expect(notes.map((n) => [n.code, n.severity])).toEqual([["LEGACY_WELL_KNOWN_FOUND", "info"]]);
