@@ -22,7 +22,6 @@ import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import {
   PRICE_UNITS,
-  challengeIn,
   devnetGate,
   localEngine,
   loopbackScope,
@@ -30,7 +29,7 @@ import {
   postUntilAnswered,
   startGatedService,
   startPaidDevnet,
-  v2Proof as signV2,
+  v2ProofFor,
   type PaidDevnet,
 } from "../fixtures/paid-devnet.js";
 import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
@@ -85,8 +84,8 @@ function post(base: string, headers: Record<string, string> = {}, signal?: Abort
 }
 
 /** A v2 proof by the official client. */
-async function v2Proof(base: string, account: PrivateKeyAccount) {
-  return (await signV2(account, challengeIn(await post(base)))).headers;
+function v2Proof(base: string, account: PrivateKeyAccount) {
+  return v2ProofFor(base, target.url, account);
 }
 
 /** A v1 proof by the SDK's v1 scheme (as X-PAYMENT), carrying a payment id when given. */

@@ -5,7 +5,6 @@
  * known outcome keeps the report until the retry learns the payment was made. Money on chain.
  */
 import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentRequired } from "@x402/core/types";
 import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
 import { createWalletClient, http, parseAbi, parseSignature, type Hex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
@@ -23,7 +22,7 @@ import {
   postUntilAnswered,
   startGatedService,
   startPaidDevnet,
-  v2Proof,
+  v2ProofFor,
   type PaidDevnet,
 } from "../fixtures/paid-devnet.js";
 import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
@@ -61,23 +60,15 @@ afterAll(async () => {
   await devnet?.close();
 });
 
-function challenge(base: string): Promise<PaymentRequired> {
-  return post(base, target.url).then(challengeIn);
-}
-
 /** A proof by the official client, carrying `paymentId` when given. */
-async function proof(
-  base: string,
-  account: PrivateKeyAccount,
-  paymentId?: string,
-): Promise<Record<string, string>> {
-  return (await v2Proof(account, await challenge(base), paymentId)).headers;
+function proof(base: string, account: PrivateKeyAccount, paymentId?: string) {
+  return v2ProofFor(base, target.url, account, paymentId);
 }
 
 describe("payment-identifier", () => {
   it("declares the extension, optional for clients, in the v2 challenge", async () => {
     const base = await startService();
-    const required = await challenge(base);
+    const required = challengeIn(await post(base, target.url));
     expect(required.extensions?.[PAYMENT_IDENTIFIER]).toEqual({ info: { required: false } });
   });
 
