@@ -17,31 +17,26 @@ import type { PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authorizationKey, authorizationOf } from "../../src/payment/authorization.js";
 import type { PaymentGateOptions } from "../../src/payment/index.js";
-import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import {
   PRICE_UNITS,
   devnetGate,
-  localEngine,
-  loopbackScope,
   postSnapshot,
   postUntilAnswered,
+  startCountingTarget,
   startGatedService,
   startPaidDevnet,
   v2ProofFor,
+  type CountingTarget,
   type PaidDevnet,
 } from "../fixtures/paid-devnet.js";
-import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
 import { authorizationUsed } from "../fixtures/usdc.js";
 
 let devnet: PaidDevnet;
-let engine: SnapshotEngine;
 let proxy: FacilitatorProxy;
-let target: CountingSite;
+let target: CountingTarget;
 const opened: { close(): Promise<void> }[] = [];
-
-const scope = () => loopbackScope([80, 443, Number(new URL(target.url).port), target.probePort]);
 
 interface Service {
   url: string;
@@ -51,8 +46,8 @@ interface Service {
 async function startService(options: Partial<PaymentGateOptions> = {}): Promise<Service> {
   const store = new MemoryPaymentRecordStore();
   const service = await startGatedService({
-    engine,
-    scope: scope(),
+    engine: target.engine,
+    scope: target.scope,
     gate: {
       ...devnetGate(devnet, proxy.url),
       store,
@@ -66,16 +61,14 @@ async function startService(options: Partial<PaymentGateOptions> = {}): Promise<
 
 beforeAll(async () => {
   devnet = await startPaidDevnet();
-  target = await startCountingSite();
+  target = await startCountingTarget();
   proxy = await startFacilitatorProxy(devnet.facilitatorUrl);
-  engine = localEngine(scope(), target.probePort);
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(opened.map((x) => x.close()));
   await proxy?.close();
-  await engine?.close();
-  await new Promise<void>((resolve) => (target ? target.server.close(() => resolve()) : resolve()));
+  await target?.close();
   await devnet?.close();
 });
 

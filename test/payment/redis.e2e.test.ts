@@ -16,7 +16,6 @@ import {
   createSharedState,
   type SharedState,
 } from "../../src/payment/index.js";
-import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import {
   redisServerBinary,
   silentRedis,
@@ -28,29 +27,25 @@ import {
   PRICE_UNITS,
   challengeIn,
   devnetGate,
-  localEngine,
-  loopbackScope,
   postSnapshot,
+  startCountingTarget,
   startGatedService,
   startPaidDevnet,
   v2ProofFor,
+  type CountingTarget,
   type PaidDevnet,
 } from "../fixtures/paid-devnet.js";
-import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
 
 let devnet: PaidDevnet;
-let engine: SnapshotEngine;
 let redis: RedisProcess;
-let target: CountingSite;
+let target: CountingTarget;
 const opened: { close(): Promise<void> }[] = [];
-
-const scope = () => loopbackScope([80, 443, Number(new URL(target.url).port), target.probePort]);
 
 /** One instance of the service over `shared` (its own Redis client, as a process would have). */
 async function startInstance(shared: SharedState, records: PaymentRecordStore): Promise<string> {
   const service = await startGatedService({
-    engine,
-    scope: scope(),
+    engine: target.engine,
+    scope: target.scope,
     gate: {
       ...devnetGate(devnet),
       store: records,
@@ -86,14 +81,12 @@ beforeAll(async () => {
   if (!binary) return;
   redis = await startRedis();
   devnet = await startPaidDevnet();
-  target = await startCountingSite();
-  engine = localEngine(scope(), target.probePort);
+  target = await startCountingTarget();
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(opened.map((x) => x.close()));
-  await engine?.close();
-  await new Promise<void>((resolve) => (target ? target.server.close(() => resolve()) : resolve()));
+  await target?.close();
   await devnet?.close();
   await redis?.close();
 });
