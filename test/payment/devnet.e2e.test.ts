@@ -3,162 +3,81 @@
  * the service (createApp + the payment gate + the real snapshot engine), paid by the official
  * @x402/fetch client, against a local HTTP target. Ports are all ephemeral.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { authorizationTypes } from "@x402/evm";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { wrapFetchWithPayment } from "@x402/fetch";
-import {
-  createPublicClient,
-  decodeEventLog,
-  http,
-  type Address,
-  type Hex,
-  type PublicClient,
-} from "viem";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { decodeEventLog, type Address, type Hex } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI, DEVNET_ACCOUNTS } from "../../src/devnet/constants.js";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/app.js";
 import { payCommand } from "../../src/cli/pay.js";
-import {
-  createApp,
-  createChallengeFastPath,
-  startServer,
-  type RunningServer,
-} from "../../src/http/index.js";
-import { createPaymentGate } from "../../src/payment/index.js";
-import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
-import { usdcBalance } from "../fixtures/usdc.js";
-import { MemoryPaymentRecordStore } from "../../src/store/index.js";
+import {
+  PRICE_UNITS,
+  challengeIn,
+  devnetGate,
+  localEngine,
+  loopbackScope,
+  paidSnapshot,
+  postSnapshot as post,
+  startGatedService,
+  startPaidDevnet,
+  v2Proof,
+  type GatedService,
+  type PaidDevnet,
+} from "../fixtures/paid-devnet.js";
+import { startPrivateRedirectSite, type PrivateRedirectSite } from "../fixtures/targets.js";
 
-const PRICE_UNITS = 50_000n;
-
-let devnet: Devnet;
-let chain: PublicClient;
-let target: { server: Server; url: string; closedPortUrl: string };
+let devnet: PaidDevnet;
+let target: PrivateRedirectSite;
 let engine: SnapshotEngine;
-let service: RunningServer;
+let service: GatedService;
 const opened: { close(): Promise<void> }[] = [];
 
-/** A tiny site: `/` answers 200, `/to-private` redirects to a private address (→ 400 ssrf). */
-async function startTarget(): Promise<typeof target> {
-  const server = createServer((req, res) => {
-    if (req.url === "/to-private") {
-      res.writeHead(302, { location: "http://10.1.2.3:8080/" }).end();
-      return;
-    }
-    res.writeHead(req.url === "/" ? 200 : 404, { "content-type": "text/plain" }).end("ok\n");
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-  const closedPort = (closed.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
-  return {
-    server,
-    url: `http://127.0.0.1:${port}/`,
-    closedPortUrl: `http://127.0.0.1:${closedPort}/`,
-  };
-}
+const scope = () => loopbackScope([80, 443, target.port, target.closedPort]);
 
-function allowedPorts(): Set<number> {
-  return new Set([
-    80,
-    443,
-    Number(new URL(target.url).port),
-    Number(new URL(target.closedPortUrl).port),
-  ]);
-}
-
-async function startService(
+/** As `secsnap serve` wires it: repeated unpaid requests take the challenge fast path. */
+function startService(
   facilitatorUrl: string,
   facilitatorHeaders?: Record<string, string>,
-): Promise<RunningServer> {
-  const snapshotConfig = { allowedPorts: allowedPorts(), allowCidrs: ["127.0.0.0/8"] };
-  const gate = createPaymentGate({
-    store: new MemoryPaymentRecordStore(),
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    priceUsdc: "0.05",
-    facilitatorUrl,
-    devnet: true,
-    supportedRetryMs: 0,
-    ...(facilitatorHeaders && { facilitatorHeaders }),
-    log: () => {},
+): Promise<GatedService> {
+  return startGatedService({
+    engine,
+    scope: scope(),
+    gate: {
+      ...devnetGate(devnet, facilitatorUrl),
+      devnet: true,
+      ...(facilitatorHeaders && { facilitatorHeaders }),
+    },
+    fastPath: true,
   });
-  const urlPolicy = createUrlPolicy(snapshotConfig);
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
-  // As `secsnap serve` wires it: repeated unpaid requests take the challenge fast path.
-  const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
-  return startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
 }
 
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  target = await startTarget();
-  engine = createSnapshotEngine({
-    timeoutMs: 5_000,
-    maxRedirects: 10,
-    allowedPorts: allowedPorts(),
-    allowCidrs: ["127.0.0.0/8"],
-    dnsServers: [],
-    // The https probe of an http target goes to a closed port: refused at once.
-    httpsProbePort: Number(new URL(target.closedPortUrl).port),
-  });
+  devnet = await startPaidDevnet();
+  target = await startPrivateRedirectSite();
+  // The https probe of an http target goes to a closed port: refused at once.
+  engine = localEngine(scope(), target.closedPort);
   service = await startService(devnet.facilitatorUrl);
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(opened.map((x) => x.close()));
-  await service?.close(1_000);
+  await service?.close();
   await engine?.close();
-  await new Promise<void>((resolve) => (target ? target.server.close(() => resolve()) : resolve()));
+  await target?.close();
   await devnet?.close();
 });
 
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
-
-function payer(i: number): PrivateKeyAccount {
-  const key = devnet.payerPrivateKeys[i];
-  if (!key) throw new Error(`no payer ${i}`);
-  return privateKeyToAccount(key);
-}
-
-function post(base: string, url: unknown, headers: Record<string, string> = {}) {
-  return fetch(`${base}/v1/snapshot`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ url }),
-  });
-}
-
 async function challenge(base = service.url): Promise<PaymentRequired> {
-  const response = await post(base, target.url);
-  expect(response.status).toBe(402);
-  return decodePaymentRequiredHeader(response.headers.get("PAYMENT-REQUIRED")!);
-}
-
-function sdkClient(account: PrivateKeyAccount): x402Client {
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account });
-  return client;
+  return challengeIn(await post(base, target.url));
 }
 
 /** A proof made by the official client, as the PAYMENT-SIGNATURE header. */
 async function proofHeaders(account: PrivateKeyAccount, required?: PaymentRequired) {
-  const client = sdkClient(account);
-  const payload = await client.createPaymentPayload(required ?? (await challenge()));
-  return { payload, headers: new x402HTTPClient(client).encodePaymentSignatureHeader(payload) };
+  return v2Proof(account, required ?? (await challenge()));
 }
 
 /** An EIP-3009 proof signed here, so each field can be made wrong on purpose. */
@@ -236,17 +155,12 @@ describe("challenge", () => {
 
 describe("paid snapshot", () => {
   it("moves exactly 50000 units payer → payTo and answers with PAYMENT-RESPONSE on chain", async () => {
-    const account = payer(0);
+    const account = devnet.payer(0);
     const [payerBefore, payToBefore] = await Promise.all([
-      balanceOf(account.address),
-      balanceOf(devnet.payTo),
+      devnet.balanceOf(account.address),
+      devnet.balanceOf(devnet.payTo),
     ]);
-    const paidFetch = wrapFetchWithPayment(fetch, sdkClient(account));
-    const response = await paidFetch(`${service.url}/v1/snapshot`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ url: target.url }),
-    });
+    const response = await paidSnapshot(service.url, target.url, account);
     expect(response.status).toBe(200);
     const report = await response.json();
     expect(report).toMatchObject({
@@ -263,7 +177,9 @@ describe("paid snapshot", () => {
     const settlement = decodePaymentResponseHeader(response.headers.get("PAYMENT-RESPONSE")!);
     expect(settlement).toMatchObject({ success: true, network: "eip155:84532" });
     expect(settlement.transaction).toMatch(/^0x[0-9a-f]{64}$/);
-    const receipt = await chain.getTransactionReceipt({ hash: settlement.transaction as Hex });
+    const receipt = await devnet.chain.getTransactionReceipt({
+      hash: settlement.transaction as Hex,
+    });
     expect(receipt.status).toBe("success");
     const transfers = receipt.logs
       .filter((log) => log.address.toLowerCase() === devnet.usdcAddress.toLowerCase())
@@ -276,13 +192,13 @@ describe("paid snapshot", () => {
       value: PRICE_UNITS,
     });
 
-    expect(await balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
-    expect(await balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
+    expect(await devnet.balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
+    expect(await devnet.balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
   });
 
   it("a paid request for a blocked or unreachable target is 400, moves nothing, and the proof still works", async () => {
-    const account = payer(1);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(1);
+    const before = await devnet.balanceOf(account.address);
     const { headers } = await proofHeaders(account);
 
     const blocked = await post(service.url, `${target.url}to-private`, headers);
@@ -293,29 +209,29 @@ describe("paid snapshot", () => {
     const unreachable = await post(service.url, target.closedPortUrl, headers);
     expect(unreachable.status).toBe(400);
     expect(((await unreachable.json()) as { error_type: string }).error_type).toBe("unreachable");
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
 
     // Released, not burnt: the same proof buys a snapshot afterwards.
     expect((await post(service.url, target.url, headers)).status).toBe(200);
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 });
 
 describe("replay", () => {
   it("the same proof twice: one 200, one transfer", async () => {
-    const account = payer(2);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(2);
+    const before = await devnet.balanceOf(account.address);
     const { headers } = await proofHeaders(account);
     expect((await post(service.url, target.url, headers)).status).toBe(200);
     const again = await post(service.url, target.url, headers);
     expect(again.status).toBe(402);
     expect(again.headers.get("PAYMENT-RESPONSE")).toBeNull();
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 
   it("the same proof ten times at once: exactly one 200 and one transfer", async () => {
-    const account = payer(3);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(3);
+    const before = await devnet.balanceOf(account.address);
     const { headers } = await proofHeaders(account);
     const responses = await Promise.all(
       Array.from({ length: 10 }, () => post(service.url, target.url, headers)),
@@ -324,7 +240,7 @@ describe("replay", () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     // The others found it in progress (409, retry) or already served (402).
     expect(statuses.filter((s) => s === 409 || s === 402)).toHaveLength(9);
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 });
 
@@ -334,11 +250,11 @@ describe("bad proofs are 402 and move nothing", () => {
   let before: bigint;
   beforeAll(async () => {
     accepted = (await challenge()).accepts[0]!;
-    account = payer(4);
-    before = await balanceOf(account.address);
+    account = devnet.payer(4);
+    before = await devnet.balanceOf(account.address);
   });
   afterAll(async () => {
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
   });
 
   /** 402, with the facilitator's (or the SDK's) reason in the fresh challenge. */
@@ -351,12 +267,12 @@ describe("bad proofs are 402 and move nothing", () => {
   }
 
   it("a hand-signed valid proof is accepted (the control for the cases below)", async () => {
-    const control = payer(5);
-    const controlBefore = await balanceOf(control.address);
+    const control = devnet.payer(5);
+    const controlBefore = await devnet.balanceOf(control.address);
     expect(
       (await post(service.url, target.url, await handSignedHeaders(control, accepted))).status,
     ).toBe(200);
-    expect(await balanceOf(control.address)).toBe(controlBefore - PRICE_UNITS);
+    expect(await devnet.balanceOf(control.address)).toBe(controlBefore - PRICE_UNITS);
   });
 
   it("tampered signature", async () => {
@@ -416,13 +332,13 @@ describe("facilitator outage", () => {
     let facilitator: RunningFacilitator = await startFacilitator({ ...options, port: 0 });
     const port = facilitator.port;
     const own = await startService(facilitator.url);
-    opened.push({ close: () => own.close(1_000) }, { close: () => facilitator.close() });
+    opened.push(own, { close: () => facilitator.close() });
 
     const required = await challenge(own.url);
     await facilitator.close();
 
-    const account = payer(6);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(6);
+    const before = await devnet.balanceOf(account.address);
     const down = await post(own.url, target.url, (await proofHeaders(account, required)).headers);
     expect(down.status).toBe(503);
     expect(down.headers.get("retry-after")).toMatch(/^\d+$/);
@@ -430,17 +346,12 @@ describe("facilitator outage", () => {
     expect(await down.json()).toEqual({ error: expect.any(String) });
     expect((await fetch(`${own.url}/health`)).status).toBe(200);
     expect((await fetch(`${own.url}/demo/snapshot`)).status).toBe(200);
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
 
     facilitator = await startFacilitator({ ...options, port });
-    const paidFetch = wrapFetchWithPayment(fetch, sdkClient(account));
-    const back = await paidFetch(`${own.url}/v1/snapshot`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ url: target.url }),
-    });
+    const back = await paidSnapshot(own.url, target.url, account);
     expect(back.status).toBe(200);
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 });
 
@@ -457,13 +368,9 @@ describe("facilitator that requires auth", () => {
     });
     const withAuth = await startService(facilitator.url, { Authorization: "Bearer s3cret-token" });
     const withoutAuth = await startService(facilitator.url);
-    opened.push(
-      { close: () => withAuth.close(1_000) },
-      { close: () => withoutAuth.close(1_000) },
-      { close: () => facilitator.close() },
-    );
-    const account = payer(7);
-    const before = await balanceOf(account.address);
+    opened.push(withAuth, withoutAuth, { close: () => facilitator.close() });
+    const account = devnet.payer(7);
+    const before = await devnet.balanceOf(account.address);
 
     const refused = await post(
       withoutAuth.url,
@@ -471,7 +378,7 @@ describe("facilitator that requires auth", () => {
       (await proofHeaders(account, await challenge(withoutAuth.url))).headers,
     );
     expect(refused.status).toBe(503);
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
 
     const paid = await post(
       withAuth.url,
@@ -479,7 +386,7 @@ describe("facilitator that requires auth", () => {
       (await proofHeaders(account, await challenge(withAuth.url))).headers,
     );
     expect(paid.status).toBe(200);
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 });
 
@@ -501,8 +408,8 @@ describe("secsnap pay", () => {
   }
 
   it("pays from devnet account 2 by default and prints report, amount and an on-chain transaction", async () => {
-    const account = payer(0); // anvil account 2
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(0); // anvil account 2
+    const before = await devnet.balanceOf(account.address);
     const { code, out, err } = await pay([target.url, "--api", service.url]);
     expect(code).toBe(0);
     expect(JSON.parse(out)).toMatchObject({ requested_url: target.url, reachable: true });
@@ -510,27 +417,29 @@ describe("secsnap pay", () => {
     expect(err).toContain("secsnap pay: charged 0.05 USDC (50000 units");
     const hash = /settlement transaction: (0x[0-9a-f]{64})/.exec(err)?.[1];
     expect(hash).toBeDefined();
-    expect((await chain.getTransactionReceipt({ hash: hash as Hex })).status).toBe("success");
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect((await devnet.chain.getTransactionReceipt({ hash: hash as Hex })).status).toBe(
+      "success",
+    );
+    expect(await devnet.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 
   it("pays with SECSNAP_PRIVATE_KEY when set", async () => {
-    const account = payer(6);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(6);
+    const before = await devnet.balanceOf(account.address);
     const { code } = await pay([target.url, "--api", service.url], {
       SECSNAP_PRIVATE_KEY: devnet.payerPrivateKeys[6],
     });
     expect(code).toBe(0);
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 
   it("a refused snapshot exits 2 with the API's answer and charges nothing", async () => {
-    const account = payer(0);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(0);
+    const before = await devnet.balanceOf(account.address);
     const { code, out, err } = await pay([`${target.url}to-private`, "--api", service.url]);
     expect(code).toBe(2);
     expect(out).toBe("");
     expect(err).toMatch(/answered 400.*ssrf/);
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
   });
 });

@@ -5,24 +5,11 @@
  * each one moved exactly the price on chain.
  */
 import type { OutgoingHttpHeaders } from "node:http";
-import { x402Client } from "@x402/core/client";
 import { decodePaymentResponseHeader } from "@x402/core/http";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { wrapFetchWithPayment } from "@x402/fetch";
-import { createPublicClient, http, type Address, type PublicClient } from "viem";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import {
-  SnapshotResultSchema,
-  createApp,
-  startServer,
-  type RunningServer,
-} from "../../src/http/index.js";
-import { createPaymentGate } from "../../src/payment/index.js";
+import { SnapshotResultSchema } from "../../src/http/index.js";
 import {
   createSnapshotEngine,
-  createUrlPolicy,
   type SnapshotEngine,
   type SnapshotResult,
 } from "../../src/snapshot/index.js";
@@ -46,10 +33,15 @@ import {
   type TargetServer,
 } from "../fixtures/targets.js";
 import { issueExpiredLeaf, issueLeaf, loadTestCa } from "../fixtures/tls.js";
-import { usdcBalance } from "../fixtures/usdc.js";
-import { MemoryPaymentRecordStore } from "../../src/store/index.js";
-
-const PRICE_UNITS = 50_000n;
+import {
+  PRICE_UNITS,
+  devnetGate,
+  paidSnapshot,
+  startGatedService,
+  startPaidDevnet,
+  type GatedService,
+  type PaidDevnet,
+} from "../fixtures/paid-devnet.js";
 
 /** Weak values: every header present, none doing its job well. */
 const WEAK: OutgoingHttpHeaders = {
@@ -139,8 +131,7 @@ const META: OutgoingHttpHeaders = Object.fromEntries(
 );
 const META_PAGE = `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'self'; object-src 'none'; base-uri 'none'"></head><body>hi</body></html>`;
 
-let devnet: Devnet;
-let chain: PublicClient;
+let devnet: PaidDevnet;
 let dns: DnsFixture;
 let site: TargetServer;
 let bare: TargetServer;
@@ -154,11 +145,10 @@ let lax: TargetServer;
 /** A security.txt without Expires. */
 let undated: TargetServer;
 let engine: SnapshotEngine;
-let service: RunningServer;
+let service: GatedService;
 
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  devnet = await startPaidDevnet();
   const ca = await loadTestCa();
   dns = await startDnsServer({ "site.test": { A: [PUBLIC_HOST] }, ...domainRecords() });
   site = await startHttpsTarget({
@@ -244,27 +234,15 @@ beforeAll(async () => {
     // The MTA-STS policy host's port stands for 443.
     httpsProbePort: site.port,
   });
-  const gate = createPaymentGate({
-    store: new MemoryPaymentRecordStore(),
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    priceUsdc: "0.05",
-    facilitatorUrl: devnet.facilitatorUrl,
-    devnet: true,
-    supportedRetryMs: 0,
-    log: () => {},
-  });
-  const app = createApp({
+  service = await startGatedService({
     engine,
-    urlPolicy: createUrlPolicy(snapshotConfig),
-    paymentMiddleware: gate.middleware,
-    log: () => {},
+    scope: snapshotConfig,
+    gate: { ...devnetGate(devnet), devnet: true },
   });
-  service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
 }, 120_000);
 
 afterAll(async () => {
-  await service?.close(1_000);
+  await service?.close();
   await engine?.close();
   await Promise.all(
     [site, bare, expired, oldTls, renewSoon, lax, undated, dns].map((t) => t?.close()),
@@ -272,39 +250,24 @@ afterAll(async () => {
   await devnet?.close();
 });
 
-function payer(i: number): PrivateKeyAccount {
-  const key = devnet.payerPrivateKeys[i];
-  if (!key) throw new Error(`no payer ${i}`);
-  return privateKeyToAccount(key);
-}
-
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
-
-/** One paid report of `url`, and what it cost the payer and brought the payee on chain. */
+/** Payer `i`'s paid report of `url`, and what it cost the payer and brought the payee on chain. */
 async function paidReport(
-  account: PrivateKeyAccount,
+  i: number,
   url: string,
 ): Promise<{ report: SnapshotResult; paid: bigint; received: bigint }> {
+  const account = devnet.payer(i);
   const [payerBefore, payeeBefore] = await Promise.all([
-    balanceOf(account.address),
-    balanceOf(devnet.payTo),
+    devnet.balanceOf(account.address),
+    devnet.balanceOf(devnet.payTo),
   ]);
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account });
-  const response = await wrapFetchWithPayment(fetch, client)(`${service.url}/v1/snapshot`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ url }),
-  });
+  const response = await paidSnapshot(service.url, url, account);
   expect(response.status).toBe(200);
   const settlement = decodePaymentResponseHeader(response.headers.get("PAYMENT-RESPONSE")!);
   expect(settlement.success).toBe(true);
   const report = SnapshotResultSchema.parse(await response.json());
   const [payerAfter, payeeAfter] = await Promise.all([
-    balanceOf(account.address),
-    balanceOf(devnet.payTo),
+    devnet.balanceOf(account.address),
+    devnet.balanceOf(devnet.payTo),
   ]);
   return { report, paid: payerBefore - payerAfter, received: payeeAfter - payeeBefore };
 }
@@ -323,7 +286,7 @@ function expectNamed(report: SnapshotResult, ids: string[]): void {
 
 describe("paid reports judge values, not only presence", () => {
   it("weak values: every header present, each weakness named with its fix; paid once on chain", async () => {
-    const { report, paid, received } = await paidReport(payer(0), site.url("/weak", "site.test"));
+    const { report, paid, received } = await paidReport(0, site.url("/weak", "site.test"));
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     // The contract's fields keep their meaning: present is present.
@@ -347,10 +310,7 @@ describe("paid reports judge values, not only presence", () => {
   });
 
   it("invalid values and careless cookies, the cookies named; paid once on chain", async () => {
-    const { report, paid, received } = await paidReport(
-      payer(1),
-      site.url("/invalid", "site.test"),
-    );
+    const { report, paid, received } = await paidReport(1, site.url("/invalid", "site.test"));
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     expectNamed(report, INVALID_IDS);
@@ -373,14 +333,14 @@ describe("paid reports judge values, not only presence", () => {
     ["a CSP letting any HTTPS host run script", 7, "/wide", WIDE_IDS],
   ] as const)("%s; paid once on chain", async (_what, who, where, ids) => {
     const url = where === "bare" ? bare.url("/", "site.test") : site.url(where, "site.test");
-    const { report, paid, received } = await paidReport(payer(who), url);
+    const { report, paid, received } = await paidReport(who, url);
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     expectNamed(report, [...ids]);
   });
 
   it("an expired security.txt and a disclosed server version are low; paid once on chain", async () => {
-    const { report, paid, received } = await paidReport(payer(7), lax.url("/", "site.test"));
+    const { report, paid, received } = await paidReport(7, lax.url("/", "site.test"));
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     expectNamed(report, ["security-txt-expired", "server-version-disclosed"]);
@@ -394,7 +354,7 @@ describe("paid reports judge values, not only presence", () => {
   });
 
   it("a security.txt without Expires is incomplete; paid once on chain", async () => {
-    const { report, paid, received } = await paidReport(payer(7), undated.url("/", "site.test"));
+    const { report, paid, received } = await paidReport(7, undated.url("/", "site.test"));
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     expectNamed(report, ["security-txt-incomplete"]);
@@ -404,7 +364,7 @@ describe("paid reports judge values, not only presence", () => {
   });
 
   it("HTTPS failing (an expired certificate) is high, said once; the report is paid once", async () => {
-    const { report, paid, received } = await paidReport(payer(5), expired.url("/", "site.test"));
+    const { report, paid, received } = await paidReport(5, expired.url("/", "site.test"));
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     expect(report.reachable).toBe(false);
@@ -415,7 +375,7 @@ describe("paid reports judge values, not only presence", () => {
   });
 
   it("old TLS: legacy protocols, a 1024-bit RSA key, 10 days left; the tls section says so", async () => {
-    const { report, paid, received } = await paidReport(payer(7), oldTls.url("/", "site.test"));
+    const { report, paid, received } = await paidReport(7, oldTls.url("/", "site.test"));
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     expectNamed(report, ["tls-cert-expiring-14d", "tls-legacy-protocols", "tls-weak-rsa-key"]);
@@ -430,7 +390,7 @@ describe("paid reports judge values, not only presence", () => {
   });
 
   it("a certificate with 25 days left is medium; the report is paid once", async () => {
-    const { report, paid, received } = await paidReport(payer(7), renewSoon.url("/", "site.test"));
+    const { report, paid, received } = await paidReport(7, renewSoon.url("/", "site.test"));
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     expectNamed(report, ["tls-cert-expiring-30d"]);
@@ -454,10 +414,7 @@ describe("paid reports judge the domain's records", () => {
   it.each(weak.map((c) => [c.domain, c] as const))(
     "%s: its CAA, SPF, DMARC and MTA-STS findings; paid once on chain",
     async (_domain, c) => {
-      const { report, paid, received } = await paidReport(
-        payer(7),
-        site.url("/", `www.${c.domain}`),
-      );
+      const { report, paid, received } = await paidReport(7, site.url("/", `www.${c.domain}`));
       expect(paid).toBe(PRICE_UNITS);
       expect(received).toBe(PRICE_UNITS);
       expect(report.dns?.domain).toBe(c.domain);

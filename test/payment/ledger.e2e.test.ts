@@ -4,55 +4,38 @@
  * official x402 clients (v2, and the SDK's v1 scheme). Each case checks the chain: exactly one
  * transfer, the authorization used, and the report obtainable by a retry of the same proof.
  */
-import { x402Client, x402HTTPClient } from "@x402/core/client";
-import {
-  decodePaymentRequiredHeader,
-  decodePaymentResponseHeader,
-  decodePaymentSignatureHeader,
-} from "@x402/core/http";
+import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
 import {
   PaymentRequiredV1Schema,
   PaymentRequirementsV1Schema,
   type PaymentPayloadV1,
 } from "@x402/core/schemas";
-import type { PaymentRequired } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { ExactEvmSchemeV1 } from "@x402/evm/v1";
 import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
-import {
-  createPublicClient,
-  http,
-  parseAbi,
-  type Address,
-  type Hex,
-  type PublicClient,
-} from "viem";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import type { Address, Hex } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
 import { authorizationKey, authorizationOf } from "../../src/payment/authorization.js";
-import { createPaymentGate, type PaymentGateOptions } from "../../src/payment/index.js";
-import {
-  createSnapshotEngine,
-  createUrlPolicy,
-  type SnapshotEngine,
-} from "../../src/snapshot/index.js";
+import type { PaymentGateOptions } from "../../src/payment/index.js";
 import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
-import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
-import { usdcBalance } from "../fixtures/usdc.js";
+import {
+  PRICE_UNITS,
+  devnetGate,
+  postSnapshot,
+  postUntilAnswered,
+  startCountingTarget,
+  startGatedService,
+  startPaidDevnet,
+  v2ProofFor,
+  type CountingTarget,
+  type PaidDevnet,
+} from "../fixtures/paid-devnet.js";
+import { authorizationUsed } from "../fixtures/usdc.js";
 
-const PRICE_UNITS = 50_000n;
-const AUTHORIZATION_STATE = parseAbi([
-  "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
-]);
-
-let devnet: Devnet;
-let chain: PublicClient;
-let engine: SnapshotEngine;
+let devnet: PaidDevnet;
 let proxy: FacilitatorProxy;
-let target: CountingSite;
+let target: CountingTarget;
 const opened: { close(): Promise<void> }[] = [];
 
 interface Service {
@@ -61,100 +44,41 @@ interface Service {
 }
 
 async function startService(options: Partial<PaymentGateOptions> = {}): Promise<Service> {
-  const allowedPorts = new Set([80, 443, Number(new URL(target.url).port), target.probePort]);
   const store = new MemoryPaymentRecordStore();
-  const gate = createPaymentGate({
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    priceUsdc: "0.05",
-    facilitatorUrl: proxy.url,
-    supportedRetryMs: 0,
-    store,
-    rpcUrls: { [devnet.network]: devnet.rpcUrl },
-    log: (line) => {
-      if (process.env.DEBUG_GATE) console.error(line);
-    },
-    ...options,
-  });
-  const urlPolicy = createUrlPolicy({ allowedPorts, allowCidrs: ["127.0.0.0/8"] });
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
-  const server: RunningServer = await startServer({
-    config: { host: "127.0.0.1", port: 0 },
-    app,
-  });
-  opened.push({
-    close: async () => {
-      gate.close();
-      await server.close(1_000);
+  const service = await startGatedService({
+    engine: target.engine,
+    scope: target.scope,
+    gate: {
+      ...devnetGate(devnet, proxy.url),
+      store,
+      rpcUrls: { [devnet.network]: devnet.rpcUrl },
+      ...options,
     },
   });
-  return { url: server.url, store };
+  opened.push(service);
+  return { url: service.url, store };
 }
 
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  target = await startCountingSite();
+  devnet = await startPaidDevnet();
+  target = await startCountingTarget();
   proxy = await startFacilitatorProxy(devnet.facilitatorUrl);
-  engine = createSnapshotEngine({
-    timeoutMs: 5_000,
-    maxRedirects: 10,
-    allowedPorts: new Set([80, 443, Number(new URL(target.url).port), target.probePort]),
-    allowCidrs: ["127.0.0.0/8"],
-    dnsServers: [],
-    httpsProbePort: target.probePort,
-  });
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(opened.map((x) => x.close()));
   await proxy?.close();
-  await engine?.close();
-  await new Promise<void>((resolve) => (target ? target.server.close(() => resolve()) : resolve()));
+  await target?.close();
   await devnet?.close();
 });
 
-function payer(i: number): PrivateKeyAccount {
-  const key = devnet.payerPrivateKeys[i];
-  if (!key) throw new Error(`no payer ${i}`);
-  return privateKeyToAccount(key);
-}
-
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
-
 function post(base: string, headers: Record<string, string> = {}, signal?: AbortSignal) {
-  return fetch(`${base}/v1/snapshot`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ url: target.url }),
-    ...(signal && { signal }),
-  });
-}
-
-/** Retries a 409 "in progress" after a short wait, as a client told so would. */
-async function postUntilAnswered(base: string, headers: Record<string, string>) {
-  for (;;) {
-    const response = await post(base, headers);
-    if (response.status !== 409) return response;
-    expect(response.headers.get("retry-after")).toBeTruthy();
-    await response.text();
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  return postSnapshot(base, target.url, headers, signal);
 }
 
 /** A v2 proof by the official client. */
-async function v2Proof(base: string, account: PrivateKeyAccount) {
-  const response = await post(base);
-  expect(response.status).toBe(402);
-  const required: PaymentRequired = decodePaymentRequiredHeader(
-    response.headers.get("PAYMENT-REQUIRED")!,
-  );
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account });
-  const payload = await client.createPaymentPayload(required);
-  return new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
+function v2Proof(base: string, account: PrivateKeyAccount) {
+  return v2ProofFor(base, target.url, account);
 }
 
 /** A v1 proof by the SDK's v1 scheme (as X-PAYMENT), carrying a payment id when given. */
@@ -183,14 +107,10 @@ function authorizationIn(headers: Record<string, string>): { from: Address; nonc
   return decoded.payload.authorization;
 }
 
-async function authorizationUsed(headers: Record<string, string>): Promise<boolean> {
+/** Whether the authorization a proof header carries is used on chain. */
+function authorizationUsedIn(headers: Record<string, string>): Promise<boolean> {
   const { from, nonce } = authorizationIn(headers);
-  return chain.readContract({
-    address: devnet.usdcAddress,
-    abi: AUTHORIZATION_STATE,
-    functionName: "authorizationState",
-    args: [from, nonce],
-  });
+  return authorizationUsed(devnet.chain, devnet.usdcAddress, from, nonce);
 }
 
 /** The record key of a proof, as the ledger computes it. */
@@ -205,8 +125,8 @@ function recordKey(headers: Record<string, string>): string {
 describe("x402 v1: a lost settle answer", () => {
   it("503, then the retry with the same X-PAYMENT gets the report and its receipt; one transfer", async () => {
     const service = await startService();
-    const account = payer(0);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(0);
+    const before = await devnet.balanceOf(account.address);
     const headers = await v1Proof(service.url, account);
     const hitsBefore = target.hits();
 
@@ -214,7 +134,7 @@ describe("x402 v1: a lost settle answer", () => {
     const lost = await post(service.url, headers);
     expect(lost.status).toBe(503);
     expect(Number(lost.headers.get("retry-after"))).toBeGreaterThan(0);
-    expect(await authorizationUsed(headers)).toBe(true);
+    expect(await authorizationUsedIn(headers)).toBe(true);
 
     const settlesBefore = proxy.settles.seen;
     const retry = await post(service.url, headers);
@@ -226,15 +146,15 @@ describe("x402 v1: a lost settle answer", () => {
     // From the chain: no second settle, no second snapshot.
     expect(proxy.settles.seen).toBe(settlesBefore);
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 });
 
 describe("the facilitator answers settlement_pending with the transaction", () => {
   it("503 and the report kept; once mined, the retry gets it with that transaction; one transfer", async () => {
     const service = await startService();
-    const account = payer(1);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(1);
+    const before = await devnet.balanceOf(account.address);
     const headers = await v2Proof(service.url, account);
 
     proxy.failNextSettle("pending");
@@ -245,23 +165,23 @@ describe("the facilitator answers settlement_pending with the transaction", () =
     const kept = await service.store.get(recordKey(headers));
     expect(kept).toMatchObject({ state: "settling", transaction: expect.stringMatching(/^0x/) });
     // The devnet mines at once: the transfer is on chain.
-    expect(await authorizationUsed(headers)).toBe(true);
+    expect(await authorizationUsedIn(headers)).toBe(true);
 
     const retry = await post(service.url, headers);
     expect(retry.status).toBe(200);
     const receipt = decodePaymentResponseHeader(retry.headers.get("PAYMENT-RESPONSE")!);
     expect(receipt.transaction).toBe(kept?.transaction);
-    const onChain = await chain.getTransactionReceipt({ hash: receipt.transaction as Hex });
+    const onChain = await devnet.chain.getTransactionReceipt({ hash: receipt.transaction as Hex });
     expect(onChain.status).toBe("success");
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 });
 
 describe("a client that hangs up while settle runs", () => {
   it("the retry gets the report; one settlement, one transfer", async () => {
     const service = await startService();
-    const account = payer(2);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(2);
+    const before = await devnet.balanceOf(account.address);
     const headers = await v2Proof(service.url, account);
     const hitsBefore = target.hits();
 
@@ -274,13 +194,13 @@ describe("a client that hangs up while settle runs", () => {
     held.release();
 
     const settlesBefore = proxy.settles.seen;
-    const retry = await postUntilAnswered(service.url, headers);
+    const retry = await postUntilAnswered(service.url, target.url, headers);
     expect(retry.status).toBe(200);
     expect(await retry.json()).toMatchObject({ requested_url: target.url });
     expect(decodePaymentResponseHeader(retry.headers.get("PAYMENT-RESPONSE")!).success).toBe(true);
     expect(proxy.settles.seen).toBe(settlesBefore);
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
     // Delivered now: the proof is served once.
     expect((await post(service.url, headers)).status).toBe(402);
   });
@@ -289,23 +209,23 @@ describe("a client that hangs up while settle runs", () => {
 describe("the same proof twice at once", () => {
   it("one is served, the other is told it is in progress or used; one transfer", async () => {
     const service = await startService();
-    const account = payer(3);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(3);
+    const before = await devnet.balanceOf(account.address);
     const headers = await v2Proof(service.url, account);
     const statuses = (
       await Promise.all([post(service.url, headers), post(service.url, headers)])
     ).map((r) => r.status);
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     expect([402, 409]).toContain(statuses.find((s) => s !== 200));
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 });
 
 describe("x402 v1 with a payment-identifier", () => {
   it("the same answer again, byte for byte, with the same receipt; one snapshot, one transfer", async () => {
     const service = await startService();
-    const account = payer(4);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(4);
+    const before = await devnet.balanceOf(account.address);
     const headers = await v1Proof(service.url, account, generatePaymentId());
     const hitsBefore = target.hits();
 
@@ -320,15 +240,15 @@ describe("x402 v1 with a payment-identifier", () => {
     expect(await second.text()).toBe(body);
     expect(second.headers.get("X-PAYMENT-RESPONSE")).toBe(receipt);
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 });
 
 describe("the reconciler", () => {
   it("moves a settlement whose answer was lost to settled without any retry; the retry is served from it", async () => {
     const service = await startService({ reconcileIntervalMs: 100 });
-    const account = payer(5);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(5);
+    const before = await devnet.balanceOf(account.address);
     const headers = await v2Proof(service.url, account);
 
     proxy.failNextSettle("settle-then-drop");
@@ -342,12 +262,12 @@ describe("the reconciler", () => {
     expect(settled?.delivered).toBe(false);
 
     const settlesBefore = proxy.settles.seen;
-    const retry = await postUntilAnswered(service.url, headers);
+    const retry = await postUntilAnswered(service.url, target.url, headers);
     expect(retry.status).toBe(200);
     expect(decodePaymentResponseHeader(retry.headers.get("PAYMENT-RESPONSE")!).transaction).toBe(
       settled?.transaction,
     );
     expect(proxy.settles.seen).toBe(settlesBefore);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 });

@@ -4,161 +4,71 @@
  * payment id replays its answer without a second snapshot or transfer, and a settlement with no
  * known outcome keeps the report until the retry learns the payment was made. Money on chain.
  */
-import { x402Client, x402HTTPClient } from "@x402/core/client";
-import {
-  decodePaymentRequiredHeader,
-  decodePaymentResponseHeader,
-  decodePaymentSignatureHeader,
-} from "@x402/core/http";
-import type { PaymentRequired } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
+import { decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
 import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
-import {
-  createPublicClient,
-  createWalletClient,
-  http,
-  parseAbi,
-  parseSignature,
-  type Address,
-  type Hex,
-  type PublicClient,
-} from "viem";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { createWalletClient, http, parseAbi, parseSignature, type Hex } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
-import { createPaymentGate, type PaymentGateOptions } from "../../src/payment/index.js";
-import {
-  createSnapshotEngine,
-  createUrlPolicy,
-  type SnapshotEngine,
-} from "../../src/snapshot/index.js";
+import type { PaymentGateOptions } from "../../src/payment/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
-import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
-import { usdcBalance } from "../fixtures/usdc.js";
-import { MemoryPaymentRecordStore } from "../../src/store/index.js";
+import {
+  PRICE_UNITS,
+  challengeIn,
+  devnetGate,
+  postSnapshot as post,
+  postUntilAnswered,
+  startCountingTarget,
+  startGatedService,
+  startPaidDevnet,
+  v2ProofFor,
+  type CountingTarget,
+  type PaidDevnet,
+} from "../fixtures/paid-devnet.js";
 
-const PRICE_UNITS = 50_000n;
-
-let devnet: Devnet;
-let chain: PublicClient;
-let engine: SnapshotEngine;
+let devnet: PaidDevnet;
 let proxy: FacilitatorProxy;
-let target: CountingSite;
+let target: CountingTarget;
 const opened: { close(): Promise<void> }[] = [];
 
 async function startService(options: Partial<PaymentGateOptions> = {}): Promise<string> {
-  const allowedPorts = new Set([80, 443, Number(new URL(target.url).port), target.probePort]);
-  const gate = createPaymentGate({
-    store: new MemoryPaymentRecordStore(),
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    priceUsdc: "0.05",
-    facilitatorUrl: proxy.url,
-    supportedRetryMs: 0,
-    log: (line) => {
-      if (process.env.DEBUG_GATE) console.error(line);
-    },
-    ...options,
+  const service = await startGatedService({
+    engine: target.engine,
+    scope: target.scope,
+    gate: { ...devnetGate(devnet, proxy.url), ...options },
   });
-  const urlPolicy = createUrlPolicy({ allowedPorts, allowCidrs: ["127.0.0.0/8"] });
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
-  const service: RunningServer = await startServer({
-    config: { host: "127.0.0.1", port: 0 },
-    app,
-  });
-  opened.push({ close: () => service.close(1_000) });
+  opened.push(service);
   return service.url;
 }
 
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  target = await startCountingSite();
+  devnet = await startPaidDevnet();
+  target = await startCountingTarget();
   proxy = await startFacilitatorProxy(devnet.facilitatorUrl);
-  engine = createSnapshotEngine({
-    timeoutMs: 5_000,
-    maxRedirects: 10,
-    allowedPorts: new Set([80, 443, Number(new URL(target.url).port), target.probePort]),
-    allowCidrs: ["127.0.0.0/8"],
-    dnsServers: [],
-    httpsProbePort: target.probePort,
-  });
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(opened.map((x) => x.close()));
   await proxy?.close();
-  await engine?.close();
-  await new Promise<void>((resolve) => (target ? target.server.close(() => resolve()) : resolve()));
+  await target?.close();
   await devnet?.close();
 });
 
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
-
-function payer(i: number): PrivateKeyAccount {
-  const key = devnet.payerPrivateKeys[i];
-  if (!key) throw new Error(`no payer ${i}`);
-  return privateKeyToAccount(key);
-}
-
-function post(base: string, url: string, headers: Record<string, string> = {}) {
-  return fetch(`${base}/v1/snapshot`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ url }),
-  });
-}
-
-async function challenge(base: string): Promise<PaymentRequired> {
-  const response = await post(base, target.url);
-  expect(response.status).toBe(402);
-  return decodePaymentRequiredHeader(response.headers.get("PAYMENT-REQUIRED")!);
-}
-
 /** A proof by the official client, carrying `paymentId` when given. */
-async function proof(
-  base: string,
-  account: PrivateKeyAccount,
-  paymentId?: string,
-): Promise<Record<string, string>> {
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account });
-  const required = await challenge(base);
-  const payload = await client.createPaymentPayload(required);
-  if (paymentId !== undefined) {
-    payload.extensions = {
-      ...payload.extensions,
-      [PAYMENT_IDENTIFIER]: { info: { required: false, id: paymentId } },
-    };
-  }
-  return new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
-}
-
-/** Retries a 409 "in progress" after its Retry-After, as a client told so would. */
-async function postUntilAnswered(base: string, headers: Record<string, string>) {
-  for (;;) {
-    const response = await post(base, target.url, headers);
-    if (response.status !== 409) return response;
-    expect(response.headers.get("retry-after")).toBeTruthy();
-    await response.text();
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+function proof(base: string, account: PrivateKeyAccount, paymentId?: string) {
+  return v2ProofFor(base, target.url, account, paymentId);
 }
 
 describe("payment-identifier", () => {
   it("declares the extension, optional for clients, in the v2 challenge", async () => {
     const base = await startService();
-    const required = await challenge(base);
+    const required = challengeIn(await post(base, target.url));
     expect(required.extensions?.[PAYMENT_IDENTIFIER]).toEqual({ info: { required: false } });
   });
 
   it("the same id and proof twice: the same report and PAYMENT-RESPONSE, one snapshot, one transfer", async () => {
     const base = await startService();
-    const account = payer(0);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(0);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(base, account, generatePaymentId());
     const hitsBefore = target.hits();
 
@@ -175,18 +85,18 @@ describe("payment-identifier", () => {
     expect(second.headers.get("payment-response")).toBe(firstReceipt);
 
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 
   it("the same id and proof ten times at once: one snapshot, one transfer, the same report for all", async () => {
     const base = await startService();
-    const account = payer(1);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(1);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(base, account, generatePaymentId());
     const hitsBefore = target.hits();
 
     const answers = await Promise.all(
-      Array.from({ length: 10 }, () => postUntilAnswered(base, headers)),
+      Array.from({ length: 10 }, () => postUntilAnswered(base, target.url, headers)),
     );
     expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
     const bodies = new Set(await Promise.all(answers.map((a) => a.text())));
@@ -195,13 +105,13 @@ describe("payment-identifier", () => {
     expect(receipts.size).toBe(1);
 
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 
   it("the same id with another body or another proof is 409, and nothing more is charged", async () => {
     const base = await startService();
-    const account = payer(2);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(2);
+    const before = await devnet.balanceOf(account.address);
     const id = generatePaymentId();
     const headers = await proof(base, account, id);
     expect((await post(base, target.url, headers)).status).toBe(200);
@@ -214,29 +124,29 @@ describe("payment-identifier", () => {
     const otherProof = await post(base, target.url, await proof(base, account, id));
     expect(otherProof.status).toBe(409);
 
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 });
 
 describe("a malformed payment id", () => {
   it("is a 402 saying why, before verify, and nothing moves", async () => {
     const base = await startService();
-    const account = payer(7);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(7);
+    const before = await devnet.balanceOf(account.address);
     const refused = await post(base, target.url, await proof(base, account, "short id!"));
     expect(refused.status).toBe(402);
     expect(((await refused.json()) as { error: string }).error).toMatch(
       /Unreadable payment proof: payment-identifier is invalid/,
     );
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
   });
 });
 
 describe("settlement with no known outcome", () => {
   it("settled, then the connection dropped: 503 with Retry-After; the retry gets the kept report from the chain, one transfer", async () => {
     const base = await startService({ rpcUrls: { [devnet.network]: devnet.rpcUrl } });
-    const account = payer(3);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(3);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(base, account);
     const hitsBefore = target.hits();
 
@@ -246,7 +156,7 @@ describe("settlement with no known outcome", () => {
     expect(Number(lost.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(((await lost.json()) as { error: string }).error).toMatch(/same payment proof/);
     // The transfer landed although the answer was lost.
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
 
     const settlesBefore = proxy.settles.seen;
     const retry = await post(base, target.url, headers);
@@ -255,25 +165,25 @@ describe("settlement with no known outcome", () => {
     const receipt = decodePaymentResponseHeader(retry.headers.get("payment-response")!);
     expect(receipt.success).toBe(true);
     expect(receipt.transaction).toMatch(/^0x[0-9a-f]{64}$/);
-    const onChain = await chain.getTransactionReceipt({
+    const onChain = await devnet.chain.getTransactionReceipt({
       hash: receipt.transaction as `0x${string}`,
     });
     expect(onChain.status).toBe("success");
     // Known from the chain: no second settle, no second snapshot, still one transfer.
     expect(proxy.settles.seen).toBe(settlesBefore);
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
 
     // Served once: the proof now buys nothing more.
     const again = await post(base, target.url, headers);
     expect(again.status).toBe(402);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 
   it("without an RPC URL the retry settles again and takes 'authorization already used' as paid", async () => {
     const base = await startService();
-    const account = payer(4);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(4);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(base, account, generatePaymentId());
     const hitsBefore = target.hits();
 
@@ -290,13 +200,13 @@ describe("settlement with no known outcome", () => {
     expect(await replay.text()).toBe(body);
 
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 
   it("the settle never reached the facilitator: 503, nothing moved; the retry settles, one transfer", async () => {
     const base = await startService({ rpcUrls: { [devnet.network]: devnet.rpcUrl } });
-    const account = payer(5);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(5);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(base, account);
     const hitsBefore = target.hits();
 
@@ -304,7 +214,7 @@ describe("settlement with no known outcome", () => {
     const lost = await post(base, target.url, headers);
     expect(lost.status).toBe(503);
     expect(lost.headers.get("retry-after")).toBeTruthy();
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
 
     const forwardedBefore = proxy.settles.forwarded;
     const retry = await post(base, target.url, headers);
@@ -314,13 +224,13 @@ describe("settlement with no known outcome", () => {
     expect(receipt.transaction).toMatch(/^0x[0-9a-f]{64}$/);
     expect(proxy.settles.forwarded).toBe(forwardedBefore + 1);
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 
   it("an authorization the payer canceled on chain meanwhile is not taken as paid: 402, no report", async () => {
     const base = await startService({ rpcUrls: { [devnet.network]: devnet.rpcUrl } });
-    const account = payer(7);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(7);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(base, account);
     const { nonce } = (
       decodePaymentSignatureHeader(headers["PAYMENT-SIGNATURE"]!).payload as {
@@ -365,20 +275,20 @@ describe("settlement with no known outcome", () => {
         signature.s,
       ],
     });
-    expect((await chain.waitForTransactionReceipt({ hash })).status).toBe("success");
+    expect((await devnet.chain.waitForTransactionReceipt({ hash })).status).toBe("success");
 
     const retry = await post(base, target.url, headers);
     expect(retry.status).toBe(402);
     const body = (await retry.json()) as Record<string, unknown>;
     expect(body.error).toContain("authorization_canceled");
     expect(body).not.toHaveProperty("requested_url");
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
   });
 
   it("a settlement the facilitator refuses (success: false) is 402 with the reason, nothing moved", async () => {
     const base = await startService();
-    const account = payer(6);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(6);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(base, account);
 
     proxy.failNextSettle("refuse", "invalid_exact_evm_insufficient_balance");
@@ -387,6 +297,6 @@ describe("settlement with no known outcome", () => {
     expect(((await refused.json()) as { error: string }).error).toContain(
       "invalid_exact_evm_insufficient_balance",
     );
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
   });
 });

@@ -5,18 +5,9 @@
  * report carries the ids and their advice, and each payment moves exactly the price on chain.
  */
 import type { IncomingMessage } from "node:http";
-import { x402Client } from "@x402/core/client";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { wrapFetchWithPayment } from "@x402/fetch";
-import { createPublicClient, http, type Address, type PublicClient } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
-import { createPaymentGate } from "../../src/payment/index.js";
 import {
   createSnapshotEngine,
-  createUrlPolicy,
   type SnapshotEngine,
   type SnapshotResult,
 } from "../../src/snapshot/index.js";
@@ -30,31 +21,34 @@ import {
   type TargetServer,
 } from "../fixtures/targets.js";
 import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
-import { usdcBalance } from "../fixtures/usdc.js";
+import {
+  PRICE_UNITS,
+  devnetGate,
+  paidSnapshot,
+  startGatedService,
+  startPaidDevnet,
+  type GatedService,
+  type PaidDevnet,
+} from "../fixtures/paid-devnet.js";
 import { PROBE_FINDINGS } from "../fixtures/finding-cases.js";
 import { gradeOf, scoreOf } from "../../src/snapshot/rules/score.js";
-import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 /** The findings of the probes' judges (the response judges are tested elsewhere). */
 const PROBE_IDS = new Set(PROBE_FINDINGS.map((d) => d.id));
 const probeFindings = (r: { findings: SnapshotResult["findings"] }) =>
   r.findings.filter((f) => PROBE_IDS.has(f.id));
 
-const PRICE_UNITS = 50_000n;
-
-let devnet: Devnet;
-let chain: PublicClient;
+let devnet: PaidDevnet;
 let dns: DnsFixture;
 let plain: TargetServer;
 let secure: TargetServer;
 let engine: SnapshotEngine;
-let service: RunningServer;
+let service: GatedService;
 
 const hostOf = (req: IncomingMessage) => (req.headers.host ?? "").replace(/:\d+$/, "");
 
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  devnet = await startPaidDevnet();
   const names = ["shop.test", "site.test", "other.test", "legacy.test", "rh.test", "el.test"];
   dns = await startDnsServer(Object.fromEntries(names.map((n) => [n, { A: [PUBLIC_HOST] }])));
   const cert = await issueLeaf(await loadTestCa(), {
@@ -120,52 +114,32 @@ beforeAll(async () => {
     httpsProbePort: secure.port,
     httpProbePort: plain.port,
   });
-  const gate = createPaymentGate({
-    store: new MemoryPaymentRecordStore(),
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    priceUsdc: "0.05",
-    facilitatorUrl: devnet.facilitatorUrl,
-    devnet: true,
-    supportedRetryMs: 0,
-    log: () => {},
+  service = await startGatedService({
+    engine,
+    scope: { allowedPorts, allowCidrs: PUBLIC_CIDRS },
+    gate: { ...devnetGate(devnet), devnet: true },
   });
-  const urlPolicy = createUrlPolicy({ allowedPorts, allowCidrs: PUBLIC_CIDRS });
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
-  service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
 }, 120_000);
 
 afterAll(async () => {
-  await service?.close(1_000);
+  await service?.close();
   await engine?.close();
   await Promise.all([plain?.close(), secure?.close(), dns?.close()]);
   await devnet?.close();
 });
 
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
-
 /** One paid snapshot of `url` by payer `i`; checks the transfer on chain. */
 async function paidReport(i: number, url: string): Promise<SnapshotResult> {
-  const key = devnet.payerPrivateKeys[i];
-  if (!key) throw new Error(`no payer ${i}`);
-  const account = privateKeyToAccount(key);
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account });
+  const account = devnet.payer(i);
   const [payerBefore, payToBefore] = await Promise.all([
-    balanceOf(account.address),
-    balanceOf(devnet.payTo),
+    devnet.balanceOf(account.address),
+    devnet.balanceOf(devnet.payTo),
   ]);
-  const response = await wrapFetchWithPayment(fetch, client)(`${service.url}/v1/snapshot`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ url }),
-  });
+  const response = await paidSnapshot(service.url, url, account);
   expect(response.status).toBe(200);
   const report = (await response.json()) as SnapshotResult;
-  expect(await balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
-  expect(await balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
+  expect(await devnet.balanceOf(account.address)).toBe(payerBefore - PRICE_UNITS);
+  expect(await devnet.balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
   return report;
 }
 

@@ -6,28 +6,16 @@
  * work again when it is back, without a restart. Money checked on chain.
  */
 import { performance } from "node:perf_hooks";
-import { x402Client, x402HTTPClient } from "@x402/core/client";
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
-import type { PaymentRequired } from "@x402/core/types";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
-import { createPublicClient, http, type Address, type PublicClient } from "viem";
-import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
+import { decodePaymentResponseHeader } from "@x402/core/http";
+import { generatePaymentId } from "@x402/extensions/payment-identifier";
+import type { PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
 import {
   KEY_PREFIX,
   REDIS_COMMAND_TIMEOUT_MS,
-  createPaymentGate,
   createSharedState,
   type SharedState,
 } from "../../src/payment/index.js";
-import {
-  createSnapshotEngine,
-  createUrlPolicy,
-  type SnapshotEngine,
-} from "../../src/snapshot/index.js";
 import {
   redisServerBinary,
   silentRedis,
@@ -35,38 +23,37 @@ import {
   type RedisProcess,
 } from "../fixtures/redis.js";
 import { MemoryPaymentRecordStore, type PaymentRecordStore } from "../../src/store/index.js";
-import { startCountingSite, type CountingSite } from "../fixtures/targets.js";
-import { usdcBalance } from "../fixtures/usdc.js";
+import {
+  PRICE_UNITS,
+  challengeIn,
+  devnetGate,
+  postSnapshot,
+  startCountingTarget,
+  startGatedService,
+  startPaidDevnet,
+  v2ProofFor,
+  type CountingTarget,
+  type PaidDevnet,
+} from "../fixtures/paid-devnet.js";
 
-const PRICE_UNITS = 50_000n;
-
-let devnet: Devnet;
-let chain: PublicClient;
-let engine: SnapshotEngine;
+let devnet: PaidDevnet;
 let redis: RedisProcess;
-let target: CountingSite;
+let target: CountingTarget;
 const opened: { close(): Promise<void> }[] = [];
 
 /** One instance of the service over `shared` (its own Redis client, as a process would have). */
 async function startInstance(shared: SharedState, records: PaymentRecordStore): Promise<string> {
-  const allowedPorts = new Set([80, 443, Number(new URL(target.url).port), target.probePort]);
-  const gate = createPaymentGate({
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    priceUsdc: "0.05",
-    facilitatorUrl: devnet.facilitatorUrl,
-    supportedRetryMs: 0,
-    store: records,
-    payerBudget: shared.payerBudget(60),
-    rpcUrls: { [devnet.network]: devnet.rpcUrl },
-    log: (line) => {
-      if (process.env.DEBUG_GATE) console.error(line);
+  const service = await startGatedService({
+    engine: target.engine,
+    scope: target.scope,
+    gate: {
+      ...devnetGate(devnet),
+      store: records,
+      payerBudget: shared.payerBudget(60),
+      rpcUrls: { [devnet.network]: devnet.rpcUrl },
     },
   });
-  const urlPolicy = createUrlPolicy({ allowedPorts, allowCidrs: ["127.0.0.0/8"] });
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
-  const service: RunningServer = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
-  opened.push({ close: () => service.close(1_000) });
+  opened.push(service);
   return service.url;
 }
 
@@ -93,67 +80,24 @@ const binary = redisServerBinary;
 beforeAll(async () => {
   if (!binary) return;
   redis = await startRedis();
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  target = await startCountingSite();
-  engine = createSnapshotEngine({
-    timeoutMs: 5_000,
-    maxRedirects: 10,
-    allowedPorts: new Set([80, 443, Number(new URL(target.url).port), target.probePort]),
-    allowCidrs: ["127.0.0.0/8"],
-    dnsServers: [],
-    httpsProbePort: target.probePort,
-  });
+  devnet = await startPaidDevnet();
+  target = await startCountingTarget();
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(opened.map((x) => x.close()));
-  await engine?.close();
-  await new Promise<void>((resolve) => (target ? target.server.close(() => resolve()) : resolve()));
+  await target?.close();
   await devnet?.close();
   await redis?.close();
 });
 
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
-
-function payer(i: number): PrivateKeyAccount {
-  const key = devnet.payerPrivateKeys[i];
-  if (!key) throw new Error(`no payer ${i}`);
-  return privateKeyToAccount(key);
-}
-
 function post(base: string, headers: Record<string, string> = {}) {
-  return fetch(`${base}/v1/snapshot`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ url: target.url }),
-  });
-}
-
-async function challenge(base: string): Promise<PaymentRequired> {
-  const response = await post(base);
-  expect(response.status).toBe(402);
-  return decodePaymentRequiredHeader(response.headers.get("PAYMENT-REQUIRED")!);
+  return postSnapshot(base, target.url, headers);
 }
 
 /** A proof by the official client, carrying `paymentId` when given. */
-async function proof(
-  base: string,
-  account: PrivateKeyAccount,
-  paymentId?: string,
-): Promise<Record<string, string>> {
-  const client = new x402Client();
-  registerExactEvmScheme(client, { signer: account });
-  const payload = await client.createPaymentPayload(await challenge(base));
-  if (paymentId !== undefined) {
-    payload.extensions = {
-      ...payload.extensions,
-      [PAYMENT_IDENTIFIER]: { info: { required: false, id: paymentId } },
-    };
-  }
-  return new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
+function proof(base: string, account: PrivateKeyAccount, paymentId?: string) {
+  return v2ProofFor(base, target.url, account, paymentId);
 }
 
 /** The free endpoints and the unpaid challenge answer, whatever Redis does. */
@@ -161,14 +105,14 @@ async function freeEndpointsAnswer(base: string): Promise<void> {
   expect((await fetch(`${base}/health`)).status).toBe(200);
   expect((await fetch(`${base}/demo/snapshot`)).status).toBe(200);
   expect((await fetch(`${base}/openapi.json`)).status).toBe(200);
-  await challenge(base);
+  challengeIn(await post(base));
 }
 
 describe.skipIf(!binary)("two instances sharing one Redis", () => {
   it("the same proof sent to both at the same instant: exactly one 200, one snapshot, one transfer", async () => {
     const [a, b] = await fleet();
-    const account = payer(0);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(0);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(a, account);
     const hitsBefore = target.hits();
 
@@ -180,13 +124,13 @@ describe.skipIf(!binary)("two instances sharing one Redis", () => {
     await Promise.all(answers.map((r) => r.text()));
 
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 
   it("a payment-id retry on the other instance: the same report bytes and receipt, one transfer; every Redis key has a TTL", async () => {
     const [a, b] = await fleet();
-    const account = payer(1);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(1);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(a, account, generatePaymentId());
     const hitsBefore = target.hits();
 
@@ -202,7 +146,7 @@ describe.skipIf(!binary)("two instances sharing one Redis", () => {
     expect(retry.headers.get("payment-response")).toBe(receipt);
 
     expect(target.hits() - hitsBefore).toBe(1);
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
 
     // The rate counters are in Redis; the payment records are in the shared record store.
     // TODO(lead): store factory — with the Redis record store, check its keys here too.
@@ -215,8 +159,8 @@ describe.skipIf(!binary)("two instances sharing one Redis", () => {
     const own = await startRedis();
     opened.push(own);
     const [a] = await fleet(own.url);
-    const account = payer(2);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(2);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(a, account);
 
     await own.stop();
@@ -227,7 +171,7 @@ describe.skipIf(!binary)("two instances sharing one Redis", () => {
       "payment state store unavailable",
     );
     await freeEndpointsAnswer(a);
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
 
     await own.start();
     // The same proof: it was not consumed by the refused attempt.
@@ -242,15 +186,15 @@ describe.skipIf(!binary)("two instances sharing one Redis", () => {
       )
       .toBe(200);
     expect(await paid!.json()).toMatchObject({ requested_url: target.url, reachable: true });
-    expect(before - (await balanceOf(account.address))).toBe(PRICE_UNITS);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   }, 60_000);
 
   it("a Redis that accepts and never answers: 503 within the command timeout, nothing charged, free endpoints answer", async () => {
     const silent = await silentRedis();
     opened.push(silent);
     const [a] = await fleet(silent.url);
-    const account = payer(3);
-    const before = await balanceOf(account.address);
+    const account = devnet.payer(3);
+    const before = await devnet.balanceOf(account.address);
     const headers = await proof(a, account);
     const hitsBefore = target.hits();
 
@@ -262,6 +206,6 @@ describe.skipIf(!binary)("two instances sharing one Redis", () => {
     expect(performance.now() - started).toBeLessThan(10 * REDIS_COMMAND_TIMEOUT_MS);
     await freeEndpointsAnswer(a);
     expect(target.hits()).toBe(hitsBefore);
-    expect(await balanceOf(account.address)).toBe(before);
+    expect(await devnet.balanceOf(account.address)).toBe(before);
   }, 60_000);
 });

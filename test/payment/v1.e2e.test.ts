@@ -4,126 +4,71 @@
  * made with the official SDK's v1 client scheme. The v2 path is paid again here by the official @x402/fetch, to
  * show it is unaffected by the v1 body.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { PaymentRequiredV1Schema, PaymentRequirementsV1Schema } from "@x402/core/schemas";
 import type { PaymentRequiredV1 } from "@x402/core/schemas";
-import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { ExactEvmSchemeV1 } from "@x402/evm/v1";
-import { wrapFetchWithPayment as wrapV2Fetch } from "@x402/fetch";
 import {
-  createPublicClient,
   createWalletClient,
   decodeEventLog,
   http,
   publicActions,
   type Address,
   type Hex,
-  type PublicClient,
 } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { decodeXPaymentResponse, wrapFetchWithPayment } from "x402-fetch";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
-import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
-import {
-  createApp,
-  createChallengeFastPath,
-  startServer,
-  type RunningServer,
-} from "../../src/http/index.js";
 import { payCommand } from "../../src/cli/pay.js";
-import { createPaymentGate } from "../../src/payment/index.js";
-import { createSnapshotEngine, createUrlPolicy } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
-import { usdcBalance } from "../fixtures/usdc.js";
-import { MemoryPaymentRecordStore } from "../../src/store/index.js";
+import {
+  PRICE_UNITS,
+  devnetGate,
+  localEngine,
+  loopbackScope,
+  paidSnapshot,
+  postSnapshot,
+  startGatedService,
+  startPaidDevnet,
+  type GatedService,
+  type PaidDevnet,
+} from "../fixtures/paid-devnet.js";
+import { startPrivateRedirectSite, type PrivateRedirectSite } from "../fixtures/targets.js";
 
-const PRICE_UNITS = 50_000n;
-
-let devnet: Devnet;
-let chain: PublicClient;
-let target: { server: Server; url: string; closedPortUrl: string };
+let devnet: PaidDevnet;
+let target: PrivateRedirectSite;
 let engine: SnapshotEngine;
-let service: RunningServer;
+let service: GatedService;
 /** The proof header names of every paid request the service received, in order. */
 const proofHeadersSeen: string[] = [];
 
-/** `/` answers 200, `/to-private` redirects to a private address (→ 400 ssrf). */
-async function startTarget(): Promise<typeof target> {
-  const server = createServer((req, res) => {
-    if (req.url === "/to-private") {
-      res.writeHead(302, { location: "http://10.1.2.3:8080/" }).end();
-      return;
-    }
-    res.writeHead(req.url === "/" ? 200 : 404, { "content-type": "text/plain" }).end("ok\n");
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as AddressInfo).port;
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
-  const closedPort = (closed.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => closed.close(() => resolve()));
-  return {
-    server,
-    url: `http://127.0.0.1:${port}/`,
-    closedPortUrl: `http://127.0.0.1:${closedPort}/`,
-  };
-}
-
 beforeAll(async () => {
-  devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
-  chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  target = await startTarget();
-  const ports = new Set([
-    80,
-    443,
-    Number(new URL(target.url).port),
-    Number(new URL(target.closedPortUrl).port),
-  ]);
-  engine = createSnapshotEngine({
-    timeoutMs: 5_000,
-    maxRedirects: 10,
-    allowedPorts: ports,
-    allowCidrs: ["127.0.0.0/8"],
-    dnsServers: [],
-    httpsProbePort: Number(new URL(target.closedPortUrl).port),
+  devnet = await startPaidDevnet();
+  target = await startPrivateRedirectSite();
+  const scope = loopbackScope([80, 443, target.port, target.closedPort]);
+  engine = localEngine(scope, target.closedPort);
+  service = await startGatedService({
+    engine,
+    scope,
+    gate: devnetGate(devnet),
+    fastPath: true,
+    onRequest: (req) => {
+      for (const name of ["payment-signature", "x-payment"]) {
+        if (req.headers[name] !== undefined) proofHeadersSeen.push(name);
+      }
+    },
   });
-  const gate = createPaymentGate({
-    store: new MemoryPaymentRecordStore(),
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    priceUsdc: "0.05",
-    facilitatorUrl: devnet.facilitatorUrl,
-    supportedRetryMs: 0,
-    log: () => {},
-  });
-  const urlPolicy = createUrlPolicy({ allowedPorts: ports, allowCidrs: ["127.0.0.0/8"] });
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
-  const fast = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
-  const front: typeof fast = (req, res) => {
-    for (const name of ["payment-signature", "x-payment"]) {
-      if (req.headers[name] !== undefined) proofHeadersSeen.push(name);
-    }
-    return fast(req, res);
-  };
-  service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front });
 }, 120_000);
 
 afterAll(async () => {
-  await service?.close(1_000);
+  await service?.close();
   await engine?.close();
-  await new Promise<void>((resolve) => (target ? target.server.close(() => resolve()) : resolve()));
+  await target?.close();
   await devnet?.close();
 });
-
-function balanceOf(address: Address): Promise<bigint> {
-  return usdcBalance(chain, devnet.usdcAddress, address);
-}
 
 /** x402-fetch's signer type; x402 bundles its own viem, whose types differ from ours only nominally. */
 type V1Signer = Parameters<typeof wrapFetchWithPayment>[1];
@@ -133,9 +78,7 @@ type V1Signer = Parameters<typeof wrapFetchWithPayment>[1];
  * RPC rather than a public one.
  */
 function wallet(i: number): { signer: V1Signer; address: Address } {
-  const key = devnet.payerPrivateKeys[i];
-  if (!key) throw new Error(`no payer ${i}`);
-  const account = privateKeyToAccount(key);
+  const account = devnet.payer(i);
   const client = createWalletClient({
     account,
     chain: baseSepolia,
@@ -145,11 +88,7 @@ function wallet(i: number): { signer: V1Signer; address: Address } {
 }
 
 function post(url: unknown, headers: Record<string, string> = {}) {
-  return fetch(`${service.url}/v1/snapshot`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify({ url }),
-  });
+  return postSnapshot(service.url, url, headers);
 }
 
 async function v1Challenge(): Promise<PaymentRequiredV1> {
@@ -165,14 +104,14 @@ async function v1Proof(i: number, change: { maxTimeoutSeconds?: number } = {}) {
     ...PaymentRequirementsV1Schema.parse((await v1Challenge()).accepts[0]),
     ...change,
   };
-  const scheme = new ExactEvmSchemeV1(privateKeyToAccount(devnet.payerPrivateKeys[i]!));
+  const scheme = new ExactEvmSchemeV1(devnet.payer(i));
   const payload = await scheme.createPaymentPayload(1, requirements as never);
   return new x402HTTPClient(new x402Client()).encodePaymentSignatureHeader(payload as never);
 }
 
 /** The USDC Transfer events of a transaction. */
 async function transfersIn(hash: Hex) {
-  const receipt = await chain.getTransactionReceipt({ hash });
+  const receipt = await devnet.chain.getTransactionReceipt({ hash });
   expect(receipt.status).toBe("success");
   return receipt.logs
     .filter((log) => log.address.toLowerCase() === devnet.usdcAddress.toLowerCase())
@@ -260,8 +199,8 @@ describe("x402-fetch 1.x pays", () => {
   it("200, exactly 50000 units moved, X-PAYMENT-RESPONSE with the on-chain transaction", async () => {
     const { signer, address: from } = wallet(0);
     const [payerBefore, payToBefore] = await Promise.all([
-      balanceOf(from),
-      balanceOf(devnet.payTo),
+      devnet.balanceOf(from),
+      devnet.balanceOf(devnet.payTo),
     ]);
     const paidFetch = wrapFetchWithPayment(fetch, signer);
     const response = await paidFetch(`${service.url}/v1/snapshot`, {
@@ -280,8 +219,8 @@ describe("x402-fetch 1.x pays", () => {
     const transfers = await transfersIn(receipt.transaction as Hex);
     expect(transfers).toHaveLength(1);
     expect(transfers[0]?.args).toMatchObject({ from, to: devnet.payTo, value: PRICE_UNITS });
-    expect(await balanceOf(from)).toBe(payerBefore - PRICE_UNITS);
-    expect(await balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
+    expect(await devnet.balanceOf(from)).toBe(payerBefore - PRICE_UNITS);
+    expect(await devnet.balanceOf(devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
   });
 });
 
@@ -297,17 +236,17 @@ describe("v1 proofs follow every v2 rule", () => {
 
   it("replayed: one 200, then 402; one transfer", async () => {
     const from = wallet(1).address;
-    const before = await balanceOf(from);
+    const before = await devnet.balanceOf(from);
     const proof = await v1Proof(1);
     expect((await post(target.url, proof)).status).toBe(200);
     // Refused by the replay guard or, once settled, by the chain: either way no second charge.
     await expect402(await post(target.url, proof), /already_used/);
-    expect(await balanceOf(from)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(from)).toBe(before - PRICE_UNITS);
   });
 
   it("the same proof ten times at once: exactly one 200 and one transfer", async () => {
     const from = wallet(2).address;
-    const before = await balanceOf(from);
+    const before = await devnet.balanceOf(from);
     const proof = await v1Proof(2);
     const statuses = (
       await Promise.all(Array.from({ length: 10 }, () => post(target.url, proof)))
@@ -315,12 +254,12 @@ describe("v1 proofs follow every v2 rule", () => {
     expect(statuses.filter((s) => s === 200)).toHaveLength(1);
     // The others found it in progress (409, retry) or already served (402).
     expect(statuses.filter((s) => s === 409 || s === 402)).toHaveLength(9);
-    expect(await balanceOf(from)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(from)).toBe(before - PRICE_UNITS);
   });
 
   it("tampered signature and expired authorization: 402, nothing moved", async () => {
     const from = wallet(3).address;
-    const before = await balanceOf(from);
+    const before = await devnet.balanceOf(from);
     const proof = await v1Proof(3);
     const decoded = JSON.parse(Buffer.from(proof["X-PAYMENT"]!, "base64").toString()) as {
       payload: { signature: string };
@@ -333,7 +272,7 @@ describe("v1 proofs follow every v2 rule", () => {
 
     const expired = await v1Proof(3, { maxTimeoutSeconds: -60 });
     await expect402(await post(target.url, expired), /valid_before|expired/);
-    expect(await balanceOf(from)).toBe(before);
+    expect(await devnet.balanceOf(from)).toBe(before);
   });
 
   it("an unreadable X-PAYMENT is a 402 saying so, nothing verified", async () => {
@@ -346,41 +285,35 @@ describe("v1 proofs follow every v2 rule", () => {
 
   it("a paid request for a blocked target is 400, moves nothing, and the proof still works", async () => {
     const from = wallet(4).address;
-    const before = await balanceOf(from);
+    const before = await devnet.balanceOf(from);
     const proof = await v1Proof(4);
     const blocked = await post(`${target.url}to-private`, proof);
     expect(blocked.status).toBe(400);
     expect(((await blocked.json()) as { error_type: string }).error_type).toBe("ssrf");
     expect(blocked.headers.get("X-PAYMENT-RESPONSE")).toBeNull();
-    expect(await balanceOf(from)).toBe(before);
+    expect(await devnet.balanceOf(from)).toBe(before);
     expect((await post(target.url, proof)).status).toBe(200);
-    expect(await balanceOf(from)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(from)).toBe(before - PRICE_UNITS);
   });
 });
 
 describe("v2 clients are unaffected", () => {
   it("@x402/fetch pays with PAYMENT-SIGNATURE and gets PAYMENT-RESPONSE", async () => {
-    const account = privateKeyToAccount(devnet.payerPrivateKeys[5]!);
-    const before = await balanceOf(account.address);
-    const client = new x402Client();
-    registerExactEvmScheme(client, { signer: account });
-    const response = await wrapV2Fetch(fetch, client)(`${service.url}/v1/snapshot`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ url: target.url }),
-    });
+    const account = devnet.payer(5);
+    const before = await devnet.balanceOf(account.address);
+    const response = await paidSnapshot(service.url, target.url, account);
     expect(response.status).toBe(200);
     expect(response.headers.get("X-PAYMENT-RESPONSE")).toBeNull();
     const settlement = decodePaymentResponseHeader(response.headers.get("PAYMENT-RESPONSE")!);
     expect(settlement).toMatchObject({ success: true, network: "eip155:84532" });
-    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(account.address)).toBe(before - PRICE_UNITS);
   });
 });
 
 describe("secsnap pay --v1", () => {
   it("pays with X-PAYMENT, prints the report and the on-chain transaction", async () => {
     const { address } = wallet(6);
-    const before = await balanceOf(address);
+    const before = await devnet.balanceOf(address);
     let out = "";
     let err = "";
     const sink = (append: (s: string) => void) =>
@@ -400,6 +333,6 @@ describe("secsnap pay --v1", () => {
     const hash = /settlement transaction: (0x[0-9a-f]{64})/.exec(err)?.[1];
     expect(hash).toBeDefined();
     expect(await transfersIn(hash as Hex)).toHaveLength(1);
-    expect(await balanceOf(address)).toBe(before - PRICE_UNITS);
+    expect(await devnet.balanceOf(address)).toBe(before - PRICE_UNITS);
   });
 });
