@@ -11,7 +11,7 @@ import type { Network } from "@x402/core/types";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Address, Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
+import { authorizationUsed as authorizationUsedOnChain } from "../fixtures/usdc.js";
 import type { RunningServer } from "../../src/http/index.js";
 import { MAX_SENDS } from "../../src/cli/pay-send.js";
 import { createSnapshotEngine } from "../../src/snapshot/index.js";
@@ -409,12 +409,7 @@ function proofsSent(front: ForwardingProxy): SentProof[] {
 }
 
 function authorizationUsed(proof: SentProof): Promise<boolean> {
-  return bed.chain.readContract({
-    address: bed.devnet.usdcAddress,
-    abi: DEV_USDC_ABI,
-    functionName: "authorizationState",
-    args: [proof.from, proof.nonce],
-  }) as Promise<boolean>;
+  return authorizationUsedOnChain(bed.chain, bed.devnet.usdcAddress, proof.from, proof.nonce);
 }
 
 describe("the payment id", () => {

@@ -30,7 +30,7 @@ import {
 } from "../fixtures/mcp-client.js";
 import { startLocalTarget, startPaidService, type LocalTarget } from "../fixtures/paid-service.js";
 import { closedPort } from "../fixtures/targets.js";
-import { usdcBalance } from "../fixtures/usdc.js";
+import { authorizationUsed as authorizationUsedOnChain, usdcBalance } from "../fixtures/usdc.js";
 
 const PRICE_UNITS = 50_000n;
 /** Unpaid snapshots a payer may have per minute here (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE). */
@@ -98,12 +98,7 @@ function nonceOf(payload: PaymentPayload): Hex {
 }
 
 function authorizationUsed(from: Address, nonce: Hex): Promise<boolean> {
-  return chain.readContract({
-    address: devnet.usdcAddress,
-    abi: DEV_USDC_ABI,
-    functionName: "authorizationState",
-    args: [from, nonce],
-  }) as Promise<boolean>;
+  return authorizationUsedOnChain(chain, devnet.usdcAddress, from, nonce);
 }
 
 /** A fresh client's signed proof for a snapshot of `url`. */

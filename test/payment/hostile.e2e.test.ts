@@ -13,7 +13,6 @@ import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { createPublicClient, http, type Address, type Hex, type PublicClient } from "viem";
 import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEV_USDC_ABI } from "../../src/devnet/constants.js";
 import { startDevnet, type Devnet } from "../../src/devnet/devnet.js";
 import {
   createApp,
@@ -33,7 +32,7 @@ import {
   type SnapshotEngine,
 } from "../../src/snapshot/index.js";
 import { startTarget } from "../fixtures/held-target.js";
-import { usdcBalance } from "../fixtures/usdc.js";
+import { authorizationUsed as authorizationUsedOnChain, usdcBalance } from "../fixtures/usdc.js";
 import { closedPort } from "../fixtures/targets.js";
 import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
@@ -156,12 +155,7 @@ function balanceOf(address: Address): Promise<bigint> {
 function authorizationUsed(payload: PaymentPayload): Promise<boolean> {
   const { from, nonce } = (payload.payload as { authorization: { from: Address; nonce: Hex } })
     .authorization;
-  return chain.readContract({
-    address: devnet.usdcAddress,
-    abi: DEV_USDC_ABI,
-    functionName: "authorizationState",
-    args: [from, nonce],
-  }) as Promise<boolean>;
+  return authorizationUsedOnChain(chain, devnet.usdcAddress, from, nonce);
 }
 
 function payer(i: number): PrivateKeyAccount {
