@@ -33,7 +33,7 @@ import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { usdcBalance } from "../fixtures/usdc.js";
 import { closedPort } from "../fixtures/targets.js";
-import { MemoryPaymentRecordStore } from "../../src/store/index.js";
+import { devnetGate } from "../fixtures/paid-devnet.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -72,13 +72,8 @@ beforeAll(async () => {
   const logger = createLogger("info", { write: (line: string) => logged.push(line) });
   const metrics = new ServiceMetrics();
   const gate = createPaymentGate({
-    store: new MemoryPaymentRecordStore(),
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    priceUsdc: "0.05",
-    facilitatorUrl: proxy.url,
+    ...devnetGate(devnet, proxy.url),
     devnet: true,
-    supportedRetryMs: 0,
     rpcUrls: { [devnet.network]: devnet.rpcUrl },
     events: metrics,
     log: (line) => logger.warn(line),
@@ -403,16 +398,10 @@ describe("counters move with real requests", () => {
     // A second service on the same devnet whose payers may cause one unpaid snapshot a minute.
     const metrics = new ServiceMetrics();
     const gate = createPaymentGate({
-      store: new MemoryPaymentRecordStore(),
-      payTo: devnet.payTo,
-      networks: [devnet.network],
-      priceUsdc: "0.05",
-      facilitatorUrl: devnet.facilitatorUrl,
+      ...devnetGate(devnet),
       devnet: true,
-      supportedRetryMs: 0,
       refusedPerPayerPerMinute: 1,
       events: metrics,
-      log: () => {},
     });
     const urlPolicy = createUrlPolicy({
       allowedPorts: new Set([Number(new URL(closedPortUrl).port)]),

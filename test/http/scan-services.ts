@@ -21,9 +21,9 @@ import {
   createUrlPolicy,
   type SnapshotEngine,
 } from "../../src/snapshot/index.js";
-import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 import { PUBLIC_CIDRS, closedPort, respond, startHttpTarget } from "../fixtures/targets.js";
 import { usdcBalance } from "../fixtures/usdc.js";
+import { devnetGate } from "../fixtures/paid-devnet.js";
 
 export const PRICE_UNITS = 50_000n;
 /** What the hostile site puts in its header values and body. */
@@ -76,15 +76,7 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
     const urlPolicy = createUrlPolicy({ allowedPorts, allowCidrs: PUBLIC_CIDRS });
 
     const serve = async (mode: "devnet" | "production"): Promise<RunningServer> => {
-      const gate = createPaymentGate({
-        store: new MemoryPaymentRecordStore(),
-        payTo: devnet.payTo,
-        networks: [devnet.network],
-        priceUsdc: "0.05",
-        facilitatorUrl: devnet.facilitatorUrl,
-        supportedRetryMs: 0,
-        log: () => {},
-      });
+      const gate = createPaymentGate(devnetGate(devnet));
       if (!(await gate.warmUp())) throw new Error("the devnet's facilitator did not answer");
       const rateLimit = new ClientRateLimit(
         new RateLimiterMemory({ points: opts.perMinute, duration: 60 }),

@@ -34,7 +34,7 @@ import {
 import { startTarget } from "../fixtures/held-target.js";
 import { authorizationUsed as authorizationUsedOnChain, usdcBalance } from "../fixtures/usdc.js";
 import { closedPort } from "../fixtures/targets.js";
-import { MemoryPaymentRecordStore } from "../../src/store/index.js";
+import { devnetGate } from "../fixtures/paid-devnet.js";
 
 const PRICE_UNITS = 50_000n;
 
@@ -91,13 +91,7 @@ async function startService(
   let paidWaiters: ((t: PaidRequestTimings) => void)[] = [];
   let goneWaiters: (() => void)[] = [];
   const gate = createPaymentGate({
-    store: new MemoryPaymentRecordStore(),
-    payTo: devnet.payTo,
-    networks: [devnet.network],
-    priceUsdc: "0.05",
-    facilitatorUrl: devnet.facilitatorUrl,
-    supportedRetryMs: 0,
-    log: () => {},
+    ...devnetGate(devnet),
     onPaidRequest: (timings) => {
       const waiters = paidWaiters;
       paidWaiters = [];
