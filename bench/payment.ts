@@ -12,8 +12,13 @@
  *    must be within 1.1× the v2 one; and a paid call carrying a payment id beside its idempotent
  *    replay (the kept answer), which must be ≥ 10× faster.
  *
+ * 3. The devnet facilitator under a crowd: CROWD_VERIFIES concurrent POST /verify answered by
+ *    the facilitator as the devnet runs it (JSON-RPC calls of one tick batched to anvil) beside
+ *    one sending each call alone, both on the same anvil, alternating; the ratio is printed.
+ *
  *   tsx bench/payment.ts            exits 1 if a ratio misses its target
  *   tsx bench/payment.ts challenge  part 1 only (the 402 beside GET /health)
+ *   tsx bench/payment.ts verify     part 3 only (the facilitator's crowd of verifies)
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
@@ -30,7 +35,9 @@ import { createWalletClient, http, publicActions } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { wrapFetchWithPayment as wrapV1Fetch } from "x402-fetch";
+import { GAS_PAYER } from "../src/devnet/constants.js";
 import { startDevnet } from "../src/devnet/devnet.js";
+import { startFacilitator } from "../src/facilitator/index.js";
 import { createApp } from "../src/http/app.js";
 import { startServer } from "../src/http/server.js";
 import { createPaymentGate } from "../src/payment/gate.js";
@@ -38,7 +45,7 @@ import type { PaidRequestTimings } from "../src/payment/gate-options.js";
 import { createSnapshotEngine, createUrlPolicy } from "../src/snapshot/index.js";
 import type { EngineOptions } from "../src/snapshot/index.js";
 import { bundledServer } from "./lib/bundled.js";
-import { summarise, type Summary } from "./lib/stats.js";
+import { duel, summarise, type Summary } from "./lib/stats.js";
 import { MemoryPaymentRecordStore } from "../src/store/index.js";
 
 const CHALLENGE_TARGET_RATIO = 0.85;
@@ -51,6 +58,8 @@ const MAX_REQUESTS_PER_ROUND = 200_000;
 const PAID_RUNS = 8;
 const REPLAY_TARGET_SPEEDUP = 10;
 const TIME_LIMIT_MS = 180_000;
+/** A crowd's admitted payments: SNAPSHOT_MAX_CONCURRENCY's default on two cores is 128. */
+const CROWD_VERIFIES = 128;
 
 const body = JSON.stringify({ url: "https://example.com/" });
 
@@ -441,6 +450,96 @@ async function paidBench(
   return { v1Ratio, replaySpeedup };
 }
 
+/**
+ * CROWD_VERIFIES concurrent verifies of distinct authorizations (verify spends nothing, so each
+ * round sends the same ones) to a facilitator batching its JSON-RPC calls and to one that does
+ * not, on the devnet's anvil.
+ */
+async function verifyCrowdBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promise<void> {
+  const options = {
+    rpcUrl: devnet.rpcUrl,
+    privateKey: GAS_PAYER.privateKey,
+    networks: [devnet.network],
+    host: "127.0.0.1",
+    port: 0,
+    pollingIntervalMs: 50,
+  };
+  const batched = await startFacilitator({ ...options, batchRpc: true });
+  const single = await startFacilitator(options);
+  try {
+    const requirements = {
+      scheme: "exact",
+      network: devnet.network,
+      asset: devnet.usdcAddress,
+      amount: "50000",
+      payTo: devnet.payTo,
+      maxTimeoutSeconds: 300,
+      extra: { name: "USDC", version: "2" },
+    };
+    const required = {
+      x402Version: 2,
+      resource: { url: "http://127.0.0.1/v1/snapshot", description: "", mimeType: "" },
+      accepts: [requirements],
+    } as Parameters<x402Client["createPaymentPayload"]>[0];
+    const clients = devnet.payerPrivateKeys.map((key) => {
+      const client = new x402Client();
+      registerExactEvmScheme(client, { signer: privateKeyToAccount(key) });
+      return client;
+    });
+    const bodies: string[] = [];
+    for (let i = 0; i < CROWD_VERIFIES; i++) {
+      const payload = await (clients[i % clients.length] as x402Client).createPaymentPayload(
+        required,
+      );
+      bodies.push(
+        JSON.stringify({
+          x402Version: 2,
+          paymentPayload: payload,
+          paymentRequirements: requirements,
+        }),
+      );
+    }
+    const crowd = (url: string) => async (): Promise<number> => {
+      const pool = new Pool(url, { connections: CROWD_VERIFIES });
+      try {
+        const t0 = performance.now();
+        const answers = await Promise.all(
+          bodies.map(async (b) => {
+            const res = await pool.request({
+              path: "/verify",
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: b,
+            });
+            return (await res.body.json()) as { isValid?: boolean };
+          }),
+        );
+        const ms = performance.now() - t0;
+        if (!answers.every((a) => a.isValid === true)) throw new Error("a verify was refused");
+        return ms;
+      } finally {
+        await pool.close();
+      }
+    };
+    const result = await duel(
+      { name: "batched", run: crowd(batched.url) },
+      { name: "one call per request", run: crowd(single.url) },
+      { warmup: 1, rounds: 7 },
+    );
+    console.log(
+      `\nThe devnet facilitator: ${CROWD_VERIFIES} concurrent POST /verify (7 alternating rounds, medians)`,
+    );
+    console.log(row("JSON-RPC calls of a tick batched", result.a.time, "ms"));
+    console.log(row("each call its own request", result.b.time, "ms"));
+    console.log(
+      `  ratio batched/unbatched (wall)          ${fmt(result.ratio, 2)}        (paired ${result.pairedRatio.toFixed(2)}; CPU of this process ${(result.a.cpuMs / result.b.cpuMs).toFixed(2)}; printed)`,
+    );
+  } finally {
+    await batched.close();
+    await single.close();
+  }
+}
+
 async function main(): Promise<number> {
   const limit = setTimeout(() => {
     console.error(`payment benchmark exceeded ${TIME_LIMIT_MS} ms; stopping`);
@@ -452,9 +551,14 @@ async function main(): Promise<number> {
     console.log(
       `payment benchmark — devnet ${devnet.rpcUrl}, facilitator ${devnet.facilitatorUrl}`,
     );
+    if (process.argv.slice(2).includes("verify")) {
+      await verifyCrowdBench(devnet);
+      return 0;
+    }
     const ratio = await challengeBench(devnet.facilitatorUrl, devnet.payTo);
     if (process.argv.slice(2).includes("challenge")) return ratio >= CHALLENGE_TARGET_RATIO ? 0 : 1;
     const { v1Ratio, replaySpeedup } = await paidBench(devnet);
+    await verifyCrowdBench(devnet);
     return ratio >= CHALLENGE_TARGET_RATIO &&
       v1Ratio <= V1_PAID_TARGET_RATIO &&
       replaySpeedup >= REPLAY_TARGET_SPEEDUP

@@ -323,6 +323,9 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
         host: HOST,
         port: facilitatorPort,
         pollingIntervalMs: 50,
+        // Concurrent verifies' reads share one request to anvil: a crowd of payments costs the
+        // devnet's process about a quarter less (docs/benchmarks.md, "Fleet").
+        batchRpc: true,
         confirmationTimeoutMs: 30_000,
         log,
       }).catch((error: unknown) => {

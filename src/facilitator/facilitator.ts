@@ -34,6 +34,11 @@ export interface FacilitatorOptions {
   chain?: Chain;
   /** How often to poll for receipts (ms). Default 1000; a local devnet can go lower. */
   pollingIntervalMs?: number;
+  /**
+   * Sends the JSON-RPC calls made in one tick as one batch request. Only for an RPC known to
+   * take batches (the devnet's anvil): some providers refuse or cap them.
+   */
+  batchRpc?: boolean;
   /** How long a settlement waits for its receipt before answering `settlement_pending`. */
   confirmationTimeoutMs?: number;
   /** When set, POST /verify and /settle require `Authorization: Bearer <authToken>`. */
@@ -102,7 +107,11 @@ export function createX402Facilitator(opts: FacilitatorOptions): X402Facilitator
     });
   const account = privateKeyToAccount(opts.privateKey);
   // Bounded RPC calls: a hung node must turn into an error, not a hung settlement.
-  const transport = http(opts.rpcUrl, { timeout: 15_000, retryCount: 1 });
+  const transport = http(opts.rpcUrl, {
+    timeout: 15_000,
+    retryCount: 1,
+    ...(opts.batchRpc && { batch: true }),
+  });
   const pollingInterval = opts.pollingIntervalMs ?? 1_000;
   const publicClient = createPublicClient({ chain, transport, pollingInterval });
   const walletClient = createWalletClient({ account, chain, transport, pollingInterval });

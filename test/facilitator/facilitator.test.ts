@@ -11,6 +11,8 @@ import { DEV_USDC_ABI, startDevnet, type Devnet } from "../../src/devnet/index.j
 import { MAX_BODY_BYTES } from "../../src/facilitator/app.js";
 import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/index.js";
 import { authorizationTypes } from "@x402/evm";
+import { GAS_PAYER } from "../../src/devnet/constants.js";
+import { startForwardingProxy } from "../fixtures/forwarding-proxy.js";
 
 let devnet: Devnet;
 beforeAll(async () => {
@@ -302,6 +304,55 @@ describe("concurrent settlements from one gas wallet", () => {
     expect(results.filter((r) => r.body.success === true)).toHaveLength(1);
     expect(results.filter((r) => r.body.success === false)).toHaveLength(1);
     expect(await balanceOf(devnet.payTo)).toBe(payToBefore + 50000n);
+  });
+});
+
+describe("JSON-RPC batching (the devnet's facilitator)", () => {
+  /** Eight concurrent verifies through a facilitator whose RPC is a recording proxy to anvil. */
+  async function verifyThroughProxy(batchRpc: boolean) {
+    const proxy = await startForwardingProxy({ upstream: devnet.rpcUrl });
+    const facilitator = await startFacilitator({
+      rpcUrl: proxy.url,
+      privateKey: GAS_PAYER.privateKey,
+      networks: [devnet.network],
+      host: "127.0.0.1",
+      port: 0,
+      batchRpc,
+    });
+    try {
+      const payments = await Promise.all(Array.from({ length: 8 }, (_, i) => pay(i)));
+      proxy.requests.length = 0; // start-up's own calls (eth_chainId) are not the verifies'
+      const answers = await Promise.all(
+        payments.map((p) =>
+          post(facilitator.url, "/verify", {
+            x402Version: 2,
+            paymentPayload: p,
+            paymentRequirements: requirements(),
+          }),
+        ),
+      );
+      const bodies = proxy.requests.map((r) => JSON.parse(r.body) as unknown);
+      const calls = bodies.flatMap((b) => (Array.isArray(b) ? b : [b])) as { method: string }[];
+      return { answers, requests: bodies.length, batches: bodies.filter(Array.isArray), calls };
+    } finally {
+      await facilitator.close();
+      await proxy.close();
+    }
+  }
+
+  it("sends the calls of concurrent verifies to the RPC in batches, and verifies each payment", async () => {
+    const { answers, requests, batches, calls } = await verifyThroughProxy(true);
+    for (const a of answers) expect(a.body).toMatchObject({ isValid: true });
+    expect(calls.filter((c) => c.method === "eth_call").length).toBeGreaterThanOrEqual(8);
+    expect(batches.length).toBeGreaterThan(0);
+    expect(requests).toBeLessThan(calls.length);
+  });
+
+  it("sends one call per request when batching is off (any RPC provider takes that)", async () => {
+    const { answers, requests, batches, calls } = await verifyThroughProxy(false);
+    for (const a of answers) expect(a.body).toMatchObject({ isValid: true });
+    expect(batches).toHaveLength(0);
+    expect(requests).toBe(calls.length);
   });
 });
 
