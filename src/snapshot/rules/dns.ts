@@ -151,6 +151,19 @@ export const DNS_MTA_STS_MX_MISMATCH: FindingDef = {
     "Name every MX host (or a `*.` pattern that covers it) on an `mx:` line of the policy file, then change the record's `id`.",
 };
 
+/** Below a day, an enforced policy lapses between a sender's visits (RFC 8461 §3.2, §10.2). */
+export const MTA_STS_MIN_MAX_AGE = 86_400;
+
+export const DNS_MTA_STS_MAX_AGE_SHORT: FindingDef = {
+  id: "dns-mta-sts-max-age-short",
+  check: "dns",
+  severity: "low",
+  message:
+    "The domain's enforced MTA-STS policy has a `max_age` under one day: senders forget it quickly, and an attacker who blocks the policy fetch after that gets mail delivered without TLS.",
+  recommendation:
+    "Set `max_age` to a week or more (`max_age: 604800`; RFC 8461 expects weeks), then change the record's `id`.",
+};
+
 /** RFC 8461 §4.1: an `mx` pattern is a host name, or `*.` and a name, matching one more label. */
 export function mxMatches(pattern: string, host: string): boolean {
   const p = pattern.trim().replace(/\.$/, "").toLowerCase();
@@ -380,7 +393,15 @@ export function judgeDns(e: Evidence): Finding[] {
     } else if (outcome.kind === "policy" && outcome.policy.mode === "testing") {
       out.push(found(DNS_MTA_STS_TESTING));
     } else if (outcome.kind === "policy" && outcome.policy.mode === "enforce") {
-      const { mx } = outcome.policy;
+      const { mx, maxAge } = outcome.policy;
+      if (maxAge < MTA_STS_MIN_MAX_AGE) {
+        out.push(
+          found(
+            DNS_MTA_STS_MAX_AGE_SHORT,
+            `The enforced MTA-STS policy of ${domain} has \`max_age: ${maxAge}\` (under one day, ${MTA_STS_MIN_MAX_AGE} s): senders forget it quickly, and an attacker who blocks the policy fetch after that gets mail delivered without TLS.`,
+          ),
+        );
+      }
       const unmatched = (s.mx?.hosts ?? []).filter((h) => !mx.some((p) => mxMatches(p, h)));
       if (unmatched.length > 0) {
         out.push(
@@ -446,6 +467,7 @@ export const dnsRule = defineRule({
     DNS_CAA_MISSING,
     DNS_MTA_STS_INVALID,
     DNS_MTA_STS_MX_MISMATCH,
+    DNS_MTA_STS_MAX_AGE_SHORT,
     DNS_MTA_STS_MISSING,
     DNS_MTA_STS_TESTING,
   ],

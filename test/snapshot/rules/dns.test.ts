@@ -170,6 +170,27 @@ describe("judgeDns", () => {
     );
   });
 
+  it("an enforced policy's max_age under one day is short; a day is enough; testing is not judged for it", () => {
+    const policy = (mode: string, maxAge: number) => ({
+      mtaStsPolicy: {
+        kind: "response" as const,
+        url: "https://mta-sts.example.com/.well-known/mta-sts.txt",
+        status: 200,
+        contentType: "text/plain",
+        body: Buffer.from(`version: STSv1\nmode: ${mode}\nmx: *.example.com\nmax_age: ${maxAge}\n`),
+      },
+    });
+    expect(judged(policy("enforce", 86_400))).toEqual([]);
+    expect(judged(policy("enforce", 31_557_600))).toEqual([]);
+    expect(judged(policy("enforce", 86_399))).toEqual(["dns-mta-sts-max-age-short"]);
+    expect(judged(policy("testing", 300))).toEqual(["dns-mta-sts-testing"]);
+    const [finding] = judgeDns({ ...evidenceOf(), dns: domain(policy("enforce", 300)) });
+    expect(finding?.message).toBe(
+      "The enforced MTA-STS policy of example.com has `max_age: 300` (under one day, 86400 s): senders forget it quickly, and an attacker who blocks the policy fetch after that gets mail delivered without TLS.",
+    );
+    expect(finding?.severity).toBe("low");
+  });
+
   it("MX: MTA-STS is asked for only of a domain that receives mail", () => {
     const noSts = { mtaStsTxt: NONE, mtaStsPolicy: null };
     const mx = (...records: { priority: number; exchange: string }[]) => ({
