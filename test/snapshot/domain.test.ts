@@ -87,6 +87,22 @@ describe("the domain section", () => {
     expect(report.score).toBe(100);
   });
 
+  it("the domain's five questions share one channel: one socket asks them all", async () => {
+    const before = dns.queries.length;
+    await engine.snapshot(site.url("/", "www.good-mail.com"));
+    const asked = dns.queries
+      .slice(before)
+      .filter((q) => ["CAA", "TXT", "MX"].includes(q.type) && q.name.endsWith("good-mail.com"));
+    expect(asked.map((q) => `${q.type} ${q.name}`).sort()).toEqual([
+      "CAA good-mail.com",
+      "MX good-mail.com",
+      "TXT _dmarc.good-mail.com",
+      "TXT _mta-sts.good-mail.com",
+      "TXT good-mail.com",
+    ]);
+    expect(new Set(asked.map((q) => q.port)).size).toBe(1);
+  });
+
   it("a null MX and no MX: no mail received, no MTA-STS asked for", async () => {
     const nullMx = await engine.snapshot(site.url("/", "www.no-mail.com"));
     expect(nullMx.dns).toMatchObject({

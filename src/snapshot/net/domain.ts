@@ -43,15 +43,15 @@ export function startDomainLookups(
   port: number,
   ctx: FetchContext,
 ): DomainLookups {
-  const { signal } = ctx;
-  const mtaStsTxt = records.txt(`_mta-sts.${domain}`, signal);
+  const ask = records.open(ctx.signal);
+  const mtaStsTxt = ask.txt(`_mta-sts.${domain}`);
   return {
     domain,
-    caa: records.caa(domain, signal).then(caaRecords),
-    txt: records.txt(domain, signal),
-    dmarc: records.txt(`_dmarc.${domain}`, signal),
+    caa: ask.caa(domain).then(caaRecords),
+    txt: ask.txt(domain),
+    dmarc: ask.txt(`_dmarc.${domain}`),
     mtaStsTxt,
-    mx: records.mx(domain, signal),
+    mx: ask.mx(domain),
     // RFC 8461 §3.1: the policy is fetched only for a record beginning `v=STSv1`.
     mtaStsPolicy: mtaStsTxt.then((a) =>
       a.kind === "records" && a.records.some((r) => /^v=STSv1(\s|;|$)/.test(r.trim()))
