@@ -33,7 +33,7 @@ import { chosenNames } from "./lib/args.js";
 import { runMeasuringChild } from "./lib/child.js";
 import { duel, peakRssKib } from "./lib/stats.js";
 import type { Duel } from "./lib/stats.js";
-import { PAGE_HOST, startBenchTarget } from "./lib/target.js";
+import { BENCH_DOMAIN_RECORDS, PAGE_HOST, startBenchTarget } from "./lib/target.js";
 
 const HEALTHY_ADDRESS = "127.0.0.77";
 const CHAIN_ADDRESS = "127.0.0.78";
@@ -253,6 +253,7 @@ async function main(): Promise<number> {
   const { chain: chainPort, reneg: renegPort, neighbour: neighbourPort } = hostileTargets.ports;
   const blackHole = await startDroppedSynHost(BLACK_HOLE_ADDRESSES);
   const dns = await startDnsServer({
+    ...BENCH_DOMAIN_RECORDS,
     [PAGE_HOST]: { A: [HEALTHY_ADDRESS] },
     [BLACK_HOLE_HOST]: { A: [...BLACK_HOLE_ADDRESSES] },
     [RENEGOTIATING_HOST]: { A: [RENEGOTIATING_ADDRESS] },

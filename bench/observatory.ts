@@ -35,7 +35,7 @@ import {
 import { duel } from "./lib/stats.js";
 import type { Contender, PeerCounters } from "./lib/stats.js";
 import { freshAgent, plainGet } from "./lib/baseline.js";
-import { PAGE_HOST, startBenchTarget } from "./lib/target.js";
+import { BENCH_DOMAIN_RECORDS, PAGE_HOST, startBenchTarget } from "./lib/target.js";
 
 /** Away from the test fixtures (127.0.0.x) and from `npm run compare`'s sites (127.0.20.x). */
 const TARGET_ADDRESS = "127.0.21.1";
@@ -166,7 +166,10 @@ async function parent(): Promise<number> {
     cert: leaf,
     ports: { http: 80, https: 443 },
   });
-  const dns = await startDnsServer({ [PAGE_HOST]: { A: [TARGET_ADDRESS] } });
+  const dns = await startDnsServer({
+    ...BENCH_DOMAIN_RECORDS,
+    [PAGE_HOST]: { A: [TARGET_ADDRESS] },
+  });
   try {
     console.log(
       `in-process scan vs MDN HTTP Observatory ${OBSERVATORY_VERSION}: bare name ${PAGE_HOST} ` +

@@ -25,7 +25,13 @@ import { followChain, freshAgent, plainGet } from "./lib/baseline.js";
 import { chosenNames } from "./lib/args.js";
 import { duel, peakRssKib } from "./lib/stats.js";
 import type { Contender, Duel, PeerCounters, SideStats } from "./lib/stats.js";
-import { CHAIN_HOST, PAGE_HOST, startBenchTarget } from "./lib/target.js";
+import {
+  BENCH_DOMAIN,
+  BENCH_DOMAIN_RECORDS,
+  CHAIN_HOST,
+  PAGE_HOST,
+  startBenchTarget,
+} from "./lib/target.js";
 
 const TARGET_ADDRESS = "127.0.0.77";
 const DELAY_MS = 100;
@@ -109,6 +115,12 @@ function checkReport(r: SnapshotResult, finalUrl: string, redirects: number): vo
   );
   check(r.final_url === finalUrl, `final_url ${r.final_url} is ${finalUrl}`);
   check(r.redirect_count === redirects, `redirect_count ${r.redirect_count} is ${redirects}`);
+  // Every check on: the domain's lookups answered, the tls section.
+  check(
+    r.dns?.domain === BENCH_DOMAIN && r.dns.spf?.present === true && r.dns.mx?.present === true,
+    `the domain section of ${BENCH_DOMAIN}`,
+  );
+  check(r.tls !== null, "the tls section");
 }
 
 async function measureLine(setup: ChildSetup): Promise<LineResult> {
@@ -339,6 +351,7 @@ async function main(): Promise<number> {
   writeFileSync(caPath, ca.certPem);
   const leaf = await issueLeaf(ca, { dnsNames: [PAGE_HOST, CHAIN_HOST] });
   const dns = await startDnsServer({
+    ...BENCH_DOMAIN_RECORDS,
     [PAGE_HOST]: { A: [TARGET_ADDRESS] },
     [CHAIN_HOST]: { A: [TARGET_ADDRESS] },
   });

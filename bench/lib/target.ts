@@ -18,9 +18,28 @@ import { createServer as createHttpServer } from "node:http";
 import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
+import type { HostRecords } from "../../test/fixtures/dns-server.js";
 
-export const PAGE_HOST = "www.bench.test";
-export const CHAIN_HOST = "chain.bench.test";
+/**
+ * Under a public suffix, so the report's domain checks run as for a real site: its DNS records
+ * (BENCH_DOMAIN_RECORDS) come from the benchmark's own DNS server, never from the internet.
+ */
+export const BENCH_DOMAIN = "bench-site.com";
+export const PAGE_HOST = `www.${BENCH_DOMAIN}`;
+export const CHAIN_HOST = `chain.${BENCH_DOMAIN}`;
+
+/**
+ * The domain as most sites publish it: CAA, SPF, DMARC and MX, no MTA-STS (so no policy file is
+ * fetched). Spread into the DNS server's table beside the hosts' A records.
+ */
+export const BENCH_DOMAIN_RECORDS: HostRecords = {
+  [BENCH_DOMAIN]: {
+    CAA: [{ tag: "issue", value: "letsencrypt.org" }],
+    TXT: ["v=spf1 mx -all"],
+    MX: [{ priority: 10, exchange: `mx.${BENCH_DOMAIN}` }],
+  },
+  [`_dmarc.${BENCH_DOMAIN}`]: { TXT: ["v=DMARC1; p=reject"] },
+};
 
 const SECURITY_HEADERS: OutgoingHttpHeaders = {
   "strict-transport-security": "max-age=31536000; includeSubDomains",
@@ -35,14 +54,14 @@ const PAGE = "<!doctype html><html><head><title>bench</title></head><body>hello<
 const FILES: Record<string, { type: string; body: string }> = {
   "/.well-known/security.txt": {
     type: "text/plain; charset=utf-8",
-    body: "Contact: mailto:security@bench.test\nExpires: 2030-01-01T00:00:00.000Z\n",
+    body: `Contact: mailto:security@${BENCH_DOMAIN}\nExpires: 2030-01-01T00:00:00.000Z\n`,
   },
   "/robots.txt": { type: "text/plain; charset=utf-8", body: "User-agent: *\nDisallow:\n" },
   "/sitemap.xml": {
     type: "application/xml",
     body:
       '<?xml version="1.0" encoding="UTF-8"?>\n' +
-      '<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://www.bench.test/</loc></url></urlset>\n',
+      `<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>https://${PAGE_HOST}/</loc></url></urlset>\n`,
   },
 };
 
