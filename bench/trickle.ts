@@ -251,6 +251,11 @@ async function main(): Promise<number> {
   console.log(
     `  transfers: ${service.transfers} for ${service.reports} reports (nothing else charged) ${verdict(paidForReportsOnly)}`,
   );
+  const { verify, snapshot, settle } = service.phases;
+  const phase = (p: { mean: number; count: number }) => `${p.mean.toFixed(2)} s × ${p.count}`;
+  console.log(
+    `  where an admitted request's time goes (the service's metrics, means): verify at the devnet facilitator ${phase(verify)}, snapshot ${phase(snapshot)}, settle ${phase(settle)}`,
+  );
 
   console.log("");
   const engineRssOk = engine.peakRssMiB < RSS_TARGET_MIB;

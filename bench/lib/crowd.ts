@@ -29,6 +29,28 @@ export interface ServiceResult {
   slowestByOutcome: Record<string, number>;
   reports: number;
   transfers: bigint;
+  /** The service's own timings of the crowd's paid requests, from its metrics (seconds). */
+  phases: PhaseTimes;
+}
+
+/** Mean seconds of each part of a paid request, as the service's metrics count them. */
+export interface PhaseTimes {
+  verify: { mean: number; count: number };
+  snapshot: { mean: number; count: number };
+  settle: { mean: number; count: number };
+}
+
+/** Sum over count of the Prometheus series `name` whose labels include `match`. */
+function meanOf(metrics: string, name: string, match: string): { mean: number; count: number } {
+  let sum = 0;
+  let count = 0;
+  for (const line of metrics.split("\n")) {
+    const m = /^(\w+)\{([^}]*)\} (\S+)$/.exec(line);
+    if (!m || !m[2]?.includes(match)) continue;
+    if (m[1] === `${name}_sum`) sum += Number(m[3]);
+    if (m[1] === `${name}_count`) count += Number(m[3]);
+  }
+  return { mean: count > 0 ? sum / count : 0, count };
 }
 
 /** VmHWM / VmRSS of a process, MiB. */
@@ -113,6 +135,12 @@ export async function measureService(o: CrowdOptions): Promise<ServiceResult> {
       }),
     );
     const peakRssMiB = memoryOf(pid, "VmHWM");
+    const metrics = await (await fetch(service.metricsUrl)).text();
+    const phases: PhaseTimes = {
+      verify: meanOf(metrics, "secsnap_facilitator_request_duration_seconds", 'operation="verify"'),
+      snapshot: meanOf(metrics, "secsnap_snapshot_duration_seconds", "outcome="),
+      settle: meanOf(metrics, "secsnap_facilitator_request_duration_seconds", 'operation="settle"'),
+    };
     const transfers =
       ((await usdcBalance(chain, devnet.usdcAddress, devnet.payTo)) - before) / PRICE_UNITS;
     times.sort((x, y) => x - y);
@@ -127,6 +155,7 @@ export async function measureService(o: CrowdOptions): Promise<ServiceResult> {
       slowestByOutcome,
       reports,
       transfers,
+      phases,
     };
   } finally {
     await pool.close();
