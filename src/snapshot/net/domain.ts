@@ -4,7 +4,7 @@
  * once; then, only when an MTA-STS record is there, its policy file over the snapshot's pinned
  * dispatcher. Nothing here throws.
  */
-import type { DnsAnswer, DomainEvidence, PolicyFetch } from "../rules/evidence.js";
+import type { DnsAnswer, DomainEvidence, MxRecord, PolicyFetch } from "../rules/evidence.js";
 import { fetchMtaStsPolicy } from "./fetch.js";
 import type { FetchContext } from "./fetch.js";
 import type { RecordAnswer, RecordLookup } from "./resolver.js";
@@ -16,7 +16,7 @@ export interface DomainLookups {
   txt: Promise<DnsAnswer<string>>;
   dmarc: Promise<DnsAnswer<string>>;
   mtaStsTxt: Promise<DnsAnswer<string>>;
-  mx: Promise<DnsAnswer<{ priority: number; exchange: string }>>;
+  mx: Promise<DnsAnswer<MxRecord>>;
   /** null: no MTA-STS record, so no request. */
   mtaStsPolicy: Promise<PolicyFetch | null>;
 }

@@ -252,7 +252,7 @@ export interface RecordQuestions {
   /** Each TXT record with its character-strings joined (RFC 7208 §3.3). */
   txt(name: string): Promise<RecordAnswer<string>>;
   /** The mail exchangers; a null MX (RFC 7505) comes as an empty or "." exchange. */
-  mx(name: string): Promise<RecordAnswer<{ priority: number; exchange: string }>>;
+  mx(name: string): Promise<RecordAnswer<nodeDns.MxRecord>>;
 }
 
 export interface RecordLookup {

@@ -6,7 +6,7 @@
 import { createRequire } from "node:module";
 import { isIP } from "node:net";
 import type * as Tldts from "tldts";
-import type { DnsAnswer, DomainEvidence, Evidence, PolicyFetch } from "./evidence.js";
+import type { DnsAnswer, DomainEvidence, Evidence, MxRecord, PolicyFetch } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
 import { capReached, cause } from "./notes.js";
@@ -307,7 +307,7 @@ export function dnsSection(e: Evidence): DnsSection | null {
 
 /** The mail exchangers by preference; a lone `0 .` is a null MX: no mail (RFC 7505). */
 function mxOf(
-  answer: Exclude<DnsAnswer<{ priority: number; exchange: string }>, { kind: "failed" }>,
+  answer: Exclude<DnsAnswer<MxRecord>, { kind: "failed" }>,
 ): NonNullable<DnsSection["mx"]> {
   const records = answer.kind === "records" ? answer.records : [];
   const hosts = [...records]

@@ -120,6 +120,12 @@ export interface Evidence {
 export type DnsAnswer<T> =
   { kind: "records"; records: T[] } | { kind: "none" } | { kind: "failed"; code: string };
 
+/** One MX record: the exchanger and its preference (lower first). */
+export interface MxRecord {
+  priority: number;
+  exchange: string;
+}
+
 /** `GET https://mta-sts.<domain>/.well-known/mta-sts.txt` (RFC 8461 §3.3), redirects not followed. */
 export type PolicyFetch =
   | {
@@ -148,7 +154,7 @@ export interface DomainEvidence {
   /** TXT records at `_mta-sts.<domain>`. */
   mtaStsTxt: DnsAnswer<string> | null;
   /** MX records at the domain (whether it receives mail). */
-  mx: DnsAnswer<{ priority: number; exchange: string }> | null;
+  mx: DnsAnswer<MxRecord> | null;
   /** The policy file; null when not fetched (no MTA-STS record) or late. */
   mtaStsPolicy: PolicyFetch | null;
 }
