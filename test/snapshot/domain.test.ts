@@ -20,6 +20,21 @@ import { PUBLIC_HOST, createTestEngine, respond, startHttpsTarget } from "../fix
 import type { TargetServer } from "../fixtures/targets.js";
 import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
 
+/** A domain that receives mail and announces MTA-STS; its policy host is the site. */
+function brokenPolicyRecords(domain: string) {
+  return {
+    [domain]: {
+      CAA: [{ tag: "issue", value: "letsencrypt.org" }],
+      TXT: ["v=spf1 mx -all"],
+      MX: [{ priority: 10, exchange: `mx.${domain}` }],
+    },
+    [`www.${domain}`]: { A: [PUBLIC_HOST] },
+    [`mta-sts.${domain}`]: { A: [PUBLIC_HOST] },
+    [`_dmarc.${domain}`]: { TXT: ["v=DMARC1; p=reject"] },
+    [`_mta-sts.${domain}`]: { TXT: ["v=STSv1; id=1"] },
+  };
+}
+
 let dns: DnsFixture;
 let site: TargetServer;
 let engine: SnapshotEngine;
@@ -32,15 +47,31 @@ beforeAll(async () => {
     "slow-mail.com": { TXT: ["v=spf1 -all"], drop: ["CAA"] },
     "www.slow-mail.com": { A: [PUBLIC_HOST] },
     "_dmarc.slow-mail.com": { rcode: "SERVFAIL" },
+    ...brokenPolicyRecords("cut-mail.com"),
+    ...brokenPolicyRecords("stalled-mail.com"),
   });
   site = await startHttpsTarget({
     cert: await issueLeaf(ca, {
-      dnsNames: [...domainNames(), "site.test", "www.slow-mail.com"],
+      dnsNames: [
+        ...domainNames(),
+        "site.test",
+        "www.slow-mail.com",
+        ...["cut-mail.com", "stalled-mail.com"].flatMap((d) => [`www.${d}`, `mta-sts.${d}`]),
+      ],
       ips: [PUBLIC_HOST],
     }),
     routes: {
       "/": respond.text("good", GOOD_HEADERS),
-      "/.well-known/mta-sts.txt": mtaStsRoute,
+      "/.well-known/mta-sts.txt": (req, res) => {
+        const host = req.headers.host?.replace(/:\d+$/, "");
+        if (host !== "mta-sts.cut-mail.com" && host !== "mta-sts.stalled-mail.com") {
+          return mtaStsRoute(req, res);
+        }
+        // A policy whose body breaks off (reset) or never ends (held until the deadline).
+        res.writeHead(200, { "content-type": "text/plain", "content-length": "200" });
+        res.write("version: STSv1\nmode: enf");
+        if (host === "mta-sts.cut-mail.com") setTimeout(() => res.socket?.destroy(), 20);
+      },
       ...SECURITY_TXT,
     },
   });
@@ -65,8 +96,8 @@ describe("the domain section", () => {
       expect(report.findings.map((f) => f.id)).toEqual(c.ids);
       for (const f of report.findings) expect(report.notes).toContain(f.message);
       expect(report.dns?.domain).toBe(c.domain);
-      // No policy request without an MTA-STS record; one with it.
-      expect(policyRequests(c.domain)).toHaveLength(c.mtaStsTxt ? 1 : 0);
+      // No policy request without an MTA-STS record, or with several; one with one.
+      expect(policyRequests(c.domain)).toHaveLength(c.mtaStsTxt?.length === 1 ? 1 : 0);
     },
   );
 
@@ -132,6 +163,21 @@ describe("the domain section", () => {
     });
   });
 
+  it("records as the RFCs read them: CAA tags in any case, two MTA-STS records ignored", async () => {
+    const report = await engine.snapshot(site.url("/", "www.twice-mail.com"));
+    expect(report.dns).toMatchObject({
+      caa: { present: true, issuers: ["letsencrypt.org"] },
+      dmarc: { present: true, policy: "reject" },
+      mta_sts: { present: true, mode: null, max_age: null },
+    });
+    expect(report.findings.find((f) => f.id === "dns-mta-sts-invalid")?.message).toBe(
+      "The domain twice-mail.com announces MTA-STS but senders ignore it: it publishes 2 MTA-STS records, not one.",
+    );
+    expect(
+      report.notes.filter((n) => n.includes("could not") || n.includes("not fetched")),
+    ).toEqual([]);
+  });
+
   it("an IP address or a name under no public suffix has no domain section and asks nothing", async () => {
     const before = dns.queries.length;
     const byIp = await engine.snapshot(site.url("/"));
@@ -175,6 +221,32 @@ describe("the domain section", () => {
       expect(policyRequests("weak-mail.com")).toHaveLength(before);
     } finally {
       await strict.close();
+    }
+  });
+
+  it("a policy body that breaks off is the site's; one our deadline stops is a note", async () => {
+    const cut = await engine.snapshot(site.url("/", "www.cut-mail.com"));
+    expect(cut.findings.map((f) => [f.id, f.message])).toEqual([
+      [
+        "dns-mta-sts-invalid",
+        "The domain cut-mail.com announces MTA-STS but its policy file cannot be used: the connection was closed before a complete response.",
+      ],
+    ]);
+    const hurried = createTestEngine({
+      dns,
+      ports: [site.port],
+      httpsProbePort: site.port,
+      timeoutMs: 1500,
+    });
+    try {
+      const stalled = await hurried.snapshot(site.url("/", "www.stalled-mail.com"));
+      expect(stalled.findings.map((f) => f.id)).toEqual([]);
+      expect(stalled.dns?.mta_sts).toEqual({ present: true, mode: null, max_age: null });
+      expect(stalled.notes).toContain(
+        "The MTA-STS policy of stalled-mail.com was not fetched: no answer arrived in time.",
+      );
+    } finally {
+      await hurried.close();
     }
   });
 

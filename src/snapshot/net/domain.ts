@@ -4,10 +4,11 @@
  * once; then, only when an MTA-STS record is there, its policy file over the snapshot's pinned
  * dispatcher. Nothing here throws.
  */
+import { mtaStsAnnounced } from "../rules/dns.js";
 import type { DnsAnswer, DomainEvidence, MxRecord, PolicyFetch } from "../rules/evidence.js";
 import { fetchMtaStsPolicy } from "./fetch.js";
 import type { FetchContext } from "./fetch.js";
-import type { RecordAnswer, RecordLookup } from "./resolver.js";
+import type { CaaRecordAnswer, RecordAnswer, RecordLookup } from "./resolver.js";
 
 /** The lookups of one domain, each settling on its own. */
 export interface DomainLookups {
@@ -21,15 +22,18 @@ export interface DomainLookups {
   mtaStsPolicy: Promise<PolicyFetch | null>;
 }
 
-/** c-ares' CAA objects carry the tag as a key; the three tags of RFC 8659 are kept. */
+/** RFC 8659 §4.2–4.4: the tags judged; matching a tag is case-insensitive (§4.1). */
+const CAA_TAGS = new Set(["issue", "issuewild", "iodef"]);
+
+/** c-ares' CAA objects carry the tag, as the server spelled it, as a key beside `critical`. */
 function caaRecords(
-  answer: RecordAnswer<{ issue?: string; issuewild?: string; iodef?: string }>,
+  answer: RecordAnswer<CaaRecordAnswer>,
 ): DnsAnswer<{ tag: string; value: string }> {
   if (answer.kind !== "records") return answer;
   const records = answer.records.flatMap((r) =>
-    (["issue", "issuewild", "iodef"] as const).flatMap((tag) => {
-      const value = r[tag];
-      return value === undefined ? [] : [{ tag, value }];
+    Object.entries(r).flatMap(([key, value]) => {
+      const tag = key.toLowerCase();
+      return CAA_TAGS.has(tag) && typeof value === "string" ? [{ tag, value }] : [];
     }),
   );
   // A CAA set of only other tags still is a CAA set (RFC 8659 §4): present, no issuer named.
@@ -52,11 +56,9 @@ export function startDomainLookups(
     dmarc: ask.txt(`_dmarc.${domain}`),
     mtaStsTxt,
     mx: ask.mx(domain),
-    // RFC 8461 §3.1: the policy is fetched only for a record beginning `v=STSv1`.
+    // RFC 8461 §3.1: the policy is fetched only when exactly one valid record announces it.
     mtaStsPolicy: mtaStsTxt.then((a) =>
-      a.kind === "records" && a.records.some((r) => /^v=STSv1(\s|;|$)/.test(r.trim()))
-        ? fetchMtaStsPolicy(domain, port, ctx)
-        : null,
+      mtaStsAnnounced(a) ? fetchMtaStsPolicy(domain, port, ctx) : null,
     ),
   };
 }

@@ -593,7 +593,12 @@ export async function fetchMtaStsPolicy(
       discard(res, ctx);
       return { kind: "response", ...answer, contentType, body: null };
     }
-    return { kind: "response", ...answer, contentType, body: await readWholeBody(res, headers) };
+    // A body that breaks off (reset, deadline) fails like the request: the failure says whose.
+    const { codings, listed } = contentEncodings(headers);
+    const read = await readBody(res.body, codings, BODY_LIMIT, listed);
+    return read.ok
+      ? { kind: "response", ...answer, contentType, body: read.body }
+      : { kind: "response", ...answer, contentType, body: null, undecodable: read.undecodable };
   } catch (err) {
     return { kind: "failed", failure: classifyError(err, ctx, url) };
   }

@@ -238,12 +238,10 @@ export type RecordAnswer<T> =
   /** No usable answer: SERVFAIL, REFUSED, no answer in time, cancelled; `code` is c-ares'. */
   | { kind: "failed"; code: string };
 
-/** One CAA record as c-ares gives it (the tags it knows; others are left out). */
+/** One CAA record as c-ares gives it: `critical`, and its tag, spelled as served, as a key. */
 export interface CaaRecordAnswer {
   critical: number;
-  issue?: string;
-  issuewild?: string;
-  iodef?: string;
+  [tag: string]: string | number;
 }
 
 /** CAA, TXT and MX questions asked through one c-ares channel. Never reject. */

@@ -9,7 +9,7 @@ import type * as Tldts from "tldts";
 import type { DnsAnswer, DomainEvidence, Evidence, MxRecord, PolicyFetch } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
-import { capReached, cause } from "./notes.js";
+import { capReached, cause, undecodableReason } from "./notes.js";
 import { defineRule } from "./rule.js";
 
 export type SpfAll = "+all" | "?all" | "~all" | "-all";
@@ -136,9 +136,9 @@ export const DNS_MTA_STS_INVALID: FindingDef = {
   id: "dns-mta-sts-invalid",
   check: "dns",
   severity: "low",
-  message: "The domain announces MTA-STS but its policy file cannot be used.",
+  message: "The domain announces MTA-STS but its record or its policy file cannot be used.",
   recommendation:
-    "Serve `https://mta-sts.<domain>/.well-known/mta-sts.txt` as `text/plain` with a valid certificate, with `version: STSv1`, `mode`, `max_age` and `mx` lines.",
+    "Publish exactly one `_mta-sts.<domain>` TXT record `v=STSv1; id=<serial>`, and serve `https://mta-sts.<domain>/.well-known/mta-sts.txt` as `text/plain` with a valid certificate, with `version: STSv1`, `mode`, `max_age` and `mx` lines.",
 };
 
 export const DNS_MTA_STS_MX_MISMATCH: FindingDef = {
@@ -174,11 +174,38 @@ export function mxMatches(pattern: string, host: string): boolean {
   );
 }
 
-/** The records of a TXT answer that begin with `prefix` (case-insensitive), then a space or `;`. */
-function recordsWith(answer: DnsAnswer<string>, prefix: string): string[] {
-  if (answer.kind !== "records") return [];
-  const re = new RegExp(`^${prefix}(\\s|;|$)`, "i");
-  return answer.records.map((r) => r.trim()).filter((r) => re.test(r));
+/** The TXT records of `answer` that `version` accepts (each record's chunks already joined). */
+function recordsWith(answer: DnsAnswer<string>, version: RegExp): string[] {
+  return answer.kind === "records" ? answer.records.filter((r) => version.test(r)) : [];
+}
+
+/**
+ * RFC 7208 §4.5: a record that begins with exactly `v=spf1`, ended by a space or the record's
+ * end; anything else (`v=spf1;…`, a leading space, `v=spf10`) is not SPF and is discarded.
+ */
+const SPF_VERSION = /^v=spf1( |$)/i;
+
+/** RFC 7489 §6.4: `v` *WSP `=` *WSP `DMARC1` (the name case-sensitive), then `;` or the end. */
+const DMARC_VERSION = /^\s*[vV][ \t]*=[ \t]*DMARC1[ \t]*(;|$)/;
+
+/** RFC 8461 §3.1: a record that begins `v=STSv1` (case-sensitive) claims MTA-STS. */
+const MTA_STS_VERSION = /^v=STSv1([ \t;]|$)/;
+
+/**
+ * Why the domain's MTA-STS records announce no policy, or null when they do: RFC 8461 §3.1 wants
+ * exactly one, `v=STSv1`, `;`, and an `id` of 1–32 letters and digits; otherwise senders "MUST
+ * assume the recipient domain does not have an available MTA-STS Policy".
+ */
+export function mtaStsRecordProblem(answer: DnsAnswer<string>): string | null {
+  const records = recordsWith(answer, MTA_STS_VERSION);
+  if (records.length !== 1) return `it publishes ${records.length} MTA-STS records, not one`;
+  const [version, ...fields] = (records[0] as string).split(";");
+  if (!/^v=STSv1[ \t]*$/.test(version ?? "")) return "its record is not `v=STSv1; id=…`";
+  const id = fields.map((f) => /^[ \t]*id=([^ \t]*)[ \t]*$/.exec(f)?.[1]).find((v) => v);
+  if (id === undefined || !/^[A-Za-z0-9]{1,32}$/.test(id)) {
+    return "its record has no valid `id` (1 to 32 letters and digits)";
+  }
+  return null;
 }
 
 /** The `all` of an SPF record (RFC 7208 §5.1; no qualifier means `+`), or null without one. */
@@ -190,19 +217,33 @@ export function spfAll(record: string): SpfAll | null {
   return null;
 }
 
-/** The tags of a DMARC record (RFC 7489 §6.4), names lower-cased. */
+/** The tags of a DMARC record (RFC 7489 §6.4), names lower-cased; the first of a name counts. */
 function tagsOf(record: string): Map<string, string> {
   const tags = new Map<string, string>();
   for (const part of record.split(";")) {
     const eq = part.indexOf("=");
-    if (eq > 0) tags.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+    const name = part.slice(0, eq).trim().toLowerCase();
+    if (eq > 0 && !tags.has(name)) tags.set(name, part.slice(eq + 1).trim());
   }
   return tags;
 }
 
+/**
+ * The policy receivers apply: its `p=`; without a valid one but with a report address (`rua`),
+ * `none` (RFC 7489 §6.6.3: they act as if it said `p=none`); else null, no DMARC at all.
+ */
 export function dmarcPolicy(record: string): DmarcPolicy | null {
-  const p = tagsOf(record).get("p")?.toLowerCase();
-  return p === "none" || p === "quarantine" || p === "reject" ? p : null;
+  const tags = tagsOf(record);
+  const p = tags.get("p")?.toLowerCase();
+  if (p === "none" || p === "quarantine" || p === "reject") return p;
+  const rua = tags.get("rua") ?? "";
+  return rua.split(",").some((uri) => /^\s*[a-z][a-z0-9+.-]*:\S+/i.test(uri)) ? "none" : null;
+}
+
+/** The record's `pct` (RFC 7489 §6.6.4: the share of failing mail the policy applies to). */
+export function dmarcPercent(record: string): number {
+  const pct = tagsOf(record).get("pct");
+  return pct !== undefined && /^\d{1,3}$/.test(pct) ? Math.min(Number(pct), 100) : 100;
 }
 
 export interface MtaStsPolicy {
@@ -250,6 +291,9 @@ function policyOutcome(fetch: PolicyFetch): PolicyOutcome {
   if (fetch.status !== 200) return { kind: "unusable", why: `it answers HTTP ${fetch.status}` };
   const type = fetch.contentType?.split(";")[0]?.trim().toLowerCase();
   if (type !== "text/plain") return { kind: "unusable", why: "it is not served as text/plain" };
+  if (fetch.undecodable) {
+    return { kind: "unusable", why: undecodableReason(fetch.undecodable) };
+  }
   const policy = fetch.body ? parseMtaStsPolicy(new TextDecoder().decode(fetch.body)) : null;
   return policy
     ? { kind: "policy", policy }
@@ -266,10 +310,11 @@ export function dnsSection(e: Evidence): DnsSection | null {
   if (!d) return null;
   const usable = <T>(a: DnsAnswer<T> | null): a is Exclude<DnsAnswer<T>, { kind: "failed" }> =>
     a !== null && a.kind !== "failed";
-  const spf = usable(d.txt) ? recordsWith(d.txt, "v=spf1") : null;
-  const dmarc = usable(d.dmarc) ? recordsWith(d.dmarc, "v=DMARC1") : null;
-  const sts = usable(d.mtaStsTxt) ? recordsWith(d.mtaStsTxt, "v=STSv1") : null;
-  const outcome = d.mtaStsPolicy ? policyOutcome(d.mtaStsPolicy) : null;
+  const spf = usable(d.txt) ? recordsWith(d.txt, SPF_VERSION) : null;
+  const dmarc = usable(d.dmarc) ? recordsWith(d.dmarc, DMARC_VERSION).map((r) => r.trim()) : null;
+  const sts = usable(d.mtaStsTxt) ? recordsWith(d.mtaStsTxt, MTA_STS_VERSION) : null;
+  const announced = d.mtaStsTxt !== null && mtaStsAnnounced(d.mtaStsTxt);
+  const outcome = announced && d.mtaStsPolicy ? policyOutcome(d.mtaStsPolicy) : null;
   const policy = outcome?.kind === "policy" ? outcome.policy : null;
   return {
     domain: d.domain,
@@ -280,7 +325,7 @@ export function dnsSection(e: Evidence): DnsSection | null {
             ...new Set(
               (d.caa.kind === "records" ? d.caa.records : [])
                 .filter((r) => r.tag === "issue" || r.tag === "issuewild")
-                .map((r) => r.value.split(";")[0]?.trim() ?? "")
+                .map((r) => r.value.split(";")[0]?.trim().toLowerCase() ?? "")
                 .filter((v) => v !== ""),
             ),
           ],
@@ -314,7 +359,13 @@ function mxOf(
     .sort((a, b) => a.priority - b.priority)
     .map((r) => r.exchange.replace(/\.$/, "").toLowerCase());
   const nullMx = hosts.length === 1 && hosts[0] === "";
-  return { present: records.length > 0, null_mx: nullMx, hosts: nullMx ? [] : hosts };
+  // A null MX beside other records is invalid (RFC 7505 §3); its empty name is no host.
+  return { present: records.length > 0, null_mx: nullMx, hosts: hosts.filter((h) => h !== "") };
+}
+
+/** Whether the records announce a policy, so that its file is fetched (and judged). */
+export function mtaStsAnnounced(answer: DnsAnswer<string>): boolean {
+  return answer.kind === "records" && mtaStsRecordProblem(answer) === null;
 }
 
 export function judgeDns(e: Evidence): Finding[] {
@@ -331,7 +382,7 @@ export function judgeDns(e: Evidence): Finding[] {
       ),
     );
   } else if (s.spf) {
-    const count = d.txt?.kind === "records" ? recordsWith(d.txt, "v=spf1").length : 0;
+    const count = d.txt ? recordsWith(d.txt, SPF_VERSION).length : 0;
     if (count > 1) {
       out.push(
         found(
@@ -359,14 +410,32 @@ export function judgeDns(e: Evidence): Finding[] {
         `The domain ${domain} publishes no DMARC policy: mail forging its name in the From line is not refused.`,
       ),
     );
-  } else if (s.dmarc && s.dmarc.policy !== "quarantine" && s.dmarc.policy !== "reject") {
+  } else if (s.dmarc && s.dmarc.policy === null) {
     out.push(
-      s.dmarc.policy === "none"
+      found(
+        DNS_DMARC_MISSING,
+        `The DMARC record of ${domain} sets no valid policy (one record with \`p=\`), so receivers apply none.`,
+      ),
+    );
+  } else if (s.dmarc?.policy === "none") {
+    const explicit =
+      tagsOf(s.dmarc.record ?? "")
+        .get("p")
+        ?.toLowerCase() === "none";
+    out.push(
+      explicit
         ? found(DNS_DMARC_NONE)
         : found(
-            DNS_DMARC_MISSING,
-            `The DMARC record of ${domain} sets no valid policy (one record with \`p=\`), so receivers apply none.`,
+            DNS_DMARC_NONE,
+            `The DMARC record of ${domain} has no valid \`p=\` but a report address, so receivers apply \`p=none\`: they report forged mail but still deliver it.`,
           ),
+    );
+  } else if (s.dmarc?.policy === "quarantine" && dmarcPercent(s.dmarc.record ?? "") === 0) {
+    out.push(
+      found(
+        DNS_DMARC_NONE,
+        `The DMARC record of ${domain} sets \`p=quarantine\` with \`pct=0\`: receivers quarantine none of the forged mail and apply \`p=none\` to it.`,
+      ),
     );
   }
   if (s.caa && !s.caa.present) {
@@ -379,8 +448,16 @@ export function judgeDns(e: Evidence): Finding[] {
   }
   // MTA-STS protects mail sent to the domain: asked for only of a domain that receives mail.
   const receivesMail = s.mx !== null && s.mx.present && !s.mx.null_mx;
+  const recordProblem = d.mtaStsTxt ? mtaStsRecordProblem(d.mtaStsTxt) : null;
   if (s.mta_sts && !s.mta_sts.present) {
     if (receivesMail) out.push(found(DNS_MTA_STS_MISSING));
+  } else if (s.mta_sts && recordProblem !== null) {
+    out.push(
+      found(
+        DNS_MTA_STS_INVALID,
+        `The domain ${domain} announces MTA-STS but senders ignore it: ${recordProblem}.`,
+      ),
+    );
   } else if (s.mta_sts && d.mtaStsPolicy) {
     const outcome = policyOutcome(d.mtaStsPolicy);
     if (outcome.kind === "unusable") {
@@ -442,9 +519,7 @@ export function dnsNotes(e: Evidence): string[] {
   unanswered("DMARC record", d.dmarc);
   unanswered("MTA-STS record", d.mtaStsTxt);
   unanswered("MX records", d.mx);
-  const announced =
-    d.mtaStsTxt?.kind === "records" && recordsWith(d.mtaStsTxt, "v=STSv1").length > 0;
-  if (announced) {
+  if (d.mtaStsTxt && mtaStsAnnounced(d.mtaStsTxt)) {
     const outcome = d.mtaStsPolicy
       ? policyOutcome(d.mtaStsPolicy)
       : { kind: "ours", why: "no answer arrived in time" };

@@ -133,8 +133,10 @@ export type PolicyFetch =
       url: string;
       status: number;
       contentType: string | undefined;
-      /** Decoded body (≤ 64 KiB) of a 200; null otherwise or when it could not be read. */
+      /** Decoded body (≤ 64 KiB) of a 200; null otherwise or when it could not be decoded. */
       body: Buffer | null;
+      /** Why the 200's content coding could not be decoded. */
+      undecodable?: Undecodable;
     }
   | { kind: "failed"; failure: RequestFailure };
 

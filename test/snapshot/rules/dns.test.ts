@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import type { DomainEvidence } from "../../../src/snapshot/rules/evidence.js";
 import {
+  dmarcPercent,
   dmarcPolicy,
   dnsNotes,
   dnsSection,
@@ -64,11 +65,24 @@ describe("parsers", () => {
     expect(spfAll("v=spf1 redirect=_spf.example.com")).toBeNull();
   });
 
-  it("dmarcPolicy: p= of none, quarantine or reject; null otherwise", () => {
+  it("dmarcPolicy: p= of none, quarantine or reject; none without it but with rua; else null", () => {
     expect(dmarcPolicy("v=DMARC1; p=Reject; rua=mailto:a@b")).toBe("reject");
     expect(dmarcPolicy("v=DMARC1;p=none")).toBe("none");
     expect(dmarcPolicy("v=DMARC1; sp=reject")).toBeNull();
     expect(dmarcPolicy("v=DMARC1; p=block")).toBeNull();
+    // RFC 7489 §6.6.3: no valid p= but a report URI: receivers act as if p=none.
+    expect(dmarcPolicy("v=DMARC1; rua=mailto:d@example.com")).toBe("none");
+    expect(dmarcPolicy("v=DMARC1; p=block; rua=bogus, mailto:d@example.com")).toBe("none");
+    expect(dmarcPolicy("v=DMARC1; rua=bogus")).toBeNull();
+    // The first instance of a tag counts.
+    expect(dmarcPolicy("v=DMARC1; p=reject; p=none")).toBe("reject");
+  });
+
+  it("dmarcPercent: pct= from 0 to 100, 100 without a valid one", () => {
+    expect(dmarcPercent("v=DMARC1; p=quarantine; pct=0")).toBe(0);
+    expect(dmarcPercent("v=DMARC1; p=quarantine; pct=25")).toBe(25);
+    expect(dmarcPercent("v=DMARC1; p=quarantine")).toBe(100);
+    expect(dmarcPercent("v=DMARC1; p=quarantine; pct=-1")).toBe(100);
   });
 
   it("parseMtaStsPolicy: RFC 8461 §3.2 fields, or null", () => {
@@ -91,6 +105,23 @@ describe("parsers", () => {
   });
 });
 
+describe("dnsSection", () => {
+  it("CAA issuers are domain names: lower-cased, each once", () => {
+    const caa = {
+      kind: "records" as const,
+      records: [
+        { tag: "issue", value: "LetsEncrypt.org" },
+        { tag: "issuewild", value: "letsencrypt.org; validationmethods=dns-01" },
+        { tag: "iodef", value: "mailto:ca@example.com" },
+      ],
+    };
+    expect(dnsSection({ ...evidenceOf(), dns: domain({ caa }) })?.caa).toEqual({
+      present: true,
+      issuers: ["letsencrypt.org"],
+    });
+  });
+});
+
 describe("judgeDns", () => {
   it("a well-kept domain has no finding; no dns evidence, no finding", () => {
     expect(judged()).toEqual([]);
@@ -107,13 +138,66 @@ describe("judgeDns", () => {
     expect(judged({ txt: txt("v=spf1 -all", "v=spf1 ~all") })).toEqual(["dns-spf-invalid"]);
     expect(judged({ txt: txt("v=spf1 mx ~all") })).toEqual([]);
     expect(judged({ txt: txt("v=spf1 redirect=_spf.example.net") })).toEqual([]);
+    // RFC 7208 §4.5: exactly `v=spf1`, ended by a space or the end; receivers discard the rest.
+    expect(judged({ txt: txt("v=spf1;-all") })).toEqual(["dns-spf-missing"]);
+    expect(judged({ txt: txt(" v=spf1 +all") })).toEqual(["dns-spf-missing"]);
+    expect(judged({ txt: txt("v=spf10 +all") })).toEqual(["dns-spf-missing"]);
+    expect(judged({ txt: txt("V=SPF1 -all") })).toEqual([]);
+    expect(judged({ txt: txt("v=spf1") })).toEqual(["dns-spf-weak"]);
   });
 
   it("DMARC: missing, p=none, no valid p; quarantine is fine", () => {
     expect(judged({ dmarc: NONE })).toEqual(["dns-dmarc-missing"]);
     expect(judged({ dmarc: txt("v=DMARC1; p=none") })).toEqual(["dns-dmarc-none"]);
-    expect(judged({ dmarc: txt("v=DMARC1; rua=mailto:x@y") })).toEqual(["dns-dmarc-missing"]);
+    expect(judged({ dmarc: txt("v=DMARC1; p=block") })).toEqual(["dns-dmarc-missing"]);
     expect(judged({ dmarc: txt("v=DMARC1; p=quarantine") })).toEqual([]);
+    // RFC 7489 §6.4: spaces around `=` in the version are allowed; `DMARC1` is case-sensitive.
+    expect(judged({ dmarc: txt("v = DMARC1 ; p=reject") })).toEqual([]);
+    expect(judged({ dmarc: txt("v=dmarc1; p=reject") })).toEqual(["dns-dmarc-missing"]);
+    expect(judged({ dmarc: txt("v=DMARC1p=reject") })).toEqual(["dns-dmarc-missing"]);
+    // No valid p= but a report address: receivers apply p=none (RFC 7489 §6.6.3).
+    const [fallback] = judgeDns({
+      ...evidenceOf(),
+      dns: domain({ dmarc: txt("v=DMARC1; rua=mailto:d@example.com") }),
+    });
+    expect(fallback).toMatchObject({ id: "dns-dmarc-none", severity: "low" });
+    expect(fallback?.message).toBe(
+      "The DMARC record of example.com has no valid `p=` but a report address, so receivers apply `p=none`: they report forged mail but still deliver it.",
+    );
+    // pct=0 steps the policy down one level (RFC 7489 §6.6.4): quarantine becomes none.
+    expect(judged({ dmarc: txt("v=DMARC1; p=quarantine; pct=0") })).toEqual(["dns-dmarc-none"]);
+    expect(judged({ dmarc: txt("v=DMARC1; p=quarantine; pct=1") })).toEqual([]);
+    expect(judged({ dmarc: txt("v=DMARC1; p=reject; pct=0") })).toEqual([]);
+  });
+
+  it("MTA-STS records: exactly one, `v=STSv1;` (case-sensitive) and an id, or senders ignore it", () => {
+    const ignored = (...records: string[]) => {
+      const e = { ...evidenceOf(), dns: domain({ mtaStsTxt: txt(...records) }) };
+      return { ids: idsOf(judgeDns(e)), message: judgeDns(e)[0]?.message, sts: dnsSection(e) };
+    };
+    expect(ignored("v=STSv1; id=20261126T1").ids).toEqual([]);
+    expect(ignored("v=STSv1 ; id=abc ;").ids).toEqual([]);
+    expect(ignored("v=STSv1").message).toBe(
+      "The domain example.com announces MTA-STS but senders ignore it: its record has no valid `id` (1 to 32 letters and digits).",
+    );
+    expect(ignored("v=STSv1; id=").ids).toEqual(["dns-mta-sts-invalid"]);
+    expect(ignored("v=STSv1; id=a-b").ids).toEqual(["dns-mta-sts-invalid"]);
+    expect(ignored(`v=STSv1; id=${"a".repeat(33)}`).ids).toEqual(["dns-mta-sts-invalid"]);
+    expect(ignored("v=STSv1 id=1").message).toBe(
+      "The domain example.com announces MTA-STS but senders ignore it: its record is not `v=STSv1; id=…`.",
+    );
+    expect(ignored("v=STSv1; id=1", "v=STSv1; id=2").message).toBe(
+      "The domain example.com announces MTA-STS but senders ignore it: it publishes 2 MTA-STS records, not one.",
+    );
+    // Not a record at all (the version is case-sensitive): no MTA-STS, and no note about a fetch.
+    const lower = ignored("v=stsv1; id=1");
+    expect(lower.ids).toEqual(["dns-mta-sts-missing"]);
+    expect(lower.sts?.mta_sts).toEqual({ present: false, mode: null, max_age: null });
+    const e = {
+      ...evidenceOf(),
+      dns: domain({ mtaStsTxt: txt("v=stsv1; id=1"), mtaStsPolicy: null }),
+    };
+    expect(dnsNotes(e)).toEqual([]);
   });
 
   it("CAA and MTA-STS: missing, testing, mode none, unusable policy files", () => {
@@ -135,6 +219,17 @@ describe("judgeDns", () => {
     ]);
     expect(judged(policy(testing, 404))).toEqual(["dns-mta-sts-invalid"]);
     expect(judged(policy(testing, 200, "text/html"))).toEqual(["dns-mta-sts-invalid"]);
+    const gzipped = {
+      mtaStsPolicy: {
+        ...policy(testing).mtaStsPolicy,
+        body: null,
+        undecodable: { why: "unsupported_coding" as const, coding: "zstd" },
+      },
+    };
+    const [undecodable] = judgeDns({ ...evidenceOf(), dns: domain(gzipped) });
+    expect(undecodable?.message).toBe(
+      'The domain example.com announces MTA-STS but its policy file cannot be used: its Content-Encoding "zstd" is not supported.',
+    );
     const tls = {
       mtaStsPolicy: {
         kind: "failed" as const,
@@ -221,6 +316,18 @@ describe("judgeDns", () => {
       null_mx: false,
       hosts: [],
     });
+    // A null MX beside real ones is invalid (RFC 7505 §3): not a null MX, and no empty host.
+    const mixed = domain(
+      mx({ priority: 0, exchange: "" }, { priority: 10, exchange: "mx.other.net" }),
+    );
+    expect(dnsSection({ ...evidenceOf(), dns: mixed })?.mx).toEqual({
+      present: true,
+      null_mx: false,
+      hosts: ["mx.other.net"],
+    });
+    expect(judgeDns({ ...evidenceOf(), dns: mixed })[0]?.message).toContain(
+      "matches none of its MX hosts mx.other.net (",
+    );
     // MX unknown: no finding about it, a note.
     const unknown = {
       ...evidenceOf(),
