@@ -13,7 +13,7 @@ import { randomBytes } from "node:crypto";
 import { setMaxListeners } from "node:events";
 import { DEFAULT_SNAPSHOT_CAPS, defaultSnapshotConcurrency } from "../config.js";
 import type { SnapshotConfig } from "../config.js";
-import { SnapshotBudget, budgetedDispatchers } from "./net/budget.js";
+import { CapReachedError, SnapshotBudget, budgetedDispatchers } from "./net/budget.js";
 import { checkHttps } from "./rules/https.js";
 import { ROBOTS_TXT_PATH, checkRobotsTxt } from "./rules/robots-txt.js";
 import { SECURITY_TXT_PATHS, checkSecurityTxt, needsSecondLocation } from "./rules/security-txt.js";
@@ -173,12 +173,11 @@ function httpsProvenByChain(chain: Chain, hostname: string, port: number): boole
 }
 
 /** Whether TLS 1.0 and 1.1 are accepted (docs/snapshot-engine.md "TLS facts"). */
-interface LegacyVerdicts {
-  tls1_0: boolean | null;
-  tls1_1: boolean | null;
-}
+type LegacyVerdicts = Pick<TlsEvidence, "tls1_0" | "tls1_1" | "legacyStopped">;
 
 const LEGACY_UNKNOWN: LegacyVerdicts = { tls1_0: null, tls1_1: null };
+/** Not told within the time the report waits for its extra probes. */
+const LEGACY_LATE: LegacyVerdicts = { ...LEGACY_UNKNOWN, legacyStopped: { kind: "timeout" } };
 
 /** The origin whose TLS a final URL's report describes: its own, or the HTTPS probe's. */
 interface TlsOrigin {
@@ -310,13 +309,13 @@ function openSession({
     host: string,
     version: LegacyVersion,
     own: AbortSignal,
-    ready: Promise<boolean>,
-  ): Promise<boolean | null> => {
+    ready: Promise<TlsPeer | null>,
+  ): Promise<boolean | CapReachedError | null> => {
     try {
       // Each handshake counts as a request of the lowest class (docs/snapshot-engine.md).
       await budget.admitExtra(host, own);
-    } catch {
-      return null;
+    } catch (err) {
+      return err instanceof CapReachedError ? err : null;
     }
     return legacyHandshake(peer, version, deadlineAt - Date.now(), own, ready);
   };
@@ -337,12 +336,20 @@ function openSession({
           if (!peer) return LEGACY_UNKNOWN;
           const ready = tlsFacts
             .whenVerified(host, port, own)
-            .then(async (verified) => verified !== null && (await tlsFacts.whenIdle(own)) !== null);
-          const [tls1_0, tls1_1] = await Promise.all([
+            .then(async (verified) =>
+              verified !== null && (await tlsFacts.whenIdle(own)) !== null ? verified : null,
+            );
+          const verdicts = await Promise.all([
             legacyOne(peer, host, "TLSv1", own, ready),
             legacyOne(peer, host, "TLSv1.1", own, ready),
           ]);
-          return { tls1_0, tls1_1 };
+          const [tls1_0, tls1_1] = verdicts.map((v) => (v instanceof CapReachedError ? null : v));
+          const cap = verdicts.find((v) => v instanceof CapReachedError);
+          return {
+            tls1_0: tls1_0 ?? null,
+            tls1_1: tls1_1 ?? null,
+            ...(cap ? { legacyStopped: { kind: "capped", limit: cap.limit, max: cap.max } } : {}),
+          };
         });
         legacyByOrigin.set(key, p);
       }
@@ -542,7 +549,7 @@ async function runChecks(
       [page, null],
       [cors, { kind: "failed" }],
       [httpSide, { kind: "failed", failure: { kind: "timeout" } }],
-      [legacy, LEGACY_UNKNOWN],
+      [legacy, LEGACY_LATE],
     ]),
     domain ? domainEvidence(domain, EXTRA_GRACE_MS) : null,
   ]);

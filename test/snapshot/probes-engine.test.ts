@@ -198,7 +198,8 @@ describe("the http:// side", () => {
     const r = await snap(`https://nr.test:${secure.port}/`);
     expect(ids(r)).toEqual(["http-no-redirect"]);
     expect(finding(r, "http-no-redirect")?.message).toBe(
-      `http://nr.test:${secure.port}/ answers (status 200) without redirecting to HTTPS.`,
+      // The probe asks port 80 (here the plain fixture's port), whatever the input's port.
+      `http://nr.test:${plain.port}/ answers (status 200) without redirecting to HTTPS.`,
     );
   });
 

@@ -162,28 +162,60 @@ describe("the http:// side", () => {
     );
 
   it("good: redirects to https on the same host, or port 80 does not answer", () => {
-    expect(side({ kind: "redirect", status: 301, location: "https://example.com/" })).toEqual([]);
-    expect(side({ kind: "redirect", status: 308, location: "https://example.com:8443/x" })).toEqual(
-      [],
-    );
+    expect(
+      side({
+        kind: "redirect",
+        url: "http://example.com/",
+        status: 301,
+        location: "https://example.com/",
+      }),
+    ).toEqual([]);
+    expect(
+      side({
+        kind: "redirect",
+        url: "http://example.com/",
+        status: 308,
+        location: "https://example.com:8443/x",
+      }),
+    ).toEqual([]);
     expect(side({ kind: "failed", failure: { kind: "refused" } })).toEqual([]);
     expect(side(null)).toEqual([]);
   });
 
   it("weak: answers without redirect; redirects to another host; redirects to http", () => {
-    expect(side({ kind: "response", status: 200 })).toEqual(["http-no-redirect"]);
-    expect(side({ kind: "redirect", status: 301, location: "https://www.example.com/" })).toEqual([
-      "http-redirects-elsewhere",
+    expect(side({ kind: "response", url: "http://example.com/", status: 200 })).toEqual([
+      "http-no-redirect",
     ]);
-    expect(side({ kind: "redirect", status: 302, location: "/login" })).toEqual([
-      "http-redirects-to-http",
-    ]);
+    expect(
+      side({
+        kind: "redirect",
+        url: "http://example.com/",
+        status: 301,
+        location: "https://www.example.com/",
+      }),
+    ).toEqual(["http-redirects-elsewhere"]);
+    expect(
+      side({ kind: "redirect", url: "http://example.com/", status: 302, location: "/login" }),
+    ).toEqual(["http-redirects-to-http"]);
+  });
+
+  it("the messages name the URL asked, port 80's, not the input's port", () => {
+    const [finding] = judgeHttpSide(
+      evidence({
+        input: new URL("https://example.com:8443/"),
+        httpSide: { kind: "redirect", url: "http://example.com/", status: 302, location: "/login" },
+        https: { ok: true },
+      }),
+    );
+    expect(finding?.message).toBe(
+      "http://example.com/ redirects to http://example.com/login, another plain-HTTP URL, instead of to HTTPS.",
+    );
   });
 
   it("invalid: a Location that is no URL is no redirect", () => {
-    expect(side({ kind: "redirect", status: 301, location: "http://[::1" })).toEqual([
-      "http-no-redirect",
-    ]);
+    expect(
+      side({ kind: "redirect", url: "http://example.com/", status: 301, location: "http://[::1" }),
+    ).toEqual(["http-no-redirect"]);
   });
 
   it("http-only replaces https-failed in a report; https-failed alone stays", () => {
@@ -199,12 +231,22 @@ describe("the http:// side", () => {
   });
 
   it("http works and https does not: http-only, said once", () => {
-    expect(side({ kind: "response", status: 200 }, false)).toEqual(["http-only"]);
-    expect(side({ kind: "redirect", status: 302, location: "/home" }, false)).toEqual([
+    expect(side({ kind: "response", url: "http://example.com/", status: 200 }, false)).toEqual([
       "http-only",
     ]);
     expect(
-      side({ kind: "redirect", status: 301, location: "https://example.com/" }, false),
+      side({ kind: "redirect", url: "http://example.com/", status: 302, location: "/home" }, false),
+    ).toEqual(["http-only"]);
+    expect(
+      side(
+        {
+          kind: "redirect",
+          url: "http://example.com/",
+          status: 301,
+          location: "https://example.com/",
+        },
+        false,
+      ),
     ).toEqual([]);
   });
 });
@@ -259,7 +301,7 @@ describe("all probe findings", () => {
     const e = evidence({
       chain: chainOf(hop("https://example.com/", 301), hop("https://other.net/")),
       page: page([{ src: "https://cdn.x.net/a.js", integrity: null }]),
-      httpSide: { kind: "response", status: 200 },
+      httpSide: { kind: "response", url: "http://example.com/", status: 200 },
     });
     expect(ids(judgeProbes(e))).toEqual([
       "http-no-redirect",

@@ -205,7 +205,7 @@ describe("the tls section", () => {
     }
   });
 
-  it("our request cap reached: the legacy handshakes are not made, null, no finding", async () => {
+  it("our request cap reached: the legacy handshakes are not made, null and a note, no finding", async () => {
     // The page and its three files use the four requests; the legacy handshakes come last.
     const r = await snapshotOf(legacy, { maxRequests: 4 });
     expect(r.security_txt_present).toBe(true);
@@ -215,5 +215,14 @@ describe("the tls section", () => {
       tls1_1_accepted: null,
     });
     expect(tlsIds(r)).toEqual([]);
+    expect(r.notes).toContain(
+      "Whether the server still accepts TLS 1.0 and 1.1 could not be checked: our limit of 4 requests per snapshot was reached.",
+    );
+  });
+
+  it("legacy handshakes the server answers: no note about them", async () => {
+    const r = await snapshotOf(legacy);
+    expect(r.tls).toMatchObject({ tls1_0_accepted: true, tls1_1_accepted: true });
+    expect(r.notes.filter((n) => n.startsWith("Whether the server still accepts"))).toEqual([]);
   });
 });

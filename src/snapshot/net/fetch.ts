@@ -524,8 +524,8 @@ export async function probeCors(url: URL, origin: string, ctx: FetchContext): Pr
 export function httpSideOf(hop: Hop): HttpSideProbe {
   const location = lastHeader(hop.headers, "location");
   return REDIRECT_STATUSES.has(hop.status) && location !== undefined
-    ? { kind: "redirect", status: hop.status, location }
-    : { kind: "response", status: hop.status };
+    ? { kind: "redirect", url: hop.url, status: hop.status, location }
+    : { kind: "response", url: hop.url, status: hop.status };
 }
 
 /**

@@ -115,15 +115,17 @@ const IDLE = "";
 
 /**
  * The https connections of one snapshot, as the dialer reports them (dial-one.ts TlsObserver):
- * the first checked address each origin's TCP reached, the first verified handshake of each
- * origin, and how many handshakes are under way. The facts are read with the answer's first
+ * the first checked address each origin's TCP reached, the verified handshakes of each origin in
+ * the order they completed, and how many handshakes are under way. The facts are read with the answer's first
  * bytes (or the report, or the socket's end), never during the handshake's own events: read
  * there, a server that then asks to renegotiate made Node's refusal surface as a wrong host name.
  * Belongs to one snapshot, like its session store.
  */
 export class TlsFactsStore implements TlsObserver {
   private readonly reachedAt = new Map<string, TlsPeer>();
-  private readonly seen = new Map<string, Seen>();
+  /** Each origin's verified connections, first first: the first one read with facts is the
+   * origin's (one destroyed before its answer, a cancelled probe's, has none). */
+  private readonly seen = new Map<string, Seen[]>();
   private readonly reachWaiters = new Waiters<TlsPeer>();
   private readonly verifiedWaiters = new Waiters<TlsPeer>();
   private readonly idleWaiters = new Waiters<true>();
@@ -147,19 +149,20 @@ export class TlsFactsStore implements TlsObserver {
     };
   }
 
-  /** Keeps the first verified https connection of its origin (the SNI name, else the IP
-   * literal, and the port). */
+  /** Keeps each verified https connection of its origin (the SNI name, else the IP literal, and
+   * the port), at most one per request the snapshot may make. */
   verified(socket: TLSSocket, address: string, port: number, servername: string | undefined): void {
     const key = originKey(servername ?? address, port);
-    if (this.seen.has(key)) return;
+    const list = this.seen.get(key) ?? [];
     const seen: Seen = { address, port, servername, socket };
-    this.seen.set(key, seen);
+    list.push(seen);
+    this.seen.set(key, list);
     // Read with the first bytes of the answer (a 'readable' listener does not change how undici
     // reads the socket), or at its end, while the connection is still there.
     const read = () => this.read(seen);
     socket.once("readable", read);
     socket.once("end", read);
-    this.verifiedWaiters.wake(key, { address, port, servername });
+    if (list.length === 1) this.verifiedWaiters.wake(key, { address, port, servername });
   }
 
   private read(seen: Seen): TlsHandshakeFacts | null {
@@ -169,10 +172,13 @@ export class TlsFactsStore implements TlsObserver {
     return seen.facts;
   }
 
-  /** The facts of `host`:`port`, if a verified handshake to it has completed. */
+  /** The facts of `host`:`port`: those of its first verified connection that has them. */
   of(host: string, port: number): TlsHandshakeFacts | null {
-    const seen = this.seen.get(originKey(host, port));
-    return seen ? this.read(seen) : null;
+    for (const seen of this.seen.get(originKey(host, port)) ?? []) {
+      const facts = this.read(seen);
+      if (facts) return facts;
+    }
+    return null;
   }
 
   /** The checked address a TCP connection to `host`:`port` reached, once one has; null on abort. */
@@ -185,7 +191,7 @@ export class TlsFactsStore implements TlsObserver {
   /** Where `host`:`port`'s verified handshake went, once one completes; null on abort. */
   whenVerified(host: string, port: number, signal: AbortSignal): Promise<TlsPeer | null> {
     const key = originKey(host, port);
-    const known = this.seen.get(key);
+    const known = this.seen.get(key)?.[0];
     return known ? Promise.resolve(known) : this.verifiedWaiters.wait(key, signal);
   }
 
@@ -232,23 +238,24 @@ const REFUSED = new Set([
 ]);
 
 /**
- * One handshake limited to `version`, to the checked `address` (never resolved again) with the
- * same SNI name, no HTTP request: true when it completes, false when the server refuses that
- * version, null when it cannot be told (reset, silence, timeout, abort, `ready` false, anything
- * else). The TCP connection is made at once, so its round trip overlaps the snapshot's own
- * handshakes; the ClientHello waits for `ready`, so its CPU does not delay their requests
- * (docs/snapshot-engine.md "TLS facts").
+ * One handshake limited to `version`, to a checked address (never resolved again) with the same
+ * SNI name, no HTTP request: true when it completes, false when the server refuses that version,
+ * null when it cannot be told (reset, close, silence, timeout, abort, `ready` null, anything
+ * else). The TCP connection to `reached` (the origin's first address TCP reached) is made at
+ * once, so its round trip overlaps the snapshot's own handshakes; the ClientHello waits for
+ * `ready`, so its CPU does not delay their requests (docs/snapshot-engine.md "TLS facts").
+ * `ready` gives where the verified handshake went: the version is asked of that server, so when
+ * it is another address than the one reached first, that one is dialled instead.
  */
 export function legacyHandshake(
-  peer: TlsPeer,
+  reached: TlsPeer,
   version: LegacyVersion,
   timeoutMs: number,
   signal: AbortSignal,
-  ready: Promise<boolean>,
+  ready: Promise<TlsPeer | null>,
 ): Promise<boolean | null> {
   if (signal.aborted || timeoutMs <= 0) return Promise.resolve(null);
   return new Promise((resolve) => {
-    const tcp = netConnect({ host: peer.address, port: peer.port, lookup: refuseLookup });
     let socket: TLSSocket | undefined;
     let settled = false;
     const finish = (accepted: boolean | null) => {
@@ -263,17 +270,35 @@ export function legacyHandshake(
     const onAbort = () => finish(null);
     const timer = setTimeout(onAbort, timeoutMs);
     signal.addEventListener("abort", onAbort, { once: true });
-    // Before TLS starts, a TCP failure cannot tell; then the TLS socket reports it.
-    const onTcpError = () => finish(null);
-    tcp.once("error", onTcpError);
-    const connected = new Promise<void>((r) => tcp.once("connect", () => r()));
-    void Promise.all([ready, connected]).then(([go]) => {
+    // Before TLS starts, a TCP failure or close cannot tell (and would leave the ClientHello
+    // waiting on a dead socket until the deadline); then the TLS socket reports it.
+    const onTcpEnd = () => finish(null);
+    const dial = (to: TlsPeer) => {
+      const s = netConnect({ host: to.address, port: to.port, lookup: refuseLookup });
+      s.once("error", onTcpEnd);
+      s.once("close", onTcpEnd);
+      return s;
+    };
+    const quiet = (s: ReturnType<typeof dial>) => {
+      s.off("error", onTcpEnd);
+      s.off("close", onTcpEnd);
+    };
+    let tcp = dial(reached);
+    void ready.then(async (verified) => {
       if (settled) return;
-      if (!go) return finish(null);
-      tcp.off("error", onTcpError);
+      if (!verified) return finish(null);
+      if (verified.address !== reached.address || verified.port !== reached.port) {
+        quiet(tcp);
+        tcp.destroy();
+        tcp = dial(verified);
+      }
+      const current = tcp;
+      if (current.connecting) await new Promise<void>((r) => current.once("connect", () => r()));
+      if (settled) return;
+      quiet(current);
       const tls = tlsConnect({
-        socket: tcp,
-        ...(peer.servername ? { servername: peer.servername } : {}),
+        socket: current,
+        ...(verified.servername ? { servername: verified.servername } : {}),
         secureContext: legacyContext(version),
         // Only whether the version is accepted is asked; the certificate was judged already.
         rejectUnauthorized: false,

@@ -32,8 +32,8 @@ export type CorsProbe =
 
 /** `GET http://<input host>/` under the same rules as the main chain. */
 export type HttpSideProbe =
-  | { kind: "redirect"; status: number; location: string }
-  | { kind: "response"; status: number }
+  | { kind: "redirect"; url: string; status: number; location: string }
+  | { kind: "response"; url: string; status: number }
   | { kind: "failed"; failure: RequestFailure };
 
 /** The https check (rules/https.ts), with its reason when it failed. */
@@ -91,6 +91,8 @@ export interface TlsEvidence extends TlsHandshake {
   /** Whether a handshake limited to TLS 1.0 (1.1) completed; null when it could not be told. */
   tls1_0: boolean | null;
   tls1_1: boolean | null;
+  /** Why a limit of ours left a legacy verdict null: our request cap, or our time. */
+  legacyStopped?: ({ kind: "capped" } & Capped) | { kind: "timeout" };
 }
 
 /** Everything the rules look at, gathered by the engine from one snapshot. */

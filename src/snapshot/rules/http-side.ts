@@ -51,7 +51,8 @@ export const HTTP_REDIRECTS_ELSEWHERE: FindingDef = {
 export function judgeHttpSide(evidence: Evidence): Finding[] {
   const { httpSide, input } = evidence;
   if (httpSide === null || httpSide.kind === "failed") return [];
-  const probed = `http://${input.host}/`;
+  // The URL asked: port 80's (or the input itself when it was http://), not the input's port.
+  const probed = httpSide.url;
   let target: URL | null = null;
   if (httpSide.kind === "redirect") {
     try {

@@ -6,6 +6,7 @@
 import type { Evidence, TlsEvidence } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
+import { capReached } from "./notes.js";
 import { defineRule } from "./rule.js";
 
 /** The report's `tls` section; null when no TLS handshake to the final host completed. */
@@ -128,9 +129,18 @@ export function tlsSectionOf(e: Evidence): TlsSection | null {
   };
 }
 
+/** A legacy verdict our own limits left null is said, never judged (docs/contract.md §9.1). */
+export function tlsNotes(e: Evidence): string[] {
+  const stopped = e.tls?.legacyStopped;
+  if (!stopped || (e.tls?.tls1_0 !== null && e.tls?.tls1_1 !== null)) return [];
+  const why = stopped.kind === "capped" ? capReached(stopped) : "no answer arrived in time";
+  return [`Whether the server still accepts TLS 1.0 and 1.1 could not be checked: ${why}.`];
+}
+
 export const tlsRule = defineRule({
   topic: "tls",
   findings: [TLS_CERT_EXPIRING_14D, TLS_CERT_EXPIRING_30D, TLS_LEGACY_PROTOCOLS, TLS_WEAK_RSA_KEY],
   judge: judgeTls,
+  notes: tlsNotes,
   section: { key: "tls", of: tlsSectionOf },
 });
