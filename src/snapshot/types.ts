@@ -11,6 +11,8 @@ export interface Hop {
   url: string;
   status: number;
   headers: HeaderMap;
+  /** When its headers arrived (ISO 8601): what a cookie's Expires is compared with. */
+  readAt?: string;
 }
 
 /** Why a TLS handshake failed, as far as a person needs to know. */

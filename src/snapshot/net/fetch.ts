@@ -260,7 +260,12 @@ export async function fetchChain(
       }
       return { hops, finalUrl: url, redirectCount: index, final: null, failure, finalBody: null };
     }
-    const hop: Hop = { url: url.href, status: res.statusCode, headers: toHeaderMap(res.headers) };
+    const hop: Hop = {
+      url: url.href,
+      status: res.statusCode,
+      headers: toHeaderMap(res.headers),
+      readAt: new Date().toISOString(),
+    };
     hops.push(hop);
     const location = lastHeader(hop.headers, "location");
     if (!REDIRECT_STATUSES.has(hop.status) || location === undefined) {

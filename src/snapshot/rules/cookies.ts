@@ -76,10 +76,58 @@ function about(def: FindingDef, cookies: Cookie[], what: string): Finding[] {
   return [found(def, `${nameOf(first)}${more} ${what}`)];
 }
 
-export function parseCookies(values: readonly string[]): Cookie[] {
-  // undici's getSetCookies() without its Headers: the parser answers null for a cookie it
-  // refuses (control characters, name and value over 4096 bytes), as browsers do.
-  return values.map((v) => parseSetCookie(v)).filter((c): c is Cookie => c !== null);
+/** Characters that separate the tokens of a cookie-date (RFC 6265bis §5.1.1 `delimiter`). */
+const DATE_DELIMITERS = /[\t\x20-\x2f\x3b-\x40\x5b-\x60\x7b-\x7e]+/;
+const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+
+/**
+ * An Expires value read as browsers read it (RFC 6265bis §5.1.1), in ms since the epoch; null
+ * for one that is no cookie-date, which browsers ignore (`Expires=0` is none, not 1970).
+ */
+function cookieDate(value: string): number | null {
+  let time: number[] | undefined;
+  let day: number | undefined;
+  let month: number | undefined;
+  let year: number | undefined;
+  for (const token of value.split(DATE_DELIMITERS)) {
+    const hms = /^(\d{1,2}):(\d{1,2}):(\d{1,2})(?!\d)/.exec(token);
+    const digits = /^\d*/.exec(token)?.[0] ?? "";
+    const m = MONTHS.indexOf(token.slice(0, 3).toLowerCase());
+    if (time === undefined && hms) time = hms.slice(1).map(Number);
+    else if (day === undefined && digits.length >= 1 && digits.length <= 2) day = Number(digits);
+    else if (month === undefined && m >= 0) month = m;
+    else if (year === undefined && digits.length >= 2 && digits.length <= 4) year = Number(digits);
+  }
+  if (time === undefined || day === undefined || month === undefined || year === undefined) {
+    return null;
+  }
+  if (year <= 69) year += 2000;
+  else if (year <= 99) year += 1900;
+  const [hour = 0, minute = 0, second = 0] = time;
+  if (day > 31 || day < 1 || year < 1601 || hour > 23 || minute > 59 || second > 59) return null;
+  const at = new Date(Date.UTC(year, month, day, hour, minute, second));
+  // 31 February is no date: Date.UTC would roll it over into March.
+  return at.getUTCDate() === day ? at.getTime() : null;
+}
+
+/**
+ * Whether a Set-Cookie deletes its cookie instead of setting it (RFC 6265bis §5.7): its last
+ * valid Max-Age is 0 or less, or, without one, its last valid Expires is not after `now`
+ * (§5.6.1, §5.6.2). Read from the raw value: undici ignores a negative Max-Age and reads Expires
+ * as a JavaScript date.
+ */
+function deletes(raw: string, now: number): boolean {
+  let maxAge: number | undefined;
+  let expires: number | undefined;
+  for (const av of raw.split(";").slice(1)) {
+    const eq = av.indexOf("=");
+    const name = (eq < 0 ? av : av.slice(0, eq)).trim().toLowerCase();
+    const value = eq < 0 ? "" : av.slice(eq + 1).trim();
+    if (name === "max-age" && /^-?\d+$/.test(value)) maxAge = Number(value);
+    if (name === "expires") expires = cookieDate(value) ?? expires;
+  }
+  if (maxAge !== undefined) return maxAge <= 0;
+  return expires !== undefined && expires <= now;
 }
 
 /** A cookie as set by one response of the chain, and whether that response came over https. */
@@ -87,16 +135,24 @@ interface SetCookie extends Cookie {
   overHttps: boolean;
 }
 
-/** Every cookie the chain's responses set, in order; one per name, domain and path (the last). */
+/**
+ * Every cookie the chain's responses leave stored, in order; one per name, domain and path (the
+ * last). undici's parser answers null for a cookie it refuses (control characters, name and
+ * value over 4096 bytes), as browsers do.
+ */
 function chainCookies(hops: readonly Hop[]): SetCookie[] {
   const byKey = new Map<string, SetCookie>();
   for (const hop of hops) {
     const overHttps = new URL(hop.url).protocol === "https:";
+    const readAt = hop.readAt === undefined ? Date.now() : Date.parse(hop.readAt);
     const values = (hop.headers["set-cookie"] ?? []).map((v) => v.trim()).filter((v) => v !== "");
-    for (const c of parseCookies(values)) {
+    for (const raw of values) {
+      const c = parseSetCookie(raw);
+      if (c === null) continue;
       const key = `${c.name}\u0000${c.domain ?? ""}\u0000${c.path ?? ""}`;
       byKey.delete(key);
-      byKey.set(key, { ...c, overHttps });
+      // Expired as it is set: the stored one is removed and this one is never kept.
+      if (!deletes(raw, readAt)) byKey.set(key, { ...c, overHttps });
     }
   }
   return [...byKey.values()];

@@ -103,4 +103,53 @@ describe("cookies of every response of the chain", () => {
     );
     expect(idsOf(judgeCookies(fixed))).toEqual([]);
   });
+
+  it("a cookie being deleted (Max-Age 0 or less, Expires already past) is not judged", () => {
+    for (const c of [
+      "sessionid=; Max-Age=0; Path=/",
+      // undici ignores a negative Max-Age; browsers delete the cookie (RFC 6265bis §5.6.2).
+      "sid=; Max-Age=-1",
+      "auth_token=deleted; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/",
+      "token=x; expires=Thursday, 01-Jan-70 00:00:01 GMT",
+      // Max-Age wins over Expires, whatever their order (§5.7).
+      "sid=1; Max-Age=0; Expires=Fri, 01 Jan 2100 00:00:00 GMT",
+    ]) {
+      expect(ids([c]), c).toEqual([]);
+    }
+    // A later response deleting a cookie removes the one an earlier response set.
+    const loggedOut = chainOf(
+      ["https://site.test/", ["session=abc"]],
+      ["https://site.test/logout", ["session=; Max-Age=0"]],
+    );
+    expect(idsOf(judgeCookies(loggedOut))).toEqual([]);
+  });
+
+  it("a live cookie is judged: a future Expires, one that is no cookie-date, a later Max-Age", () => {
+    for (const c of [
+      "sid=1; Expires=Fri, 01 Jan 2100 00:00:00 GMT",
+      "sid=1; Max-Age=3600; Expires=Thu, 01 Jan 1970 00:00:00 GMT",
+      "sid=1; Max-Age=0; Max-Age=60",
+      // Not cookie-dates (§5.1.1), so ignored: a session cookie, not a deletion.
+      "sid=1; Expires=0",
+      "sid=1; Expires=Thu, 31 Feb 1999 00:00:00 GMT",
+      "sid=1; Max-Age=-1x",
+    ]) {
+      expect(ids([c]), c).toEqual(["cookie-no-secure", "cookie-no-httponly", "cookie-no-samesite"]);
+    }
+  });
+
+  it("Expires is compared with when the response that sets it was read", () => {
+    const at = (readAt: string): Evidence => {
+      const e = evidenceOf({}, { url: "https://site.test/" });
+      const hop = {
+        url: "https://site.test/",
+        status: 200,
+        headers: { "set-cookie": ["theme=dark; Expires=Mon, 01 Jan 2035 00:00:00 GMT"] },
+        readAt,
+      };
+      return { ...e, chain: { ...e.chain, hops: [hop], final: hop } };
+    };
+    expect(idsOf(judgeCookies(at("2034-12-31T23:59:59.000Z")))).toEqual(["cookie-no-secure"]);
+    expect(idsOf(judgeCookies(at("2035-01-01T00:00:00.000Z")))).toEqual([]);
+  });
 });
