@@ -141,6 +141,24 @@ describe("CORS", () => {
     expect(ids(judgeCors(answer(h)))).toEqual(["cors-any-origin"]);
   });
 
+  it("several Allow-Origin values, or our origin in another case: browsers refuse, nothing said", () => {
+    const creds = { "access-control-allow-credentials": ["true"] };
+    for (const allow of [[origin, origin], ["*", origin], [`${origin}, ${origin}`], ["*", "*"]]) {
+      const h = { "access-control-allow-origin": allow, ...creds };
+      expect(judgeCors(answer(h)), allow.join(" | ")).toEqual([]);
+    }
+    const upper = { "access-control-allow-origin": [origin.toUpperCase()], ...creds };
+    expect(judgeCors(answer(upper))).toEqual([]);
+  });
+
+  it("several credentials values combine into one that is not `true`", () => {
+    const h = {
+      "access-control-allow-origin": [origin],
+      "access-control-allow-credentials": ["true", "true"],
+    };
+    expect(ids(judgeCors(answer(h)))).toEqual(["cors-any-origin"]);
+  });
+
   it("no answer: nothing said", () => {
     expect(judgeCors(evidence({ cors: { kind: "failed" } }))).toEqual([]);
   });

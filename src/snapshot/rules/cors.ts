@@ -37,20 +37,25 @@ export const CORS_ANY_ORIGIN: FindingDef = {
     "If the content is not meant for every website, allow only listed origins; if it is, `Access-Control-Allow-Origin: *` says so plainly.",
 };
 
-/** The last value of a header (one instance is what a browser accepts; several is an error). */
-function last(values: readonly string[] | undefined): string | undefined {
-  return values?.[values.length - 1]?.trim();
+/** A header as the Fetch standard gets it: every instance, combined with ", "; null if absent. */
+function combined(values: readonly string[] | undefined): string | null {
+  if (values === undefined || values.length === 0) return null;
+  return values.map((v) => v.trim()).join(", ");
 }
 
+/**
+ * Fetch's CORS check: the combined Access-Control-Allow-Origin must be `*` or the request's
+ * origin byte for byte, so several values ("a, b") or another case let nothing through; the
+ * combined credentials value must be exactly `true` (case-sensitive).
+ */
 export function judgeCors(evidence: Evidence): Finding[] {
   const cors = evidence.cors;
   if (cors?.kind !== "response") return [];
-  const allowOrigin = last(cors.headers["access-control-allow-origin"]);
-  // The Fetch standard compares the credentials value case-sensitively with "true".
-  const credentials = last(cors.headers["access-control-allow-credentials"]) === "true";
-  if (allowOrigin === undefined) return [];
+  const allowOrigin = combined(cors.headers["access-control-allow-origin"]);
+  const credentials = combined(cors.headers["access-control-allow-credentials"]) === "true";
+  if (allowOrigin === null) return [];
   if (allowOrigin === "*") return credentials ? [found(CORS_CREDENTIALS_WILDCARD)] : [];
-  if (allowOrigin.toLowerCase() !== cors.origin.toLowerCase()) return [];
+  if (allowOrigin !== cors.origin) return [];
   return [found(credentials ? CORS_ORIGIN_REFLECTED : CORS_ANY_ORIGIN)];
 }
 
