@@ -1,6 +1,6 @@
 /**
  * X-Frame-Options (docs/findings.md): the check of `x_frame_options_present`, its missing-header
- * finding (waived by CSP frame-ancestors), and its values: DENY or SAMEORIGIN, nothing else.
+ * finding (waived by CSP frame-ancestors), and its values as HTML reads them.
  */
 import { hasFrameAncestors } from "./csp.js";
 import { finalHeader } from "./evidence.js";
@@ -27,17 +27,29 @@ export const X_FRAME_OPTIONS_INVALID: FindingDef = {
     "Set `X-Frame-Options: DENY` (or `SAMEORIGIN`), or `Content-Security-Policy: frame-ancestors 'none'`.",
 };
 
+/** Values that refuse framing outright when the header has more than one value. */
+const REFUSING = ["deny", "sameorigin", "allowall"];
+
 /**
- * HTML's X-Frame-Options processing: the values, split on commas, must be one of the two.
- * Browsers ignore X-Frame-Options when the CSP has frame-ancestors, so then it is not judged.
+ * HTML's "check a navigation response's adherence to X-Frame-Options": the values of every
+ * instance, split on commas, trimmed and lower-cased, as a set. One value protects if it is deny
+ * or sameorigin; several refuse framing if any of them is deny, sameorigin or allowall (a
+ * conflict is read as deny), and allow it otherwise. Browsers ignore X-Frame-Options when the
+ * CSP has frame-ancestors, so then it is not judged.
  */
 export function judgeXFrameOptions(e: Evidence): Finding[] {
   const values = finalHeader(e, "x-frame-options");
   if (values.length === 0 || hasFrameAncestors(e)) return [];
-  const distinct = new Set(values.flatMap((v) => v.split(",")).map((v) => v.trim().toLowerCase()));
-  const [only] = distinct;
-  const valid = distinct.size === 1 && (only === "deny" || only === "sameorigin");
-  return valid ? [] : [found(X_FRAME_OPTIONS_INVALID)];
+  const set = new Set(
+    values
+      .join(",")
+      .split(",")
+      .map((v) => v.trim().toLowerCase()),
+  );
+  const [only] = set;
+  const protects =
+    set.size > 1 ? REFUSING.some((v) => set.has(v)) : only === "deny" || only === "sameorigin";
+  return protects ? [] : [found(X_FRAME_OPTIONS_INVALID)];
 }
 
 export const xFrameOptionsRule = defineRule({

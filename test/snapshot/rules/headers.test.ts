@@ -27,10 +27,22 @@ describe("X-Frame-Options", () => {
       }),
     ).toEqual([]);
   });
-  it("invalid: garbage, or several different values", () => {
+  it("good: several values with DENY, SAMEORIGIN or ALLOWALL among them refuse framing (HTML)", () => {
+    for (const v of [
+      "DENY, SAMEORIGIN",
+      ["SAMEORIGIN", "DENY"],
+      "SAMEORIGIN, garbage",
+      "ALLOWALL, ALLOW-FROM https://a.example",
+      "DENY,",
+    ]) {
+      expect(ids(v), String(v)).toEqual([]);
+    }
+  });
+  it("invalid: garbage, ALLOWALL alone, or several values none of which refuses", () => {
     expect(ids("garbage")).toEqual(["x-frame-options-invalid"]);
-    expect(ids("DENY, SAMEORIGIN")).toEqual(["x-frame-options-invalid"]);
-    expect(ids(["DENY", "SAMEORIGIN"])).toEqual(["x-frame-options-invalid"]);
+    expect(ids("ALLOWALL")).toEqual(["x-frame-options-invalid"]);
+    expect(ids("garbage, ALLOW-FROM https://a.example")).toEqual(["x-frame-options-invalid"]);
+    expect(ids(["nope", "never"])).toEqual(["x-frame-options-invalid"]);
   });
 });
 
