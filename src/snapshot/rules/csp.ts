@@ -146,12 +146,35 @@ export function upgradesInsecureRequests(e: Evidence): boolean {
   return [...headerPolicies(e), ...metaPolicies(e)].some((p) => p.has("upgrade-insecure-requests"));
 }
 
-/** `frame-ancestors` of a header policy protects against framing (a meta one is ignored). */
-export function hasFrameAncestors(e: Evidence): boolean {
-  return headerPolicies(e).some((p) => {
+/** Sources that match every host: `*`, a whole network scheme, or a host of `*` (CSP3 §6.7.2.x). */
+const ANY_HOST = /^(\*|https?:|https?:\/\/\*\/?)$/;
+
+/** The `frame-ancestors` sources of each header policy that has one (a meta one is ignored). */
+function frameAncestors(e: Evidence): string[][] {
+  return headerPolicies(e).flatMap((p) => {
     const v = p.get("frame-ancestors");
-    return v !== undefined && !v.includes("*");
+    return v === undefined ? [] : [v.map((s) => s.toLowerCase())];
   });
+}
+
+/**
+ * `frame-ancestors` of a header policy protects against framing when none of its sources
+ * matches every host (`https:` lets any HTTPS site frame the page). Every policy is enforced,
+ * so one that protects is enough.
+ */
+export function hasFrameAncestors(e: Evidence): boolean {
+  return frameAncestors(e).some((sources) => !sources.some((s) => ANY_HOST.test(s)));
+}
+
+/**
+ * The sources that let any site frame the page when `frame-ancestors` is there but does not
+ * protect: browsers then ignore X-Frame-Options (HTML), so it protects nothing either.
+ */
+export function openFrameAncestors(e: Evidence): string[] {
+  if (hasFrameAncestors(e)) return [];
+  return [
+    ...new Set(frameAncestors(e).flatMap((sources) => sources.filter((s) => ANY_HOST.test(s)))),
+  ];
 }
 
 /** Whether a meta tag sets a policy: then CSP protects although the header is missing. */
@@ -172,9 +195,6 @@ function allowsInline(p: Policy): boolean {
   return src.includes("'unsafe-inline'") && !src.some((s) => NEUTRALISES_INLINE.test(s));
 }
 
-/** Sources that match any host of a scheme, or carry the script itself (CSP3 §6.7.2.x). */
-const ANY_SOURCE = /^(\*|https?:|data:|https?:\/\/\*\/?)$/;
-
 /**
  * The sources of `p` that let any host or scheme run script; none when `'strict-dynamic'` is
  * there, as browsers then ignore host and scheme sources (CSP3 §8.2).
@@ -182,7 +202,8 @@ const ANY_SOURCE = /^(\*|https?:|data:|https?:\/\/\*\/?)$/;
 function anySources(p: Policy): string[] {
   const src = scriptSources(p);
   if (src === null || src.includes("'strict-dynamic'")) return [];
-  return src.filter((s) => ANY_SOURCE.test(s));
+  // data: carries the script itself.
+  return src.filter((s) => ANY_HOST.test(s) || s === "data:");
 }
 
 function allowsEval(p: Policy): boolean {

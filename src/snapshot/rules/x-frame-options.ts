@@ -2,7 +2,7 @@
  * X-Frame-Options (docs/findings.md): the check of `x_frame_options_present`, its missing-header
  * finding (waived by CSP frame-ancestors), and its values as HTML reads them.
  */
-import { hasFrameAncestors } from "./csp.js";
+import { hasFrameAncestors, openFrameAncestors } from "./csp.js";
 import { finalHeader } from "./evidence.js";
 import type { Evidence } from "./evidence.js";
 import { found } from "./finding.js";
@@ -35,11 +35,22 @@ const REFUSING = ["deny", "sameorigin", "allowall"];
  * instance, split on commas, trimmed and lower-cased, as a set. One value protects if it is deny
  * or sameorigin; several refuse framing if any of them is deny, sameorigin or allowall (a
  * conflict is read as deny), and allow it otherwise. Browsers ignore X-Frame-Options when the
- * CSP has frame-ancestors, so then it is not judged.
+ * CSP header has frame-ancestors: one that protects leaves it unjudged, one that lets any site
+ * frame the page makes it protect nothing, whatever its value.
  */
 export function judgeXFrameOptions(e: Evidence): Finding[] {
   const values = finalHeader(e, "x-frame-options");
   if (values.length === 0 || hasFrameAncestors(e)) return [];
+  const open = openFrameAncestors(e);
+  if (open.length > 0) {
+    const named = open.map((s) => `\`${s}\``).join(", ");
+    return [
+      found(
+        X_FRAME_OPTIONS_INVALID,
+        `X-Frame-Options is ignored: the Content-Security-Policy's frame-ancestors takes its place and lets any site frame the page (${named}).`,
+      ),
+    ];
+  }
   const set = new Set(
     values
       .join(",")
@@ -60,7 +71,7 @@ export const xFrameOptionsRule = defineRule({
     field: "x_frame_options_present",
     header: "x-frame-options",
     missing: X_FRAME_OPTIONS_MISSING,
-    // frame-ancestors (not *) in the CSP header protects against framing.
+    // frame-ancestors in the CSP header protects against framing, unless it lets any host in.
     waived: hasFrameAncestors,
     label: "X-Frame-Options",
   },

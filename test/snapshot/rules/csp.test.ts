@@ -148,4 +148,29 @@ describe("Content-Security-Policy", () => {
       ),
     ).toContain("x-frame-options-missing");
   });
+
+  it("frame-ancestors with a source matching any host protects nothing", () => {
+    const xfo = (csp: string | string[], headers: Record<string, string> = {}) =>
+      idsOf(judge(evidenceOf({ "content-security-policy": csp, ...headers }))).filter((id) =>
+        id.startsWith("x-frame-options"),
+      );
+    const withSources = (sources: string) =>
+      STRICT.replace("frame-ancestors 'none'", `frame-ancestors ${sources}`);
+    for (const open of ["https:", "HTTP:", "https://*", "'self' *", "'self' http://*/"]) {
+      const csp = withSources(open);
+      expect(xfo(csp), open).toEqual(["x-frame-options-missing"]);
+      // Browsers ignore X-Frame-Options beside frame-ancestors (HTML): DENY protects nothing.
+      expect(xfo(csp, { "x-frame-options": "DENY" }), open).toEqual(["x-frame-options-invalid"]);
+    }
+    const [f] = judge(
+      evidenceOf({
+        "content-security-policy": "frame-ancestors https:",
+        "x-frame-options": "DENY",
+      }),
+    ).filter((x) => x.id === "x-frame-options-invalid");
+    expect(f?.message).toContain("lets any site frame the page (`https:`)");
+    // Named hosts protect; so does one policy that protects beside one that does not.
+    expect(xfo(withSources("'self' https://partner.test"))).toEqual([]);
+    expect(xfo([`default-src 'self'; frame-ancestors https:`, STRICT])).toEqual([]);
+  });
 });
