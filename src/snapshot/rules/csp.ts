@@ -134,10 +134,17 @@ export function headerPolicies(e: Evidence): Policy[] {
   return policiesOf(finalHeader(e, "content-security-policy"));
 }
 
-/** Each `<meta>` content is one policy: a comma there is not a separator (CSP3 §4.2.1). */
+/** Directives a `<meta>` policy loses before it is enforced (HTML http-equiv, CSP3 §3.3). */
+const NOT_IN_META = ["report-uri", "frame-ancestors", "sandbox"];
+
+/**
+ * Each `<meta>` content is one policy: a comma there is not a separator (CSP3 §4.2.1). Without
+ * the directives it loses; one left with no known directive is no policy.
+ */
 function metaPolicies(e: Evidence): Policy[] {
   return (e.page?.metaCsp ?? [])
     .map((p) => parseContentSecurityPolicy(p))
+    .map((p) => new Map([...p].filter(([name]) => !NOT_IN_META.includes(name))))
     .filter((p) => [...p.keys()].some((name) => KNOWN_DIRECTIVES.has(name)));
 }
 

@@ -138,6 +138,30 @@ describe("Content-Security-Policy", () => {
     expect(all).toContain("x-frame-options-missing");
   });
 
+  it("a <meta> policy without frame-ancestors, report-uri and sandbox; one left empty is none", () => {
+    for (const meta of [
+      "frame-ancestors 'none'",
+      "report-uri /csp",
+      "sandbox; frame-ancestors 'self'",
+    ]) {
+      const all = idsOf(
+        judge(
+          evidenceOf(
+            {},
+            { page: { metaCsp: [meta], scripts: [], insecure: [], metaReferrer: [] } },
+          ),
+        ),
+      );
+      expect(all, meta).toContain("csp-missing");
+      expect(all, meta).toContain("x-frame-options-missing");
+      expect(all, meta).not.toContain("csp-in-meta");
+    }
+    // What is left is judged: the sandbox of a meta policy restricts nothing.
+    expect(ids({}, ["sandbox; script-src 'self'; object-src 'none'; base-uri 'none'"])).toEqual([
+      "csp-in-meta",
+    ]);
+  });
+
   it("frame-ancestors in the header waives x-frame-options-missing", () => {
     expect(idsOf(judge(evidenceOf({ "content-security-policy": STRICT })))).not.toContain(
       "x-frame-options-missing",
