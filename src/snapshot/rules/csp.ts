@@ -189,7 +189,13 @@ export function hasMetaCsp(e: Evidence): boolean {
   return metaPolicies(e).length > 0;
 }
 
-const NEUTRALISES_INLINE = /^'(nonce-|sha256-|sha384-|sha512-|strict-dynamic')/i;
+/**
+ * A valid nonce-source or hash-source (CSP3 §2.3.1: base64-value is `+ / - _` and letters and
+ * digits, then at most two `=`), or 'strict-dynamic': browsers ignore 'unsafe-inline' beside
+ * them. An invalid one (`'nonce-{{nonce}}'`, `'nonce-'`) leaves 'unsafe-inline' in force.
+ */
+const NEUTRALISES_INLINE =
+  /^'(?:(?:nonce|sha256|sha384|sha512)-[a-z0-9+/_-]+={0,2}|strict-dynamic)'$/i;
 
 function scriptSources(p: Policy): string[] | null {
   const v = p.get("script-src") ?? p.get("default-src");

@@ -24,6 +24,31 @@ describe("Content-Security-Policy", () => {
     }
   });
 
+  it("weak: a nonce or hash that is not valid base64 leaves 'unsafe-inline' in force", () => {
+    for (const invalid of [
+      "'nonce-{{nonce}}'",
+      "'nonce-'",
+      "'nonce-<%= nonce %>'",
+      "'sha256-'",
+      "'sha256-abc==='",
+      "'sha1-abc='",
+      "'nonce-abc",
+    ]) {
+      expect(
+        ids({
+          "content-security-policy": `${STRICT}; script-src 'self' 'unsafe-inline' ${invalid}`,
+        }),
+        invalid,
+      ).toEqual(["csp-unsafe-inline"]);
+    }
+    for (const valid of ["'nonce-R4nd0m+/_-=='", "'SHA384-abc'", "'NONCE-x'"]) {
+      expect(
+        ids({ "content-security-policy": `${STRICT}; script-src 'self' 'unsafe-inline' ${valid}` }),
+        valid,
+      ).toEqual([]);
+    }
+  });
+
   it("weak: 'unsafe-inline' / 'unsafe-eval' in script-src or its default-src fallback", () => {
     expect(
       ids({
