@@ -76,14 +76,13 @@ function srcsetUrls(srcset: string): string[] {
 
 /**
  * The subresource URLs an element makes the browser fetch, by what mixed-content blocking calls
- * it (rules/mixed-content.ts classifies them); scripts are gathered apart.
+ * it (rules/mixed-content.ts classifies them); `srcset` candidates and scripts are gathered apart.
  */
 function subresourceRefs(name: string, a: Record<string, string>): string[] {
   switch (name) {
     case "img":
-      return [a.src ?? "", ...srcsetUrls(a.srcset ?? "")];
     case "source":
-      return [a.src ?? "", ...srcsetUrls(a.srcset ?? "")];
+      return [a.src ?? ""];
     case "audio":
     case "video":
       return [a.src ?? "", a.poster ?? ""];
@@ -164,6 +163,15 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
         for (const ref of subresourceRefs(name, attribs)) {
           const url = resolveHttp(ref, base ?? pageUrl);
           if (url?.protocol === "http:") insecure.push({ element: name, url: url.href });
+        }
+        // `<img srcset>` and `<picture><source srcset>`: fetched with the initiator "imageset".
+        if ((name === "img" || name === "source") && attribs.srcset !== undefined) {
+          for (const ref of srcsetUrls(attribs.srcset)) {
+            const url = resolveHttp(ref, base ?? pageUrl);
+            if (url?.protocol === "http:") {
+              insecure.push({ element: name, url: url.href, imageset: true });
+            }
+          }
         }
       },
       ontext(text) {

@@ -379,10 +379,55 @@ describe("mixed content", () => {
       ["mixed-content-active", "high"],
       ["mixed-content-passive", "low"],
     ]);
-    expect(r[0]?.message).toContain(
-      "2 stylesheet, frame or plugins over plain HTTP (from css.x.net and frame.x.net)",
+    expect(r[0]?.message).toBe(
+      "The HTTPS page loads a stylesheet and a frame over plain HTTP (from css.x.net and frame.x.net); browsers block them, and anyone on the network could replace them where they do not.",
     );
-    expect(r[1]?.message).toContain("(from img.x.net)");
+    expect(r[1]?.message).toBe(
+      "The HTTPS page loads an image and a media file over plain HTTP (from img.x.net); browsers upgrade or flag them, and the network can see or swap them.",
+    );
+  });
+
+  it("images browsers do not upgrade (srcset, an IP address host) are blocked: active, high", () => {
+    const r = judgeMixedContent(
+      withInsecure([
+        { element: "img", url: "http://a.x.net/1x.png", imageset: true },
+        { element: "source", url: "http://a.x.net/pic.jpg", imageset: true },
+        { element: "img", url: "http://192.0.2.1/p.png" },
+        { element: "video", url: "http://[2001:db8::1]/v.mp4" },
+        { element: "img", url: "http://img.x.net/ok.png" },
+      ]),
+    );
+    expect(r.map((f) => [f.id, f.severity])).toEqual([
+      ["mixed-content-active", "high"],
+      ["mixed-content-passive", "low"],
+    ]);
+    expect(r[0]?.message).toContain(
+      "loads 3 images and a media file over plain HTTP (from a.x.net, 192.0.2.1 and [2001:db8::1])",
+    );
+    expect(r[1]?.message).toContain("loads an image over plain HTTP (from img.x.net); ");
+  });
+
+  it("a loopback host is potentially trustworthy: no mixed content, no script over http", () => {
+    const local = [
+      "http://localhost:8080/a",
+      "http://127.0.0.1/a",
+      "http://[::1]/a",
+      "http://x.localhost/a",
+    ];
+    const e = evidence({
+      page: {
+        metaCsp: [],
+        scripts: local.map((src) => ({ src: `${src}.js`, integrity: null })),
+        insecure: local.flatMap((url) => [
+          { element: "img", url: `${url}.png` },
+          { element: "iframe", url },
+        ]),
+        metaReferrer: [],
+      },
+    });
+    expect(judgeMixedContent(e)).toEqual([]);
+    // Cross-origin scripts all the same: they need integrity like any other.
+    expect(ids(judgeSri(e))).toEqual(["sri-missing"]);
   });
 });
 
@@ -432,6 +477,7 @@ describe("the page parser", () => {
       '<head><link rel="stylesheet" href="http://a.net/s.css"><link rel="icon" href="http://a.net/i.png">' +
       '<noscript><link rel="stylesheet" href="http://ns.net/s.css"></noscript></head><body>' +
       '<img src="//b.net/i.png" srcset="https://c.net/1x.png 1x, http://c.net/2x.png 2x">' +
+      '<picture><source srcset="http://p.net/a.jpg 1x" src="http://p.net/s.jpg"></picture>' +
       '<video src="http://d.net/v.mp4" poster="https://d.net/p.png"></video>' +
       '<iframe src="http://e.net/"></iframe><object data="http://f.net/o"></object>' +
       '<template><img src="http://inert.net/i.png"></template><img src="https://ok.net/i.png">' +
@@ -439,7 +485,9 @@ describe("the page parser", () => {
     expect((await parsePage(html, new URL("http://example.com/"))).insecure).toEqual([
       { element: "link", url: "http://a.net/s.css" },
       { element: "img", url: "http://b.net/i.png" },
-      { element: "img", url: "http://c.net/2x.png" },
+      { element: "img", url: "http://c.net/2x.png", imageset: true },
+      { element: "source", url: "http://p.net/s.jpg" },
+      { element: "source", url: "http://p.net/a.jpg", imageset: true },
       { element: "video", url: "http://d.net/v.mp4" },
       { element: "iframe", url: "http://e.net/" },
       { element: "object", url: "http://f.net/o" },

@@ -20,8 +20,11 @@ export interface PageEvidence {
   metaCsp: string[];
   /** Every `<script src>`, its URL resolved against the page, and its integrity attribute. */
   scripts: { src: string; integrity: string | null }[];
-  /** Every `http:` URL a non-script element makes the browser fetch (img, link stylesheet, …). */
-  insecure: { element: string; url: string }[];
+  /**
+   * Every `http:` URL a non-script element makes the browser fetch (img, link stylesheet, …);
+   * `imageset` for a `srcset` candidate, which browsers never upgrade (Mixed Content §4.1).
+   */
+  insecure: { element: string; url: string; imageset?: true }[];
   /** Content of every `<meta name="referrer">` in the document (not in template/noscript). */
   metaReferrer: string[];
 }

@@ -3,10 +3,10 @@
  * what the W3C Mixed Content spec makes of them. Scripts are `script-over-http` (rules/sri.ts).
  */
 import { upgradesInsecureRequests } from "./csp.js";
-import type { Evidence } from "./evidence.js";
+import type { Evidence, PageEvidence } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
-import { listed } from "./sri.js";
+import { isMixed, listed } from "./sri.js";
 import { defineRule } from "./rule.js";
 
 export const MIXED_CONTENT_ACTIVE: FindingDef = {
@@ -14,7 +14,7 @@ export const MIXED_CONTENT_ACTIVE: FindingDef = {
   check: "mixed_content",
   severity: "high",
   message:
-    "The HTTPS page loads stylesheets, frames or plugins over plain HTTP: browsers block them (the page breaks), and anyone on the network could replace them where they are not blocked.",
+    "The HTTPS page loads stylesheets, frames, plugins or images that browsers do not upgrade over plain HTTP: browsers block them (the page breaks), and the network could replace them.",
   recommendation:
     "Load every subresource over `https://`, or add `upgrade-insecure-requests` to the Content-Security-Policy.",
 };
@@ -29,16 +29,59 @@ export const MIXED_CONTENT_PASSIVE: FindingDef = {
     "Load every image and media file over `https://`, or add `upgrade-insecure-requests` to the Content-Security-Policy.",
 };
 
-/** Upgradeable ("optionally-blockable") content (Mixed Content §4.1); everything else blocks. */
-const PASSIVE = new Set(["img", "audio", "video", "source"]);
+/** An `http:` subresource of the page, its URL parsed. */
+interface Mixed {
+  r: PageEvidence["insecure"][number];
+  url: URL;
+}
 
-function about(def: FindingDef, urls: URL[], what: string): Finding[] {
-  if (urls.length === 0) return [];
-  const n = urls.length;
+/** What each element fetches, as a person names it. */
+const KIND: Record<string, string> = {
+  link: "stylesheet",
+  iframe: "frame",
+  frame: "frame",
+  object: "plugin",
+  embed: "plugin",
+  track: "text track",
+  img: "image",
+  source: "media file",
+  audio: "media file",
+  video: "media file",
+};
+
+const kindOf = ({ r }: Mixed) => (r.imageset ? "image" : (KIND[r.element] ?? "subresource"));
+
+/**
+ * Upgradeable content (Mixed Content §4.1): an image, audio or video, unless it is a `srcset`
+ * candidate (initiator "imageset") or its host is an IP address. Everything else is blocked.
+ */
+function upgradeable({ r, url }: Mixed): boolean {
+  const media = ["img", "audio", "video", "source"].includes(r.element) && !r.imageset;
+  return media && !/^(\d+\.\d+\.\d+\.\d+|\[.*\])$/.test(url.hostname);
+}
+
+/** "a stylesheet and 2 frames": each kind counted, in the order first seen. */
+function counted(items: readonly Mixed[]): string {
+  const counts = new Map<string, number>();
+  for (const m of items) counts.set(kindOf(m), (counts.get(kindOf(m)) ?? 0) + 1);
+  const parts = [...counts].map(([kind, n]) =>
+    n > 1 ? `${n} ${kind}s` : `${kind === "image" ? "an" : "a"} ${kind}`,
+  );
+  const last = parts.pop() ?? "";
+  return parts.length > 0 ? `${parts.join(", ")} and ${last}` : last;
+}
+
+function about(def: FindingDef, items: Mixed[]): Finding[] {
+  if (items.length === 0) return [];
+  const it = items.length === 1 ? "it" : "them";
+  const what =
+    def === MIXED_CONTENT_ACTIVE
+      ? `browsers block ${it}, and anyone on the network could replace ${it} where they do not`
+      : `browsers upgrade or flag ${it}, and the network can see or swap ${it}`;
   return [
     found(
       def,
-      `The HTTPS page loads ${n === 1 ? `a ${what}` : `${n} ${what}s`} over plain HTTP (from ${listed(urls.map((u) => u.host))}); ${def === MIXED_CONTENT_ACTIVE ? "browsers block it, and anyone on the network could replace it where they do not" : "browsers upgrade or flag it, and the network can see or swap it"}.`,
+      `The HTTPS page loads ${counted(items)} over plain HTTP (from ${listed(items.map((m) => m.url.host))}); ${what}.`,
     ),
   ];
 }
@@ -48,11 +91,14 @@ export function judgeMixedContent(e: Evidence): Finding[] {
   if (!page || chain.finalUrl.protocol !== "https:" || page.insecure.length === 0) return [];
   // upgrade-insecure-requests makes browsers ask for every http: subresource over https.
   if (upgradesInsecureRequests(e)) return [];
-  const active = page.insecure.filter((r) => !PASSIVE.has(r.element)).map((r) => new URL(r.url));
-  const passive = page.insecure.filter((r) => PASSIVE.has(r.element)).map((r) => new URL(r.url));
+  // A potentially trustworthy URL (a loopback host) is no mixed content.
+  const mixed = page.insecure
+    .map((r) => ({ r, url: new URL(r.url) }))
+    .filter((m) => isMixed(m.url));
+  const blocked = mixed.filter((m) => !upgradeable(m));
   return [
-    ...about(MIXED_CONTENT_ACTIVE, active, "stylesheet, frame or plugin"),
-    ...about(MIXED_CONTENT_PASSIVE, passive, "image or media file"),
+    ...about(MIXED_CONTENT_ACTIVE, blocked),
+    ...about(MIXED_CONTENT_PASSIVE, mixed.filter(upgradeable)),
   ];
 }
 

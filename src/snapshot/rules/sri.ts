@@ -32,6 +32,17 @@ function hasIntegrity(integrity: string | null): boolean {
   return (integrity ?? "").split(/\s+/).some((t) => INTEGRITY_TOKEN.test(t));
 }
 
+/**
+ * Whether an `http:` URL is mixed content on an https page: not when it is potentially
+ * trustworthy (Secure Contexts §3.1: `localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`).
+ */
+export function isMixed(url: URL): boolean {
+  if (url.protocol !== "http:") return false;
+  const host = url.hostname;
+  const loopback = host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  return !loopback && host !== "localhost" && !host.endsWith(".localhost");
+}
+
 /** "a, b and c", or "a, b, c and 2 more": at most three names, plainly. */
 export function listed(names: string[]): string {
   const unique = [...new Set(names)];
@@ -48,7 +59,7 @@ export function judgeSri(evidence: Evidence): Finding[] {
   const pageUrl = chain.finalUrl;
   const scripts = page.scripts.map((s) => ({ url: new URL(s.src), integrity: s.integrity }));
   const out: Finding[] = [];
-  const overHttp = scripts.filter((s) => s.url.protocol === "http:");
+  const overHttp = scripts.filter((s) => isMixed(s.url));
   // upgrade-insecure-requests makes browsers fetch them over https.
   const upgraded = upgradesInsecureRequests(evidence);
   if (pageUrl.protocol === "https:" && overHttp.length > 0 && !upgraded) {
@@ -65,9 +76,7 @@ export function judgeSri(evidence: Evidence): Finding[] {
   const mixed = pageUrl.protocol === "https:";
   const unchecked = scripts.filter(
     (s) =>
-      s.url.origin !== pageUrl.origin &&
-      !hasIntegrity(s.integrity) &&
-      !(mixed && s.url.protocol === "http:"),
+      s.url.origin !== pageUrl.origin && !hasIntegrity(s.integrity) && !(mixed && isMixed(s.url)),
   );
   if (unchecked.length > 0) {
     const n = unchecked.length;
