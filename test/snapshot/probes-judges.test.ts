@@ -100,6 +100,30 @@ describe("SRI and scripts over HTTP", () => {
     expect(judgeSri(plain)).toEqual([]);
   });
 
+  it("upgrade-insecure-requests: an http: script is fetched over https, and needs SRI like one", () => {
+    const upgrading = (scripts: PageEvidence["scripts"]) =>
+      ids(
+        judgeSri(
+          evidence({
+            chain: chainOf(
+              hop("https://example.com/", 200, {
+                "content-security-policy": ["upgrade-insecure-requests"],
+              }),
+            ),
+            page: page(scripts),
+          }),
+        ),
+      );
+    expect(upgrading([{ src: "http://cdn.other.net/lib.js", integrity: null }])).toEqual([
+      "sri-missing",
+    ]);
+    // Upgraded to the page's own origin: no SRI needed.
+    expect(upgrading([{ src: "http://example.com/app.js", integrity: null }])).toEqual([]);
+    expect(
+      upgrading([{ src: "http://cdn.other.net/lib.js", integrity: "sha384-oqVuAfXRKap7fdgcCY5u" }]),
+    ).toEqual([]);
+  });
+
   it("no page evidence: nothing said", () => {
     expect(judgeSri(evidence())).toEqual([]);
   });
@@ -354,7 +378,8 @@ describe("mixed content", () => {
       },
     });
     expect(ids(judgeMixedContent(upgraded))).toEqual([]);
-    // A meta policy applies too, and the http: script is upgraded as well.
+    // A meta policy applies too, and the http: script is upgraded as well: no script-over-http,
+    // but it comes from another origin without integrity, as an https: script would.
     const meta = evidence({
       page: {
         metaCsp: ["upgrade-insecure-requests"],
@@ -363,7 +388,7 @@ describe("mixed content", () => {
         metaReferrer: [],
       },
     });
-    expect(ids(judgeProbes(meta))).toEqual([]);
+    expect(ids(judgeProbes(meta))).toEqual(["sri-missing"]);
   });
 
   it("active (stylesheet, frame, plugin) is high, passive (image, media) is low, hosts named", () => {

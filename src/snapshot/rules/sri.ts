@@ -43,6 +43,15 @@ export function isMixed(url: URL): boolean {
   return !loopback && host !== "localhost" && !host.endsWith(".localhost");
 }
 
+/** The URL upgrade-insecure-requests makes browsers fetch: https: for http: (UIR §4.1). */
+function upgrade(url: URL): URL {
+  if (url.protocol !== "http:") return url;
+  const https = new URL(url);
+  // A special scheme to another: the port 80 of the URL was dropped as http's default already.
+  https.protocol = "https:";
+  return https;
+}
+
 /** "a, b and c", or "a, b, c and 2 more": at most three names, plainly. */
 export function listed(names: string[]): string {
   const unique = [...new Set(names)];
@@ -72,12 +81,15 @@ export function judgeSri(evidence: Evidence): Finding[] {
       ),
     );
   }
-  // A script already named as mixed content is not named again (one finding says it).
+  // A script already named as mixed content is not named again (one finding says it); an
+  // upgraded one is an https: script, judged at the origin it is fetched from.
   const mixed = pageUrl.protocol === "https:";
-  const unchecked = scripts.filter(
-    (s) =>
-      s.url.origin !== pageUrl.origin && !hasIntegrity(s.integrity) && !(mixed && isMixed(s.url)),
-  );
+  const unchecked = scripts
+    .map((s) => ({ ...s, url: upgraded ? upgrade(s.url) : s.url }))
+    .filter(
+      (s) =>
+        s.url.origin !== pageUrl.origin && !hasIntegrity(s.integrity) && !(mixed && isMixed(s.url)),
+    );
   if (unchecked.length > 0) {
     const n = unchecked.length;
     out.push(
