@@ -63,7 +63,9 @@ function nameOf(c: Cookie): string {
 
 function prefixBroken(c: Cookie): boolean {
   const name = c.name.toLowerCase();
-  if (name.startsWith("__host-")) return !c.secure || c.path !== "/" || c.domain !== undefined;
+  // An empty Domain is ignored (RFC 6265bis §5.6.3): the cookie stays host-only.
+  const domain = c.domain !== undefined && c.domain !== "";
+  if (name.startsWith("__host-")) return !c.secure || c.path !== "/" || domain;
   if (name.startsWith("__secure-")) return !c.secure;
   return false;
 }

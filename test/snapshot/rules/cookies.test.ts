@@ -35,6 +35,9 @@ describe("cookies of every response of the chain", () => {
         "theme=dark; Secure",
         "__Host-id=2; Secure; Path=/; HttpOnly",
         "__Secure-x=3; Secure; Domain=site.test",
+        // An empty Domain is ignored (RFC 6265bis §5.6.3): still host-only.
+        "__Host-sid=5; Secure; HttpOnly; SameSite=Lax; Path=/; Domain=",
+        "__Host-sid2=6; Secure; HttpOnly; SameSite=Lax; Path=/; Domain=.",
         "csrf_token=4; Secure; SameSite=Strict",
       ]),
     ).toEqual([]);
