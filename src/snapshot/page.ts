@@ -109,8 +109,9 @@ function subresourceRefs(name: string, a: Record<string, string>): string[] {
  * tags in the head — before the body begins at `<body>`, a start tag that cannot be in a head,
  * or non-blank text (a `<meta>` between `</head>` and the body still goes into the head) — and
  * its `http-equiv` is exactly "content-security-policy" (any case, no spaces). Script and
- * subresource URLs resolve against the first `<base href>` seen before them (a base with a
- * non-http(s) URL is ignored, as browsers do).
+ * subresource URLs resolve against the first `<base href>` seen before them, and only the first
+ * counts (HTML "frozen base URL"): one that is no URL leaves the page URL, one on another scheme
+ * (`javascript:`) leaves relative URLs unresolvable, so not fetched.
  */
 /** htmlparser2, imported once: each `import()` is a loader round trip, even of a loaded module. */
 let htmlparser: Promise<typeof Htmlparser2> | undefined;
@@ -123,6 +124,7 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
   const insecure: PageEvidence["insecure"] = [];
   const metaReferrer: string[] = [];
   let inBody = false;
+  // The base URL once the first <base href> is seen.
   let base: URL | null = null;
   // Content of <template> is inert (HTML §4.12.3): not fetched, not run, not in the head.
   let templates = 0;
@@ -144,7 +146,7 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
           return;
         }
         if (name === "base" && base === null && attribs.href !== undefined) {
-          base = resolveHttp(attribs.href, pageUrl);
+          base = URL.parse(attribs.href, pageUrl.href) ?? pageUrl;
         }
         if (name === "meta" && !inBody) {
           const equiv = (attribs["http-equiv"] ?? "").toLowerCase();

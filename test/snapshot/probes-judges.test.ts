@@ -545,6 +545,29 @@ describe("the page parser", () => {
   });
 });
 
+describe("the first <base href> only", () => {
+  const at = new URL("https://example.com/dir/page");
+
+  it("a later <base> does not count, even when the first is not http(s)", async () => {
+    const p = await parsePage(
+      '<base href="javascript:void(0)"><base href="http://cdn.test/"><script src="b.js"></script>' +
+        '<img src="a.png"><script src="https://x.net/c.js"></script>',
+      at,
+    );
+    // Relative URLs against a javascript: base are no URLs: nothing is fetched.
+    expect(p.scripts).toEqual([{ src: "https://x.net/c.js", integrity: null }]);
+    expect(p.insecure).toEqual([]);
+  });
+
+  it("a first <base> that is no URL leaves the page URL; one without href is skipped", async () => {
+    const p = await parsePage(
+      '<base target="_top"><base href="http://[::1"><base href="http://cdn.test/"><script src="b.js"></script>',
+      at,
+    );
+    expect(p.scripts).toEqual([{ src: "https://example.com/dir/b.js", integrity: null }]);
+  });
+});
+
 describe("docs/findings.md", () => {
   it("lists every probe finding id with its severity", async () => {
     const { readFile } = await import("node:fs/promises");
