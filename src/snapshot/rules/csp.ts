@@ -153,8 +153,11 @@ export function upgradesInsecureRequests(e: Evidence): boolean {
   return [...headerPolicies(e), ...metaPolicies(e)].some((p) => p.has("upgrade-insecure-requests"));
 }
 
-/** Sources that match every host: `*`, a whole network scheme, or a host of `*` (CSP3 §6.7.2.x). */
-const ANY_HOST = /^(\*|https?:|https?:\/\/\*\/?)$/;
+/**
+ * Sources that match every host: a whole network scheme, or a host-source whose host is `*`,
+ * with or without scheme, port or path (`*`, `https://*`, `https://*:443`, `*:*`; CSP3 §2.3.1).
+ */
+const ANY_HOST = /^(https?:|(https?:\/\/)?\*(:(\d+|\*))?(\/.*)?)$/;
 
 /** The `frame-ancestors` sources of each header policy that has one (a meta one is ignored). */
 function frameAncestors(e: Evidence): string[][] {

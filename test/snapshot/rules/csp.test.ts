@@ -71,7 +71,18 @@ describe("Content-Security-Policy", () => {
   });
 
   it("weak: a source that lets any host or scheme run script, in script-src or its fallback", () => {
-    for (const any of ["*", "https:", "http:", "data:", "HTTPS:", "https://*"]) {
+    for (const any of [
+      "*",
+      "https:",
+      "http:",
+      "data:",
+      "HTTPS:",
+      "https://*",
+      // A host of `*` matches every host, whatever its port or path.
+      "https://*:443",
+      "*:*",
+      "http://*/js/",
+    ]) {
       expect(ids({ "content-security-policy": `${STRICT}; script-src 'self' ${any}` })).toEqual([
         "csp-script-any-source",
       ]);
@@ -93,6 +104,8 @@ describe("Content-Security-Policy", () => {
   it("good: hosts named, a scheme source outside scripts, or 'strict-dynamic' (hosts ignored)", () => {
     const good = [
       `${STRICT}; script-src 'self' https://cdn.site.test`,
+      // A wildcard subdomain is not every host.
+      `${STRICT}; script-src 'self' https://*.site.test:443`,
       `${STRICT}; img-src https: data:`,
       `${STRICT}; script-src 'nonce-abc' 'strict-dynamic' https: 'unsafe-inline'`,
       // script-src decides: the wide default-src is not its fallback here.
@@ -205,7 +218,14 @@ describe("Content-Security-Policy", () => {
       );
     const withSources = (sources: string) =>
       STRICT.replace("frame-ancestors 'none'", `frame-ancestors ${sources}`);
-    for (const open of ["https:", "HTTP:", "https://*", "'self' *", "'self' http://*/"]) {
+    for (const open of [
+      "https:",
+      "HTTP:",
+      "https://*",
+      "'self' *",
+      "'self' http://*/",
+      "https://*:443",
+    ]) {
       const csp = withSources(open);
       expect(xfo(csp), open).toEqual(["x-frame-options-missing"]);
       // Browsers ignore X-Frame-Options beside frame-ancestors (HTML): DENY protects nothing.
