@@ -52,12 +52,12 @@ const CrossOriginSchema = z
     coop: z
       .enum(["same-origin", "same-origin-allow-popups", "noopener-allow-popups", "unsafe-none"])
       .describe(
-        "Cross-Origin-Opener-Policy as browsers apply it; `unsafe-none` when absent or not understood.",
+        "Cross-Origin-Opener-Policy as browsers apply it; `unsafe-none` when absent, not understood, or on a page that is no secure context (plain HTTP).",
       ),
     coep: z
       .enum(["require-corp", "credentialless", "unsafe-none"])
       .describe(
-        "Cross-Origin-Embedder-Policy as browsers apply it; `unsafe-none` when absent or not understood.",
+        "Cross-Origin-Embedder-Policy as browsers apply it; `unsafe-none` when absent, not understood, or on a page that is no secure context (plain HTTP).",
       ),
     corp: z
       .enum(["same-origin", "same-site", "cross-origin"])

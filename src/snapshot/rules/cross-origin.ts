@@ -5,7 +5,7 @@
  * are opt-ins most sites need not make; Observatory does not score them either).
  */
 import { Token, parseItem } from "structured-headers";
-import { finalHeader } from "./evidence.js";
+import { finalHeader, isPotentiallyTrustworthy } from "./evidence.js";
 import type { Evidence } from "./evidence.js";
 import { defineRule } from "./rule.js";
 
@@ -20,7 +20,10 @@ const CORP_VALUES = ["same-origin", "same-site", "cross-origin"] as const;
 
 /** The `cross_origin` section of a report. */
 export interface CrossOriginSection {
-  /** The policy browsers apply: `unsafe-none` when the header is absent or not understood. */
+  /**
+   * The policy browsers apply: `unsafe-none` when the header is absent or not understood, or the
+   * page is no secure context.
+   */
   coop: (typeof COOP_VALUES)[number];
   coep: (typeof COEP_VALUES)[number];
   /** null: no header, or one browsers ignore (then any site may embed the response). */
@@ -52,12 +55,16 @@ function corpOf(values: readonly string[]): CrossOriginSection["corp"] {
   return (CORP_VALUES as readonly string[]).includes(v) ? (v as CrossOriginSection["corp"]) : null;
 }
 
+/**
+ * A page that is no secure context gets neither policy (HTML "obtain a cross-origin opener
+ * policy", "obtain an embedder policy"), so it is never cross-origin isolated.
+ */
 export function crossOriginSection(e: Evidence): CrossOriginSection | null {
   if (e.chain.final === null) return null;
-  const coop =
-    policyToken(finalHeader(e, "cross-origin-opener-policy"), COOP_VALUES) ?? "unsafe-none";
-  const coep =
-    policyToken(finalHeader(e, "cross-origin-embedder-policy"), COEP_VALUES) ?? "unsafe-none";
+  const secure = isPotentiallyTrustworthy(e.chain.finalUrl);
+  const header = (name: string) => (secure ? finalHeader(e, name) : []);
+  const coop = policyToken(header("cross-origin-opener-policy"), COOP_VALUES) ?? "unsafe-none";
+  const coep = policyToken(header("cross-origin-embedder-policy"), COEP_VALUES) ?? "unsafe-none";
   return {
     coop,
     coep,

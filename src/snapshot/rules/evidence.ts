@@ -171,6 +171,18 @@ export function finalHeader(e: Evidence, name: string): string[] {
   return (e.chain.final?.headers[name] ?? []).map((v) => v.trim()).filter((v) => v !== "");
 }
 
+/**
+ * Whether a URL is potentially trustworthy (Secure Contexts §3.1): `https:`, or a loopback host
+ * (`localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`) whatever its scheme.
+ */
+export function isPotentiallyTrustworthy(url: URL): boolean {
+  const host = url.hostname;
+  const loopback = host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  return (
+    url.protocol === "https:" || loopback || host === "localhost" || host.endsWith(".localhost")
+  );
+}
+
 /** Whether the final response was received over https. */
 export function finalIsHttps(e: Evidence): boolean {
   return e.chain.final !== null && e.chain.finalUrl.protocol === "https:";

@@ -3,6 +3,7 @@
  * other origins, and scripts over plain HTTP on an HTTPS page (mixed content).
  */
 import { upgradesInsecureRequests } from "./csp.js";
+import { isPotentiallyTrustworthy } from "./evidence.js";
 import type { Evidence } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
@@ -32,15 +33,9 @@ function hasIntegrity(integrity: string | null): boolean {
   return (integrity ?? "").split(/\s+/).some((t) => INTEGRITY_TOKEN.test(t));
 }
 
-/**
- * Whether an `http:` URL is mixed content on an https page: not when it is potentially
- * trustworthy (Secure Contexts §3.1: `localhost`, `*.localhost`, 127.0.0.0/8, `[::1]`).
- */
+/** Whether a URL is mixed content on an https page: `http:` and not potentially trustworthy. */
 export function isMixed(url: URL): boolean {
-  if (url.protocol !== "http:") return false;
-  const host = url.hostname;
-  const loopback = host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
-  return !loopback && host !== "localhost" && !host.endsWith(".localhost");
+  return url.protocol === "http:" && !isPotentiallyTrustworthy(url);
 }
 
 /** The URL upgrade-insecure-requests makes browsers fetch: https: for http: (UIR §4.1). */

@@ -34,6 +34,19 @@ describe("cross_origin section", () => {
     expect(twice?.coop).toBe("unsafe-none");
   });
 
+  it("a page that is no secure context (http:) gets neither COOP nor COEP: never isolated", () => {
+    const headers = { [COOP]: "same-origin", [COEP]: "require-corp", [CORP]: "same-site" };
+    expect(crossOriginSection(evidenceOf(headers, { url: "http://site.test/" }))).toEqual({
+      coop: "unsafe-none",
+      coep: "unsafe-none",
+      corp: "same-site",
+      cross_origin_isolated: false,
+    });
+    // A loopback host is potentially trustworthy, so a secure context over http too.
+    const local = crossOriginSection(evidenceOf(headers, { url: "http://localhost:8080/" }));
+    expect(local?.cross_origin_isolated).toBe(true);
+  });
+
   it("CORP is one exact value, else ignored", () => {
     const corp = (v: string | string[]) => crossOriginSection(evidenceOf({ [CORP]: v }))?.corp;
     expect(corp("same-site")).toBe("same-site");
