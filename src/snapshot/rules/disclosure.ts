@@ -24,15 +24,20 @@ const HEADERS = [
 ] as const;
 
 /**
- * A version: a product token's version (RFC 9110 §10.1.5 `product/version`) that has a digit, as
- * `nginx/1.18.0`, `PHP/8.1.2`, `Microsoft-IIS/10.0`, or a bare dotted number (`ASP.NET 4.0`).
- * `Express`, `nginx`, `cloudflare` or a comment like `(Ubuntu)` are not versions.
+ * A version: a product token's version (RFC 9110 §10.1.5 `product/version`) that starts with a
+ * digit and has a dot or is all digits, as `nginx/1.18.0`, `PHP/8.1.2`, `Microsoft-IIS/10.0`,
+ * `gunicorn/20`, or a bare dotted number (`ASP.NET 4.0`). `Express`, `nginx`, `cloudflare`, a
+ * comment like `(Ubuntu)` or a node name like `ECS (dcb/7F84)` are not versions.
  */
-const VERSION = /[A-Za-z][\w.+-]*\/v?\d[\w.+-]*|\b\d+(?:\.\d+)+\b/g;
+const VERSION = /[A-Za-z][\w.+-]*\/v?(\d[\w.+-]*)|\b\d+(?:\.\d+)+\b/g;
 
 /** The version-bearing tokens of one header's values (at most three, each at most 40 chars). */
 function versionTokens(values: readonly string[]): string[] {
-  const tokens = values.flatMap((v) => v.match(VERSION) ?? []);
+  const tokens = values.flatMap((v) =>
+    [...v.matchAll(VERSION)]
+      .filter(([, version]) => version === undefined || /^\d+$|\./.test(version))
+      .map(([token]) => token),
+  );
   return [...new Set(tokens)].slice(0, 3).map((t) => t.slice(0, 40));
 }
 

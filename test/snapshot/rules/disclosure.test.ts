@@ -12,6 +12,8 @@ describe("server-version-disclosed", () => {
     ["Apache/2.4.41 (Ubuntu) OpenSSL/1.1.1f", "Apache/2.4.41, OpenSSL/1.1.1f"],
     ["Microsoft-IIS/10.0", "Microsoft-IIS/10.0"],
     ["Jetty(9.4.51.v20230217)", "9.4.51"],
+    ["gunicorn/20", "gunicorn/20"],
+    ["ECS (dcb/7F84) nginx/1.25.3", "nginx/1.25.3"],
   ])("Server: %s names %s", (server, tokens) => {
     expect(messageOf({ server })).toBe(`The header Server (${tokens}) names a software version.`);
   });
@@ -34,6 +36,10 @@ describe("server-version-disclosed", () => {
     "AmazonS3",
     "h2o/",
     "ASP.NET",
+    // A cache node's name: a version starts with a digit and has a dot, or is all digits.
+    "ECS (dcb/7F84)",
+    "ECAcc (nyd/D13E)",
+    "edge/7F84",
   ])("%s alone is no version", (value) => {
     expect(idsOf(judgeDisclosure(evidenceOf({ server: value, "x-powered-by": value })))).toEqual(
       [],
