@@ -42,7 +42,7 @@ export const COOKIE_PREFIX_INVALID: FindingDef = {
   check: "cookies",
   severity: "low",
   message:
-    "A cookie breaks the rules of its name prefix (__Host- needs Secure, Path=/ and no Domain; __Secure- needs Secure); browsers reject it.",
+    "A cookie breaks the rules of its name prefix (`__Host-` needs Secure, Path=/ and no Domain; `__Secure-` needs Secure); browsers reject it.",
   recommendation:
     "Set `__Host-` cookies with `Secure; Path=/` and no `Domain`, and `__Secure-` cookies with `Secure`.",
 };
@@ -185,7 +185,7 @@ export function judgeCookies(e: Evidence): Finding[] {
     ...about(
       COOKIE_PREFIX_INVALID,
       cookies.filter(prefixBroken),
-      "breaks the rules of its name prefix (__Host- needs Secure, Path=/ and no Domain; __Secure- needs Secure); browsers reject it.",
+      "breaks the rules of its name prefix (`__Host-` needs Secure, Path=/ and no Domain; `__Secure-` needs Secure); browsers reject it.",
     ),
     ...about(
       COOKIE_NO_SAMESITE,

@@ -69,7 +69,7 @@ export const CSP_NO_BASE_URI: FindingDef = {
   id: "csp-no-base-uri",
   check: "csp",
   severity: "info",
-  message: "The Content-Security-Policy does not restrict <base> (no base-uri).",
+  message: "The Content-Security-Policy does not restrict `<base>` (no base-uri).",
   recommendation: "Add `base-uri 'none'` (or `'self'`) to the Content-Security-Policy.",
 };
 export const CSP_REPORT_ONLY: FindingDef = {
@@ -85,7 +85,7 @@ export const CSP_IN_META: FindingDef = {
   check: "csp",
   severity: "info",
   message:
-    "The Content-Security-Policy is set in a <meta> tag, where frame-ancestors, report-uri and sandbox do not apply.",
+    "The Content-Security-Policy is set in a `<meta>` tag, where frame-ancestors, report-uri and sandbox do not apply.",
   recommendation: "Send the policy as a `Content-Security-Policy` response header.",
 };
 

@@ -108,6 +108,20 @@ describe("docs/findings.md", () => {
     ),
   ];
 
+  it("gives each finding the message and recommendation its rule module defines", () => {
+    const cells = (id: string) =>
+      rows
+        .find((r) => r[1] === id)?.[0]
+        .split(/(?<!\\)\|/)
+        .map((c) => c.trim());
+    // The domain's rows say more than one sentence can (docs/findings.md "The domain").
+    for (const d of ALL_FINDINGS.filter((f) => f.check !== "dns")) {
+      const [, , , , message, recommendation] = cells(d.id) ?? [];
+      expect(message, d.id).toBe(d.message);
+      expect(recommendation, d.id).toBe(d.recommendation);
+    }
+  });
+
   it("lists exactly every finding id of the registry, in its order, with its check and severity", () => {
     expect(rows.map((r) => r[1])).toEqual(ALL_FINDINGS.map((d) => d.id));
     for (const d of ALL_FINDINGS) {
