@@ -82,7 +82,7 @@ async function loadedFromBundle(args: string[]): Promise<Loaded & { chunks: stri
 
 const HEAVY = ["jose", "viem", "hono", "@hono/node-server", "solc", "ioredis", "pino"];
 /** Loaded by the engine only for some reports, after its network work began. */
-const ON_DEMAND = ["htmlparser2", "tldts"];
+const ON_DEMAND = ["htmlparser2", "tldts", "tough-cookie"];
 /** undici's index (fetch, WebSocket, caches, mocks): the engine takes its parts by path. */
 const UNDICI_WHOLE = ["node_modules/undici/index.js", "node_modules/undici/lib/web/fetch/index.js"];
 /** Full zod (its classic API), which the report's schemas use; config.ts reads with zod/mini. */

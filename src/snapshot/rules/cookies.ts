@@ -2,6 +2,8 @@
  * Cookies set by every response of the redirect chain (docs/findings.md), parsed by undici
  * (RFC 6265bis): a cookie set by a redirect is kept by the browser like the final page's.
  */
+import { createRequire } from "node:module";
+import type * as ToughCookie from "tough-cookie";
 import type { Cookie } from "undici";
 import { parseSetCookie } from "../net/set-cookie.js";
 import type { Hop } from "../types.js";
@@ -78,38 +80,19 @@ function about(def: FindingDef, cookies: Cookie[], what: string): Finding[] {
   return [found(def, `${nameOf(first)}${more} ${what}`)];
 }
 
-/** Characters that separate the tokens of a cookie-date (RFC 6265bis §5.1.1 `delimiter`). */
-const DATE_DELIMITERS = /[\t\x20-\x2f\x3b-\x40\x5b-\x60\x7b-\x7e]+/;
-const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+// tough-cookie is required on the first cookie with an Expires, not at start-up, as tldts is
+// in dns.ts (docs/benchmarks.md, "Start-up").
+const requireCjs = createRequire(import.meta.url);
+let toughCookie: typeof ToughCookie | undefined;
 
 /**
- * An Expires value read as browsers read it (RFC 6265bis §5.1.1), in ms since the epoch; null
- * for one that is no cookie-date, which browsers ignore (`Expires=0` is none, not 1970).
+ * An Expires value read as browsers read it (RFC 6265bis §5.1.1: tough-cookie's parser), in ms
+ * since the epoch; null for one that is no cookie-date, which browsers ignore (`Expires=0` is
+ * none, not 1970).
  */
 function cookieDate(value: string): number | null {
-  let time: number[] | undefined;
-  let day: number | undefined;
-  let month: number | undefined;
-  let year: number | undefined;
-  for (const token of value.split(DATE_DELIMITERS)) {
-    const hms = /^(\d{1,2}):(\d{1,2}):(\d{1,2})(?!\d)/.exec(token);
-    const digits = /^\d*/.exec(token)?.[0] ?? "";
-    const m = MONTHS.indexOf(token.slice(0, 3).toLowerCase());
-    if (time === undefined && hms) time = hms.slice(1).map(Number);
-    else if (day === undefined && digits.length >= 1 && digits.length <= 2) day = Number(digits);
-    else if (month === undefined && m >= 0) month = m;
-    else if (year === undefined && digits.length >= 2 && digits.length <= 4) year = Number(digits);
-  }
-  if (time === undefined || day === undefined || month === undefined || year === undefined) {
-    return null;
-  }
-  if (year <= 69) year += 2000;
-  else if (year <= 99) year += 1900;
-  const [hour = 0, minute = 0, second = 0] = time;
-  if (day > 31 || day < 1 || year < 1601 || hour > 23 || minute > 59 || second > 59) return null;
-  const at = new Date(Date.UTC(year, month, day, hour, minute, second));
-  // 31 February is no date: Date.UTC would roll it over into March.
-  return at.getUTCDate() === day ? at.getTime() : null;
+  toughCookie ??= requireCjs("tough-cookie") as typeof ToughCookie;
+  return toughCookie.parseDate(value)?.getTime() ?? null;
 }
 
 /**
