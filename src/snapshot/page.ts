@@ -7,8 +7,8 @@ import type { PageEvidence } from "./rules/evidence.js";
 import type * as Htmlparser2 from "htmlparser2";
 
 /**
- * Start tags the "in head" and "after head" insertion modes put in the head (HTML §13.2.6.4.4,
- * §13.2.6.4.6); any other start tag (and non-blank text) begins the body.
+ * Start tags the "in head" insertion mode puts in the head (HTML §13.2.6.4.4); any other start
+ * tag (and non-blank text) begins the body.
  */
 const HEAD_ELEMENTS = new Set([
   "html",
@@ -25,6 +25,12 @@ const HEAD_ELEMENTS = new Set([
   "basefont",
   "bgsound",
 ]);
+
+/**
+ * After `</head>` ("after head", HTML §13.2.6.4.6) the same, but `<noscript>`: it begins the
+ * body, so a `<meta>` after it is no longer in the head.
+ */
+const AFTER_HEAD_ELEMENTS = new Set([...HEAD_ELEMENTS].filter((name) => name !== "noscript"));
 
 /** Elements whose content is text, not markup, in a browser that runs scripts (HTML §13.2.6.4). */
 const RAW_TEXT = new Set([
@@ -124,6 +130,7 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
   const insecure: PageEvidence["insecure"] = [];
   const metaReferrer: string[] = [];
   let inBody = false;
+  let headClosed = false;
   // The base URL once the first <base href> is seen.
   let base: URL | null = null;
   // Content of <template> is inert (HTML §4.12.3): not fetched, not run, not in the head.
@@ -139,7 +146,8 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
           if (RAW_TEXT.has(name)) raw = name;
           return;
         }
-        if (!HEAD_ELEMENTS.has(name) || name === "body") inBody = true;
+        const headOnes = headClosed ? AFTER_HEAD_ELEMENTS : HEAD_ELEMENTS;
+        if (!headOnes.has(name) || name === "body") inBody = true;
         if (RAW_TEXT.has(name)) raw = name;
         if (name === "template") {
           templates++;
@@ -190,6 +198,7 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
         }
         // `</body>`, `</html>` and `</br>` in the head end it (HTML §13.2.6.4.4, "anything else").
         if (!isImplied && (name === "body" || name === "html" || name === "br")) inBody = true;
+        if (!isImplied && name === "head") headClosed = true;
       },
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },

@@ -477,6 +477,9 @@ describe("the page parser", () => {
       // Between </head> and the body the parser still puts a <meta> in the head.
       [`<head></head>\n${csp("a")}<body>${csp("b")}</body>`, ["a"]],
       [`<head></head>x${csp("a")}`, []],
+      // …but a <noscript> there begins the body (HTML "after head"): what follows is not.
+      [`<head>${csp("a")}</head><noscript>x</noscript>${csp("b")}`, ["a"]],
+      [`<head><noscript></noscript>${csp("a")}</head>`, ["a"]],
       // The content is kept whole: one policy, commas and all.
       [
         `<head>${csp("script-src 'self', 'unsafe-inline'")}</head>`,
