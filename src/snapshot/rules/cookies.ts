@@ -7,6 +7,7 @@ import type * as ToughCookie from "tough-cookie";
 import type { Cookie } from "undici";
 import { parseSetCookie } from "../net/set-cookie.js";
 import type { Hop } from "../types.js";
+import { isPotentiallyTrustworthy } from "./evidence.js";
 import type { Evidence } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
@@ -63,11 +64,13 @@ function nameOf(c: Cookie): string {
   return /^[A-Za-z0-9_.-]{1,40}$/.test(c.name) ? `The cookie "${c.name}"` : "A cookie";
 }
 
-function prefixBroken(c: Cookie): boolean {
+function prefixBroken(c: SetCookie): boolean {
   const name = c.name.toLowerCase();
   // An empty Domain is ignored (RFC 6265bis §5.6.3): the cookie stays host-only.
   const domain = c.domain !== undefined && c.domain !== "";
-  if (name.startsWith("__host-")) return !c.secure || c.path !== "/" || domain;
+  // `__Host-` needs a Path attribute of "/" (§4.1.3.2). An empty one at the root stores "/" by
+  // §5.6.4, but Chromium checks the attribute as written and rejects it: judged as written.
+  if (name.startsWith("__host-")) return !c.secure || c.pathAttribute !== "/" || domain;
   if (name.startsWith("__secure-")) return !c.secure;
   return false;
 }
@@ -95,6 +98,18 @@ function cookieDate(value: string): number | null {
   return toughCookie.parseDate(value)?.getTime() ?? null;
 }
 
+/** A Set-Cookie's attributes, name lower-cased and value trimmed, in order (RFC 6265bis §5.6). */
+function attributes(raw: string): { name: string; value: string }[] {
+  return raw
+    .split(";")
+    .slice(1)
+    .map((av) => {
+      const eq = av.indexOf("=");
+      const name = (eq < 0 ? av : av.slice(0, eq)).trim().toLowerCase();
+      return { name, value: eq < 0 ? "" : av.slice(eq + 1).trim() };
+    });
+}
+
 /**
  * Whether a Set-Cookie deletes its cookie instead of setting it (RFC 6265bis §5.7): its last
  * valid Max-Age is 0 or less, or, without one, its last valid Expires is not after `now`
@@ -104,10 +119,7 @@ function cookieDate(value: string): number | null {
 function deletes(raw: string, now: number): boolean {
   let maxAge: number | undefined;
   let expires: number | undefined;
-  for (const av of raw.split(";").slice(1)) {
-    const eq = av.indexOf("=");
-    const name = (eq < 0 ? av : av.slice(0, eq)).trim().toLowerCase();
-    const value = eq < 0 ? "" : av.slice(eq + 1).trim();
+  for (const { name, value } of attributes(raw)) {
     if (name === "max-age" && /^-?\d+$/.test(value)) maxAge = Number(value);
     if (name === "expires") expires = cookieDate(value) ?? expires;
   }
@@ -115,9 +127,29 @@ function deletes(raw: string, now: number): boolean {
   return expires !== undefined && expires <= now;
 }
 
-/** A cookie as set by one response of the chain, and whether that response came over https. */
+/** The value of a Set-Cookie's last Path attribute, the one that counts (RFC 6265bis §5.7). */
+function pathAttribute(raw: string): string | undefined {
+  return attributes(raw).findLast((a) => a.name === "path")?.value;
+}
+
+/**
+ * The cookie's path as the browser stores it (RFC 6265bis §5.6.4): its Path, or, when that is
+ * missing, empty or does not start with "/", the default path of the URL that set it (§5.1.4: its
+ * directory). undici answers "/" for those.
+ */
+function storedPath(path: string | undefined, setBy: URL): string {
+  if (path?.startsWith("/")) return path;
+  toughCookie ??= requireCjs("tough-cookie") as typeof ToughCookie;
+  return toughCookie.defaultPath(setBy.pathname);
+}
+
+/**
+ * A cookie as set by one response of the chain, and whether that response came over https;
+ * `path` is the stored one, `pathAttribute` what the site wrote.
+ */
 interface SetCookie extends Cookie {
   overHttps: boolean;
+  pathAttribute: string | undefined;
 }
 
 /**
@@ -128,16 +160,21 @@ interface SetCookie extends Cookie {
 function chainCookies(hops: readonly Hop[]): SetCookie[] {
   const byKey = new Map<string, SetCookie>();
   for (const hop of hops) {
-    const overHttps = new URL(hop.url).protocol === "https:";
+    const setBy = new URL(hop.url);
+    const overHttps = setBy.protocol === "https:";
     const readAt = hop.readAt === undefined ? Date.now() : Date.parse(hop.readAt);
     const values = (hop.headers["set-cookie"] ?? []).map((v) => v.trim()).filter((v) => v !== "");
     for (const raw of values) {
       const c = parseSetCookie(raw);
-      if (c === null) continue;
-      const key = `${c.name}\u0000${c.domain ?? ""}\u0000${c.path ?? ""}`;
+      // A Secure cookie from plain http is ignored entirely (RFC 6265bis §5.7): not stored, and
+      // it removes nothing.
+      if (c === null || (c.secure === true && !isPotentiallyTrustworthy(setBy))) continue;
+      const pathAttr = pathAttribute(raw);
+      const path = storedPath(pathAttr, setBy);
+      const key = `${c.name}\u0000${c.domain ?? ""}\u0000${path}`;
       byKey.delete(key);
       // Expired as it is set: the stored one is removed and this one is never kept.
-      if (!deletes(raw, readAt)) byKey.set(key, { ...c, overHttps });
+      if (!deletes(raw, readAt)) byKey.set(key, { ...c, path, pathAttribute: pathAttr, overHttps });
     }
   }
   return [...byKey.values()];

@@ -65,6 +65,50 @@ describe("cookies of every response of the chain", () => {
     }
   });
 
+  it('`__Host-` needs a Path attribute of "/" as written; a missing or odd one stores the directory', () => {
+    const at = "https://site.test/app/login";
+    for (const c of [
+      "__Host-a=1; Secure",
+      "__Host-a=1; Secure; Path=",
+      "__Host-a=1; Secure; Path=app",
+      "__Host-a=1; Secure; Path=/; Path=",
+    ]) {
+      expect(ids([c], at), c).toContain("cookie-prefix-invalid");
+    }
+    expect(ids(["__Host-a=1; Secure; Path=; Path=/"], at)).not.toContain("cookie-prefix-invalid");
+  });
+
+  it("a cookie is stored under its path: a deletion from another directory leaves it", () => {
+    const e = chainOf(
+      ["https://site.test/", ["sid=1"]],
+      ["https://site.test/app/logout", ["sid=; Max-Age=0"]],
+    );
+    expect(idsOf(judgeCookies(e))).toEqual([
+      "cookie-no-secure",
+      "cookie-no-httponly",
+      "cookie-no-samesite",
+    ]);
+    const samePath = chainOf(
+      ["https://site.test/", ["sid=1"]],
+      ["https://site.test/app/logout", ["sid=; Max-Age=0; Path=/"]],
+    );
+    expect(idsOf(judgeCookies(samePath))).toEqual([]);
+  });
+
+  it("a Secure cookie from plain http is ignored: not stored, and it removes nothing", () => {
+    const ignored = chainOf(["http://site.test/", ["sid=1; Secure"]], ["https://site.test/", []]);
+    expect(idsOf(judgeCookies(ignored))).toEqual([]);
+    const kept = chainOf(
+      ["https://site.test/", ["sid=1"]],
+      ["http://site.test/", ["sid=; Secure; Max-Age=0"]],
+    );
+    expect(idsOf(judgeCookies(kept))).toEqual([
+      "cookie-no-secure",
+      "cookie-no-httponly",
+      "cookie-no-samesite",
+    ]);
+  });
+
   it("one finding per kind, naming the first cookie and counting the rest; odd names are not repeated", () => {
     const [f] = find(["a=1", "b=2", "c=3"]);
     expect(f?.message).toMatch(/^The cookie "a" \(and 2 more\) is set without Secure/);
