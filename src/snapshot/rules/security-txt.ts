@@ -97,7 +97,26 @@ export const SECURITY_TXT_INCOMPLETE: FindingDef = {
 };
 
 /** RFC 3339's date-time (RFC 9116 §2.5.5), e.g. `2027-01-01T00:00:00.000Z` or `…+02:00`. */
-const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(?:Z|([+-])(\d{2}):(\d{2}))$/i;
+
+/**
+ * An RFC 3339 date-time in ms since the epoch, or null for one that is not (§5.6, §5.7: each field
+ * in range, the day in its month; a leap second, `:60`, is read as the end of its minute).
+ * Hand-written because `Date.parse` takes `2027-02-30` (March 2nd) and `24:00`, and refuses `:60`.
+ */
+function rfc3339Time(value: string): number | null {
+  const m = RFC3339.exec(value);
+  if (!m) return null;
+  const n = (i: number) => Number(m[i] ?? 0);
+  const at = new Date(0);
+  at.setUTCFullYear(n(1), n(2) - 1, n(3));
+  at.setUTCHours(n(4), n(5), Math.min(n(6), 59), Number(m[7] ?? 0) * 1000);
+  // A day or month out of range rolls over: the date read back differs.
+  const real = at.getUTCMonth() === n(2) - 1 && at.getUTCDate() === n(3);
+  if (!real || n(4) > 23 || n(5) > 59 || n(6) > 60 || n(9) > 23 || n(10) > 59) return null;
+  return at.getTime() - (m[8] === "-" ? -1 : 1) * (n(9) * 60 + n(10)) * 60_000;
+}
 
 /** What is wrong with a security.txt that is there: expired, or a required field wrong. */
 function judgeFields(f: SecurityTxtFields): Finding[] {
@@ -109,11 +128,11 @@ function judgeFields(f: SecurityTxtFields): Finding[] {
         ? "security.txt has no Expires field (RFC 9116 §2.5.5)."
         : more.length > 0
           ? "security.txt has more than one Expires field (RFC 9116 §2.5.5)."
-          : !RFC3339.test(expires) || Number.isNaN(Date.parse(expires))
+          : rfc3339Time(expires) === null
             ? `security.txt's Expires is not an RFC 3339 date: "${expires.slice(0, 40)}".`
             : null;
   if (lacking !== null) return [found(SECURITY_TXT_INCOMPLETE, lacking)];
-  const at = new Date(Date.parse(expires ?? ""));
+  const at = new Date(rfc3339Time(expires ?? "") ?? 0);
   if (at.getTime() > Date.parse(f.readAt)) return [];
   return [found(SECURITY_TXT_EXPIRED, `security.txt expired on ${at.toISOString().slice(0, 10)}.`)];
 }

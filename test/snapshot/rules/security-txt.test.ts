@@ -45,6 +45,13 @@ describe("security.txt fields", () => {
     expect(judged(signed)).toEqual([]);
   });
 
+  it("a leap second is a date (RFC 3339 §5.7): judged like any other", () => {
+    expect(judged("Contact: x\nExpires: 2027-06-30T23:59:60Z\n")).toEqual([]);
+    expect(judged("Contact: x\nexpires: 2028-02-29t12:00:00z\n")).toEqual([]);
+    const f = judged("Contact: x\nExpires: 2016-12-31T23:59:60Z\n");
+    expect(f.map((x) => x.message)).toEqual(["security.txt expired on 2016-12-31."]);
+  });
+
   it("an Expires before the file was read is expired, with its date", () => {
     const f = judged("Contact: mailto:s@site.test\nExpires: 2025-01-31T23:59:59Z\n");
     expect(idsOf(f)).toEqual(["security-txt-expired"]);
@@ -67,6 +74,17 @@ describe("security.txt fields", () => {
     [
       "a date that does not exist",
       "Contact: x\nExpires: 2027-13-45T00:00:00Z\n",
+      /not an RFC 3339 date/,
+    ],
+    [
+      "the 30th of February (which Date.parse takes for March 2nd)",
+      "Contact: x\nExpires: 2027-02-30T00:00:00Z\n",
+      /not an RFC 3339 date/,
+    ],
+    ["hour 24", "Contact: x\nExpires: 2027-01-01T24:00:00Z\n", /not an RFC 3339 date/],
+    [
+      "an offset of 24 hours",
+      "Contact: x\nExpires: 2027-01-01T00:00:00+24:00\n",
       /not an RFC 3339 date/,
     ],
     [
