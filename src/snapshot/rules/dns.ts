@@ -430,11 +430,15 @@ export function judgeDns(e: Evidence): Finding[] {
             `The DMARC record of ${domain} has no valid \`p=\` but a report address, so receivers apply \`p=none\`: they report forged mail but still deliver it.`,
           ),
     );
-  } else if (s.dmarc?.policy === "quarantine" && dmarcPercent(s.dmarc.record ?? "") === 0) {
+  } else if (s.dmarc?.policy === "quarantine" && dmarcPercent(s.dmarc.record ?? "") < 100) {
+    // Mail outside `pct` gets the next policy down (RFC 7489 §6.6.4): none, so it is delivered.
+    const pct = dmarcPercent(s.dmarc.record ?? "");
     out.push(
       found(
         DNS_DMARC_NONE,
-        `The DMARC record of ${domain} sets \`p=quarantine\` with \`pct=0\`: receivers quarantine none of the forged mail and apply \`p=none\` to it.`,
+        pct === 0
+          ? `The DMARC record of ${domain} sets \`p=quarantine\` with \`pct=0\`: receivers quarantine none of the forged mail and apply \`p=none\` to it.`
+          : `The DMARC record of ${domain} sets \`p=quarantine\` with \`pct=${pct}\`: receivers quarantine ${pct} % of the forged mail and deliver the rest (\`p=none\`).`,
       ),
     );
   }

@@ -164,10 +164,20 @@ describe("judgeDns", () => {
     expect(fallback?.message).toBe(
       "The DMARC record of example.com has no valid `p=` but a report address, so receivers apply `p=none`: they report forged mail but still deliver it.",
     );
-    // pct=0 steps the policy down one level (RFC 7489 §6.6.4): quarantine becomes none.
+    // Mail outside pct gets the policy one level down (RFC 7489 §6.6.4): quarantine's rest is
+    // delivered (none), reject's is quarantined.
     expect(judged({ dmarc: txt("v=DMARC1; p=quarantine; pct=0") })).toEqual(["dns-dmarc-none"]);
-    expect(judged({ dmarc: txt("v=DMARC1; p=quarantine; pct=1") })).toEqual([]);
+    const [partial] = judgeDns({
+      ...evidenceOf(),
+      dns: domain({ dmarc: txt("v=DMARC1; p=quarantine; pct=25") }),
+    });
+    expect(partial?.message).toBe(
+      "The DMARC record of example.com sets `p=quarantine` with `pct=25`: receivers quarantine 25 % of the forged mail and deliver the rest (`p=none`).",
+    );
+    expect(judged({ dmarc: txt("v=DMARC1; p=quarantine; pct=99") })).toEqual(["dns-dmarc-none"]);
+    expect(judged({ dmarc: txt("v=DMARC1; p=quarantine; pct=100") })).toEqual([]);
     expect(judged({ dmarc: txt("v=DMARC1; p=reject; pct=0") })).toEqual([]);
+    expect(judged({ dmarc: txt("v=DMARC1; p=reject; pct=50") })).toEqual([]);
   });
 
   it("MTA-STS records: exactly one, `v=STSv1;` (case-sensitive) and an id, or senders ignore it", () => {
