@@ -200,30 +200,50 @@ export function hasMetaCsp(e: Evidence): boolean {
 const NEUTRALISES_INLINE =
   /^'(?:(?:nonce|sha256|sha384|sha512)-[a-z0-9+/_-]+={0,2}|strict-dynamic)'$/i;
 
-function scriptSources(p: Policy): string[] | null {
-  const v = p.get("script-src") ?? p.get("default-src");
+/**
+ * The source list that governs one kind of script, by CSP3's fallback (§6.8.3): `<script>`
+ * elements by script-src-elem, event handlers and `javascript:` URLs by script-src-attr, eval by
+ * script-src (§4.4), each falling back to script-src then default-src; null for none.
+ */
+type ScriptUse = "elem" | "attr" | "eval";
+function scriptSources(p: Policy, use: ScriptUse): string[] | null {
+  const own = use === "eval" ? undefined : p.get(`script-src-${use}`);
+  const v = own ?? p.get("script-src") ?? p.get("default-src");
   return v ? v.map((s) => s.toLowerCase()) : null;
 }
 
-function allowsInline(p: Policy): boolean {
-  const src = scriptSources(p);
+/** Whether the policy restricts scripts at all: some list governs elements or handlers. */
+const restrictsScripts = (p: Policy) =>
+  scriptSources(p, "elem") !== null || scriptSources(p, "attr") !== null;
+
+/** Whether a list lets all inline script of its kind run: none at all, or 'unsafe-inline' alone. */
+function inlineAllowedBy(src: string[] | null): boolean {
   if (src === null) return true;
   return src.includes("'unsafe-inline'") && !src.some((s) => NEUTRALISES_INLINE.test(s));
 }
 
+/** Whether injected markup can run inline script: in a `<script>` element or an event handler. */
+const allowsInline = (p: Policy) =>
+  inlineAllowedBy(scriptSources(p, "elem")) || inlineAllowedBy(scriptSources(p, "attr"));
+
+/** Whether a policy lets inline script run only because it leaves event handlers unrestricted. */
+const handlersOnly = (p: Policy) =>
+  scriptSources(p, "attr") === null && !inlineAllowedBy(scriptSources(p, "elem"));
+
 /**
- * The sources of `p` that let any host or scheme run script; none when `'strict-dynamic'` is
- * there, as browsers then ignore host and scheme sources (CSP3 §8.2).
+ * The sources of `p` that let `<script src>` come from any host or scheme; none when
+ * `'strict-dynamic'` is there, as browsers then ignore host and scheme sources (CSP3 §8.2).
+ * Workers, the other script fetch, must be same-origin or a blob, whatever the policy.
  */
 function anySources(p: Policy): string[] {
-  const src = scriptSources(p);
+  const src = scriptSources(p, "elem");
   if (src === null || src.includes("'strict-dynamic'")) return [];
   // data: carries the script itself.
   return src.filter((s) => ANY_HOST.test(s) || s === "data:");
 }
 
 function allowsEval(p: Policy): boolean {
-  const src = scriptSources(p);
+  const src = scriptSources(p, "eval");
   return src === null || src.includes("'unsafe-eval'");
 }
 
@@ -252,17 +272,24 @@ export function judgeCsp(e: Evidence): Finding[] {
   }
   if (all.every(allowsInline)) {
     out.push(
-      all.some((p) => scriptSources(p) !== null)
-        ? found(CSP_UNSAFE_INLINE)
-        : found(
+      !all.some(restrictsScripts)
+        ? found(
             CSP_UNSAFE_INLINE,
             "The Content-Security-Policy does not restrict scripts (no script-src or default-src), so it does not stop cross-site scripting.",
-          ),
+          )
+        : all.filter(restrictsScripts).every(handlersOnly)
+          ? found(
+              CSP_UNSAFE_INLINE,
+              "The Content-Security-Policy restricts `<script>` elements but not event handlers (no script-src-attr, script-src or default-src), so injected markup can still run script.",
+            )
+          : found(CSP_UNSAFE_INLINE),
     );
   }
   // Like the inline judge: every policy must let it through (one without script sources does).
   const open = all.map(anySources);
-  const everyOpen = all.every((p, i) => scriptSources(p) === null || (open[i]?.length ?? 0) > 0);
+  const everyOpen = all.every(
+    (p, i) => scriptSources(p, "elem") === null || (open[i]?.length ?? 0) > 0,
+  );
   if (everyOpen && open.some((o) => o.length > 0)) {
     const named = [...new Set(open.flat())].map((s) => `\`${s}\``).join(", ");
     out.push(
@@ -272,7 +299,7 @@ export function judgeCsp(e: Evidence): Finding[] {
       ),
     );
   }
-  if (all.some((p) => scriptSources(p) !== null) && all.every(allowsEval)) {
+  if (all.some((p) => scriptSources(p, "eval") !== null) && all.every(allowsEval)) {
     out.push(found(CSP_UNSAFE_EVAL));
   }
   if (!all.some(restrictsObjects)) out.push(found(CSP_NO_OBJECT_SRC));

@@ -24,6 +24,34 @@ describe("Content-Security-Policy", () => {
     }
   });
 
+  it("script-src-elem governs `<script>`, script-src-attr event handlers, script-src eval (CSP3 §6.8.3)", () => {
+    const with_ = (directives: string) =>
+      ids({ "content-security-policy": `${directives}; object-src 'none'; base-uri 'none'` });
+    // default-src * still reaches handlers and eval, neither of which a host source lets run.
+    expect(with_("default-src *; script-src-elem 'self'")).toEqual([]);
+    expect(with_("script-src 'self'; script-src-elem 'self' https:")).toEqual([
+      "csp-script-any-source",
+    ]);
+    expect(with_("script-src 'self'; script-src-attr 'unsafe-inline'")).toEqual([
+      "csp-unsafe-inline",
+    ]);
+    expect(
+      with_("script-src 'unsafe-inline'; script-src-elem 'self'; script-src-attr 'none'"),
+    ).toEqual([]);
+    expect(with_("script-src 'self' 'unsafe-eval'; script-src-elem 'self'")).toEqual([
+      "csp-unsafe-eval",
+    ]);
+    // Only elements restricted: event handlers still run whatever markup is injected.
+    const [handlers, ...rest] = judgeCsp(
+      evidenceOf({
+        "content-security-policy": "script-src-elem 'self'; object-src 'none'; base-uri 'none'",
+      }),
+    );
+    expect(rest).toEqual([]);
+    expect(handlers?.id).toBe("csp-unsafe-inline");
+    expect(handlers?.message).toMatch(/restricts `<script>` elements but not event handlers/);
+  });
+
   it("weak: a nonce or hash that is not valid base64 leaves 'unsafe-inline' in force", () => {
     for (const invalid of [
       "'nonce-{{nonce}}'",
