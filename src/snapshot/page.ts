@@ -3,7 +3,7 @@
  * of the final HTML says about its Content-Security-Policy `<meta>` tags, its scripts and its
  * `http:` subresources. Pure: the body is read by fetch.ts.
  */
-import type { PageEvidence } from "./rules/evidence.js";
+import type { Destination, PageEvidence } from "./rules/evidence.js";
 import type * as Htmlparser2 from "htmlparser2";
 
 /**
@@ -80,28 +80,46 @@ function srcsetUrls(srcset: string): string[] {
     .filter((u) => u !== "");
 }
 
+/** A URL an element makes the browser fetch, as written, and its request's destination. */
+interface Ref {
+  ref: string;
+  destination: Destination;
+}
+
 /**
- * The subresource URLs an element makes the browser fetch, by what mixed-content blocking calls
- * it (rules/mixed-content.ts classifies them); `srcset` candidates and scripts are gathered apart.
+ * The subresources an element makes the browser fetch, each with the destination HTML gives its
+ * request (rules/mixed-content.ts classifies them by it); `srcset` candidates and scripts are
+ * gathered apart. `media` is the `<audio>` or `<video>` open around the element, if any: a
+ * `<source src>` is its media resource, while in `<picture>` only a `<source srcset>` is read.
+ * A `<video poster>` is fetched as an image (HTML's "poster frame"); `<audio>` has no poster.
  */
-function subresourceRefs(name: string, a: Record<string, string>): string[] {
+function subresourceRefs(
+  name: string,
+  a: Record<string, string>,
+  media: "audio" | "video" | null,
+): Ref[] {
   switch (name) {
     case "img":
+      return [{ ref: a.src ?? "", destination: "image" }];
     case "source":
-      return [a.src ?? ""];
+      return media ? [{ ref: a.src ?? "", destination: media }] : [];
     case "audio":
+      return [{ ref: a.src ?? "", destination: "audio" }];
     case "video":
-      return [a.src ?? "", a.poster ?? ""];
+      return [
+        { ref: a.src ?? "", destination: "video" },
+        { ref: a.poster ?? "", destination: "image" },
+      ];
     case "iframe":
     case "frame":
     case "embed":
     case "track":
-      return [a.src ?? ""];
+      return [{ ref: a.src ?? "", destination: name }];
     case "object":
-      return [a.data ?? ""];
+      return [{ ref: a.data ?? "", destination: "object" }];
     case "link": {
       const rel = (a.rel ?? "").toLowerCase().split(/\s+/);
-      return rel.includes("stylesheet") ? [a.href ?? ""] : [];
+      return rel.includes("stylesheet") ? [{ ref: a.href ?? "", destination: "style" }] : [];
     }
     default:
       return [];
@@ -137,6 +155,8 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
   let templates = 0;
   // The raw-text element open now (its content is text to a browser, whatever htmlparser2 sees).
   let raw: string | null = null;
+  // The <audio> or <video> open now, whose <source> children give its media resource.
+  let media: "audio" | "video" | null = null;
   const parser = new Parser(
     {
       onopentag(name, attribs) {
@@ -153,6 +173,7 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
           templates++;
           return;
         }
+        if (name === "audio" || name === "video") media = name;
         if (name === "base" && base === null && attribs.href !== undefined) {
           base = URL.parse(attribs.href, pageUrl.href) ?? pageUrl;
         }
@@ -170,16 +191,18 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
           const url = resolveHttp(attribs.src, base ?? pageUrl);
           if (url) scripts.push({ src: url.href, integrity: attribs.integrity ?? null });
         }
-        for (const ref of subresourceRefs(name, attribs)) {
+        for (const { ref, destination } of subresourceRefs(name, attribs, media)) {
           const url = resolveHttp(ref, base ?? pageUrl);
-          if (url?.protocol === "http:") insecure.push({ element: name, url: url.href });
+          if (url?.protocol === "http:")
+            insecure.push({ element: name, url: url.href, destination });
         }
         // `<img srcset>` and `<picture><source srcset>`: fetched with the initiator "imageset".
-        if ((name === "img" || name === "source") && attribs.srcset !== undefined) {
+        const imageset = name === "img" || (name === "source" && media === null);
+        if (imageset && attribs.srcset !== undefined) {
           for (const ref of srcsetUrls(attribs.srcset)) {
             const url = resolveHttp(ref, base ?? pageUrl);
             if (url?.protocol === "http:") {
-              insecure.push({ element: name, url: url.href, imageset: true });
+              insecure.push({ element: name, url: url.href, destination: "image", imageset: true });
             }
           }
         }
@@ -199,6 +222,7 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
         // `</body>`, `</html>` and `</br>` in the head end it (HTML §13.2.6.4.4, "anything else").
         if (!isImplied && (name === "body" || name === "html" || name === "br")) inBody = true;
         if (!isImplied && name === "head") headClosed = true;
+        if (name === media) media = null;
       },
     },
     { decodeEntities: true, lowerCaseTags: true, lowerCaseAttributeNames: true },

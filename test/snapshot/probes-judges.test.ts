@@ -362,7 +362,9 @@ describe("mixed content", () => {
 
   it("good: nothing over http:, or an http: page, or upgrade-insecure-requests in force", () => {
     expect(judgeMixedContent(withInsecure([]))).toEqual([]);
-    const img = [{ element: "img", url: "http://cdn.x.net/a.png" }];
+    const img: PageEvidence["insecure"] = [
+      { element: "img", url: "http://cdn.x.net/a.png", destination: "image" },
+    ];
     expect(judgeMixedContent(withInsecure(img, "http://example.com/"))).toEqual([]);
     const upgraded = evidence({
       chain: chainOf(
@@ -394,10 +396,10 @@ describe("mixed content", () => {
   it("active (stylesheet, frame, plugin) is high, passive (image, media) is low, hosts named", () => {
     const r = judgeMixedContent(
       withInsecure([
-        { element: "link", url: "http://css.x.net/a.css" },
-        { element: "iframe", url: "http://frame.x.net/" },
-        { element: "img", url: "http://img.x.net/a.png" },
-        { element: "video", url: "http://img.x.net/v.mp4" },
+        { element: "link", url: "http://css.x.net/a.css", destination: "style" },
+        { element: "iframe", url: "http://frame.x.net/", destination: "iframe" },
+        { element: "img", url: "http://img.x.net/a.png", destination: "image" },
+        { element: "video", url: "http://img.x.net/v.mp4", destination: "video" },
       ]),
     );
     expect(r.map((f) => [f.id, f.severity])).toEqual([
@@ -415,11 +417,11 @@ describe("mixed content", () => {
   it("images browsers do not upgrade (srcset, an IP address host) are blocked: active, high", () => {
     const r = judgeMixedContent(
       withInsecure([
-        { element: "img", url: "http://a.x.net/1x.png", imageset: true },
-        { element: "source", url: "http://a.x.net/pic.jpg", imageset: true },
-        { element: "img", url: "http://192.0.2.1/p.png" },
-        { element: "video", url: "http://[2001:db8::1]/v.mp4" },
-        { element: "img", url: "http://img.x.net/ok.png" },
+        { element: "img", url: "http://a.x.net/1x.png", destination: "image", imageset: true },
+        { element: "source", url: "http://a.x.net/pic.jpg", destination: "image", imageset: true },
+        { element: "img", url: "http://192.0.2.1/p.png", destination: "image" },
+        { element: "video", url: "http://[2001:db8::1]/v.mp4", destination: "video" },
+        { element: "img", url: "http://img.x.net/ok.png", destination: "image" },
       ]),
     );
     expect(r.map((f) => [f.id, f.severity])).toEqual([
@@ -430,6 +432,23 @@ describe("mixed content", () => {
       "loads 3 images and a media file over plain HTTP (from a.x.net, 192.0.2.1 and [2001:db8::1])",
     );
     expect(r[1]?.message).toContain("loads an image over plain HTTP (from img.x.net); ");
+  });
+
+  it("each item is judged and named by its destination, not by its element", () => {
+    const r = judgeMixedContent(
+      withInsecure([
+        // A <video poster> is an image: upgraded; a <source> of an <audio> is a media file.
+        { element: "video", url: "http://v.x.net/p.png", destination: "image" },
+        { element: "source", url: "http://v.x.net/a.ogg", destination: "audio" },
+        { element: "track", url: "http://t.x.net/t.vtt", destination: "track" },
+        { element: "embed", url: "http://p.x.net/e", destination: "embed" },
+        { element: "object", url: "http://p.x.net/o", destination: "object" },
+      ]),
+    );
+    expect(r.map((f) => f.message)).toEqual([
+      "The HTTPS page loads a text track and 2 plugins over plain HTTP (from t.x.net and p.x.net); browsers block them, and anyone on the network could replace them where they do not.",
+      "The HTTPS page loads an image and a media file over plain HTTP (from v.x.net); browsers upgrade or flag them, and the network can see or swap them.",
+    ]);
   });
 
   it("a loopback host is potentially trustworthy: no mixed content, no script over http", () => {
@@ -443,9 +462,9 @@ describe("mixed content", () => {
       page: {
         metaCsp: [],
         scripts: local.map((src) => ({ src: `${src}.js`, integrity: null })),
-        insecure: local.flatMap((url) => [
-          { element: "img", url: `${url}.png` },
-          { element: "iframe", url },
+        insecure: local.flatMap((url): PageEvidence["insecure"] => [
+          { element: "img", url: `${url}.png`, destination: "image" },
+          { element: "iframe", url, destination: "iframe" },
         ]),
         metaReferrer: [],
       },
@@ -502,23 +521,41 @@ describe("the page parser", () => {
 
   it("http: subresources: images, media, stylesheets, frames, plugins; not inert or text ones", async () => {
     const html =
-      '<head><link rel="stylesheet" href="http://a.net/s.css"><link rel="icon" href="http://a.net/i.png">' +
+      '<head><link rel="stylesheet" href="http://a.net/s.css">' +
       '<noscript><link rel="stylesheet" href="http://ns.net/s.css"></noscript></head><body>' +
       '<img src="//b.net/i.png" srcset="https://c.net/1x.png 1x, http://c.net/2x.png 2x">' +
       '<picture><source srcset="http://p.net/a.jpg 1x" src="http://p.net/s.jpg"></picture>' +
       '<video src="http://d.net/v.mp4" poster="https://d.net/p.png"></video>' +
       '<iframe src="http://e.net/"></iframe><object data="http://f.net/o"></object>' +
+      '<embed src="http://f.net/e"><frame src="http://e.net/f">' +
       '<template><img src="http://inert.net/i.png"></template><img src="https://ok.net/i.png">' +
       '<noscript><img src="http://ns.net/i.png"></noscript><img src="data:image/png;base64,AA">';
     expect((await parsePage(html, new URL("http://example.com/"))).insecure).toEqual([
-      { element: "link", url: "http://a.net/s.css" },
-      { element: "img", url: "http://b.net/i.png" },
-      { element: "img", url: "http://c.net/2x.png", imageset: true },
-      { element: "source", url: "http://p.net/s.jpg" },
-      { element: "source", url: "http://p.net/a.jpg", imageset: true },
-      { element: "video", url: "http://d.net/v.mp4" },
-      { element: "iframe", url: "http://e.net/" },
-      { element: "object", url: "http://f.net/o" },
+      { element: "link", url: "http://a.net/s.css", destination: "style" },
+      { element: "img", url: "http://b.net/i.png", destination: "image" },
+      { element: "img", url: "http://c.net/2x.png", destination: "image", imageset: true },
+      { element: "source", url: "http://p.net/a.jpg", destination: "image", imageset: true },
+      { element: "video", url: "http://d.net/v.mp4", destination: "video" },
+      { element: "iframe", url: "http://e.net/", destination: "iframe" },
+      { element: "object", url: "http://f.net/o", destination: "object" },
+      { element: "embed", url: "http://f.net/e", destination: "embed" },
+      { element: "frame", url: "http://e.net/f", destination: "frame" },
+    ]);
+  });
+
+  it("a <source src> is its <audio>/<video>'s media; a poster is an image; <picture> reads srcset only", async () => {
+    const html =
+      '<audio poster="http://a.net/p.png"><source src="http://a.net/a.ogg" srcset="http://a.net/x.png">' +
+      '<track src="http://a.net/t.vtt"></audio>' +
+      '<video poster="http://v.net/p.png"><source src="http://v.net/v.webm"></video>' +
+      '<picture><source src="http://p.net/s.jpg"><img src="http://p.net/i.jpg"></picture>' +
+      '<source src="http://loose.net/s.mp4">';
+    expect((await parsePage(html, new URL("http://example.com/"))).insecure).toEqual([
+      { element: "source", url: "http://a.net/a.ogg", destination: "audio" },
+      { element: "track", url: "http://a.net/t.vtt", destination: "track" },
+      { element: "video", url: "http://v.net/p.png", destination: "image" },
+      { element: "source", url: "http://v.net/v.webm", destination: "video" },
+      { element: "img", url: "http://p.net/i.jpg", destination: "image" },
     ]);
   });
 

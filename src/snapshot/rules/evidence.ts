@@ -11,6 +11,10 @@ import type {
   Undecodable,
 } from "../types.js";
 
+/** The Fetch request destinations (Fetch §2.2.5) of the subresources page.ts collects. */
+export type Destination =
+  "audio" | "embed" | "frame" | "iframe" | "image" | "object" | "style" | "track" | "video";
+
 /** What the first 64 KiB of the final response's HTML says. */
 export interface PageEvidence {
   /**
@@ -21,10 +25,12 @@ export interface PageEvidence {
   /** Every `<script src>`, its URL resolved against the page, and its integrity attribute. */
   scripts: { src: string; integrity: string | null }[];
   /**
-   * Every `http:` URL a non-script element makes the browser fetch (img, link stylesheet, …);
-   * `imageset` for a `srcset` candidate, which browsers never upgrade (Mixed Content §4.1).
+   * Every `http:` URL a non-script element makes the browser fetch (img, link stylesheet, …),
+   * with its request's destination, what mixed-content blocking goes by (Mixed Content §4.1);
+   * `imageset` for a `srcset` candidate, fetched with the initiator "imageset", which browsers
+   * never upgrade.
    */
-  insecure: { element: string; url: string; imageset?: true }[];
+  insecure: { element: string; url: string; destination: Destination; imageset?: true }[];
   /** Content of every `<meta name="referrer">` in the document (not in template/noscript). */
   metaReferrer: string[];
 }

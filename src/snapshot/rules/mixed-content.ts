@@ -3,7 +3,7 @@
  * what the W3C Mixed Content spec makes of them. Scripts are `script-over-http` (rules/sri.ts).
  */
 import { upgradesInsecureRequests } from "./csp.js";
-import type { Evidence, PageEvidence } from "./evidence.js";
+import type { Destination, Evidence, PageEvidence } from "./evidence.js";
 import { found } from "./finding.js";
 import type { Finding, FindingDef } from "./finding.js";
 import { isMixed, listed } from "./sri.js";
@@ -35,28 +35,28 @@ interface Mixed {
   url: URL;
 }
 
-/** What each element fetches, as a person names it. */
-const KIND: Record<string, string> = {
-  link: "stylesheet",
+/** What a fetch of each destination is, as a person names it. */
+const KIND: Record<Destination, string> = {
+  image: "image",
+  audio: "media file",
+  video: "media file",
+  style: "stylesheet",
   iframe: "frame",
   frame: "frame",
   object: "plugin",
   embed: "plugin",
   track: "text track",
-  img: "image",
-  source: "media file",
-  audio: "media file",
-  video: "media file",
 };
 
-const kindOf = ({ r }: Mixed) => (r.imageset ? "image" : (KIND[r.element] ?? "subresource"));
+const kindOf = ({ r }: Mixed) => KIND[r.destination];
 
 /**
- * Upgradeable content (Mixed Content §4.1): an image, audio or video, unless it is a `srcset`
- * candidate (initiator "imageset") or its host is an IP address. Everything else is blocked.
+ * Upgradeable content (Mixed Content §4.1): a request whose destination is "image", "audio" or
+ * "video", unless it is an image fetched with the initiator "imageset" (a `srcset` candidate)
+ * or its host is an IP address. Everything else is blocked.
  */
 function upgradeable({ r, url }: Mixed): boolean {
-  const media = ["img", "audio", "video", "source"].includes(r.element) && !r.imageset;
+  const media = ["image", "audio", "video"].includes(r.destination) && !r.imageset;
   return media && !/^(\d+\.\d+\.\d+\.\d+|\[.*\])$/.test(url.hostname);
 }
 
@@ -65,7 +65,7 @@ function counted(items: readonly Mixed[]): string {
   const counts = new Map<string, number>();
   for (const m of items) counts.set(kindOf(m), (counts.get(kindOf(m)) ?? 0) + 1);
   const parts = [...counts].map(([kind, n]) =>
-    n > 1 ? `${n} ${kind}s` : `${kind === "image" ? "an" : "a"} ${kind}`,
+    n > 1 ? `${n} ${kind}s` : `${/^[aeiou]/.test(kind) ? "an" : "a"} ${kind}`,
   );
   const last = parts.pop() ?? "";
   return parts.length > 0 ? `${parts.join(", ")} and ${last}` : last;
