@@ -451,6 +451,70 @@ describe("mixed content", () => {
     ]);
   });
 
+  it("icons and image buttons are upgraded images; preloads and prefetches by their destination", () => {
+    const link = (url: string, rel: "icon" | "preload" | "modulepreload" | "prefetch") =>
+      ({ element: "link", url, rel }) as const;
+    const r = judgeMixedContent(
+      withInsecure([
+        { ...link("http://i.x.net/favicon.ico", "icon"), destination: "image" },
+        { element: "input", url: "http://i.x.net/go.png", destination: "image" },
+        { ...link("http://i.x.net/hero.jpg", "preload"), destination: "image" },
+        { ...link("http://f.x.net/a.woff2", "preload"), destination: "font" },
+        { ...link("http://f.x.net/b.woff2", "preload"), destination: "font" },
+        { ...link("http://s.x.net/a.css", "preload"), destination: "style" },
+        { ...link("http://s.x.net/data.json", "preload"), destination: "" },
+        { ...link("http://s.x.net/m.js", "modulepreload"), destination: "script" },
+        { ...link("http://s.x.net/w.js", "modulepreload"), destination: "worker" },
+        { ...link("http://n.x.net/next.html", "prefetch"), destination: "" },
+        // An image on an IP address host is not upgraded, preloaded or not.
+        { ...link("http://192.0.2.7/hero.jpg", "preload"), destination: "image" },
+      ]),
+    );
+    expect(r.map((f) => [f.id, f.message])).toEqual([
+      [
+        "mixed-content-active",
+        "The HTTPS page loads 2 preloaded fonts, a preloaded stylesheet, a preloaded resource, 2 preloaded scripts, a prefetched resource and a preloaded image over plain HTTP (from f.x.net, s.x.net, n.x.net and 1 more); browsers block them, and anyone on the network could replace them where they do not.",
+      ],
+      [
+        "mixed-content-passive",
+        "The HTTPS page loads an icon, an image and a preloaded image over plain HTTP (from i.x.net); browsers upgrade or flag them, and the network can see or swap them.",
+      ],
+    ]);
+  });
+
+  it("a preloaded script the page also runs from <script src> is script-over-http only", () => {
+    const e = evidence({
+      page: {
+        metaCsp: [],
+        scripts: [{ src: "http://js.x.net/app.js", integrity: null }],
+        insecure: [
+          {
+            element: "link",
+            url: "http://js.x.net/app.js",
+            destination: "script",
+            rel: "modulepreload",
+          },
+          { element: "link", url: "http://js.x.net/app.js", destination: "script", rel: "preload" },
+          // Preloaded but never run from a <script src>: mixed content of its own.
+          {
+            element: "link",
+            url: "http://js.x.net/lazy.js",
+            destination: "script",
+            rel: "preload",
+          },
+          // The same URL fetched as something else is not the script.
+          { element: "link", url: "http://js.x.net/app.js", destination: "", rel: "prefetch" },
+        ],
+        metaReferrer: [],
+      },
+    });
+    const r = judgeProbes(e);
+    expect(ids(r)).toEqual(["script-over-http", "mixed-content-active"]);
+    expect(r[1]?.message).toContain(
+      "loads a preloaded script and a prefetched resource over plain HTTP (from js.x.net)",
+    );
+  });
+
   it("a loopback host is potentially trustworthy: no mixed content, no script over http", () => {
     const local = [
       "http://localhost:8080/a",
@@ -531,7 +595,7 @@ describe("the page parser", () => {
       '<template><img src="http://inert.net/i.png"></template><img src="https://ok.net/i.png">' +
       '<noscript><img src="http://ns.net/i.png"></noscript><img src="data:image/png;base64,AA">';
     expect((await parsePage(html, new URL("http://example.com/"))).insecure).toEqual([
-      { element: "link", url: "http://a.net/s.css", destination: "style" },
+      { element: "link", url: "http://a.net/s.css", destination: "style", rel: "stylesheet" },
       { element: "img", url: "http://b.net/i.png", destination: "image" },
       { element: "img", url: "http://c.net/2x.png", destination: "image", imageset: true },
       { element: "source", url: "http://p.net/a.jpg", destination: "image", imageset: true },
@@ -556,6 +620,90 @@ describe("the page parser", () => {
       { element: "video", url: "http://v.net/p.png", destination: "image" },
       { element: "source", url: "http://v.net/v.webm", destination: "video" },
       { element: "img", url: "http://p.net/i.jpg", destination: "image" },
+    ]);
+  });
+
+  it("<input type=image>: the type in any case, not trimmed; other inputs fetch nothing", async () => {
+    const html =
+      '<form><input type="IMAGE" src="http://a.net/go.png"><input type=image src="/rel.png">' +
+      '<input type=" image" src="http://a.net/no1.png"><input src="http://a.net/no2.png">' +
+      '<input type="submit" src="http://a.net/no3.png"><input type="image"></form>';
+    expect((await parsePage(html, new URL("http://example.com/"))).insecure).toEqual([
+      { element: "input", url: "http://a.net/go.png", destination: "image" },
+      { element: "input", url: "http://example.com/rel.png", destination: "image" },
+    ]);
+  });
+
+  it("<link rel=icon>, by its tokens in any case; not apple-touch-icon nor other link types", async () => {
+    const html =
+      '<link rel="Shortcut Icon" href="http://a.net/favicon.ico"><link rel="icon" href="http://a.net/i.svg">' +
+      '<link rel="\ticon\n" href="http://a.net/ws.png"><link rel="apple-touch-icon" href="http://a.net/t.png">' +
+      '<link rel="apple-touch-icon-precomposed" href="http://a.net/p.png"><link rel="mask-icon" href="http://a.net/m.svg">' +
+      '<link rel="icon\u00a0" href="http://a.net/nbsp.png">' +
+      '<link rel="dns-prefetch preconnect" href="http://a.net/"><link rel="alternate" href="http://a.net/feed">' +
+      '<link rel="stylesheet icon" href="http://a.net/both">';
+    expect((await parsePage(html, new URL("https://example.com/"))).insecure).toEqual([
+      { element: "link", url: "http://a.net/favicon.ico", destination: "image", rel: "icon" },
+      { element: "link", url: "http://a.net/i.svg", destination: "image", rel: "icon" },
+      { element: "link", url: "http://a.net/ws.png", destination: "image", rel: "icon" },
+      { element: "link", url: "http://a.net/both", destination: "style", rel: "stylesheet" },
+      { element: "link", url: "http://a.net/both", destination: "image", rel: "icon" },
+    ]);
+  });
+
+  it("<link rel=preload>: the destination its as gives, when its type matches; else nothing", async () => {
+    const pre = (as: string | null, href: string, more = "") =>
+      `<link rel="preload"${as === null ? "" : ` as="${as}"`} href="http://p.net/${href}"${more}>`;
+    const html = [
+      pre("image", "a.png"),
+      pre("IMAGE", "b.png", ' imagesrcset="http://p.net/1x.png 1x, https://p.net/2x.png 2x"'),
+      pre("font", "f.woff2", ' type="font/woff2" crossorigin'),
+      pre("font", "g.ttf", ' type="application/font-ttf"'),
+      pre("style", "s.css", ' type="text/css; charset=utf-8"'),
+      pre("script", "p.js", ' type="text/javascript"'),
+      pre("fetch", "d.json", ' type="application/json"'),
+      pre("track", "t.vtt"),
+      // No fetch: an `as` HTML does not preload, or none, or one with spaces …
+      pre("video", "v.mp4"),
+      pre("audio", "a.mp3"),
+      pre("document", "d.html"),
+      pre("worker", "w.js"),
+      pre("", "empty.js"),
+      pre(null, "none.js"),
+      pre(" script", "spaced.js"),
+      // … or a type that is no MIME type of the destination.
+      pre("font", "wrong.woff2", ' type="text/css"'),
+      pre("style", "wrong.css", ' type="text/plain"'),
+      pre("image", "wrong.png", ' type="image"'),
+      pre("script", "wrong.js", ' type="module"'),
+    ].join("");
+    expect((await parsePage(html, new URL("https://example.com/"))).insecure).toEqual([
+      { element: "link", url: "http://p.net/a.png", destination: "image", rel: "preload" },
+      { element: "link", url: "http://p.net/b.png", destination: "image", rel: "preload" },
+      { element: "link", url: "http://p.net/1x.png", destination: "image", rel: "preload" },
+      { element: "link", url: "http://p.net/f.woff2", destination: "font", rel: "preload" },
+      { element: "link", url: "http://p.net/g.ttf", destination: "font", rel: "preload" },
+      { element: "link", url: "http://p.net/s.css", destination: "style", rel: "preload" },
+      { element: "link", url: "http://p.net/p.js", destination: "script", rel: "preload" },
+      { element: "link", url: "http://p.net/d.json", destination: "", rel: "preload" },
+      { element: "link", url: "http://p.net/t.vtt", destination: "track", rel: "preload" },
+    ]);
+  });
+
+  it("<link rel=modulepreload> fetches a script-like destination; <link rel=prefetch> the empty one", async () => {
+    const html =
+      '<link rel="modulepreload" href="http://m.net/a.js"><link rel="modulepreload" as="Worker" href="http://m.net/w.js">' +
+      '<link rel="modulepreload" as="nonsense" href="http://m.net/n.js">' +
+      '<link rel="modulepreload" as="style" href="http://m.net/no.css"><link rel="modulepreload" as="image" href="http://m.net/no.png">' +
+      '<link rel="prefetch" href="http://n.net/next.html"><link rel="prefetch" as="image" href="http://n.net/i.png">' +
+      '<link rel="modulepreload" href="https://m.net/ok.js"><link rel="prefetch" href="/same.html">' +
+      '<template><link rel="prefetch" href="http://inert.net/"></template>';
+    expect((await parsePage(html, new URL("https://example.com/"))).insecure).toEqual([
+      { element: "link", url: "http://m.net/a.js", destination: "script", rel: "modulepreload" },
+      { element: "link", url: "http://m.net/w.js", destination: "worker", rel: "modulepreload" },
+      { element: "link", url: "http://m.net/n.js", destination: "script", rel: "modulepreload" },
+      { element: "link", url: "http://n.net/next.html", destination: "", rel: "prefetch" },
+      { element: "link", url: "http://n.net/i.png", destination: "", rel: "prefetch" },
     ]);
   });
 

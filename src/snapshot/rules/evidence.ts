@@ -11,9 +11,32 @@ import type {
   Undecodable,
 } from "../types.js";
 
-/** The Fetch request destinations (Fetch §2.2.5) of the subresources page.ts collects. */
+/**
+ * The Fetch request destinations (Fetch §2.2.5) of the subresources page.ts collects: "" is a
+ * prefetch's, or a preload's `as=fetch`; the script-like ones besides "script" come from
+ * `<link rel=modulepreload as=…>`.
+ */
 export type Destination =
-  "audio" | "embed" | "frame" | "iframe" | "image" | "object" | "style" | "track" | "video";
+  | ""
+  | "audio"
+  | "audioworklet"
+  | "embed"
+  | "font"
+  | "frame"
+  | "iframe"
+  | "image"
+  | "object"
+  | "paintworklet"
+  | "script"
+  | "serviceworker"
+  | "sharedworker"
+  | "style"
+  | "track"
+  | "video"
+  | "worker";
+
+/** The link types (HTML "Link types") whose `<link href>` page.ts collects. */
+export type LinkFetch = "stylesheet" | "icon" | "preload" | "modulepreload" | "prefetch";
 
 /** What the first 64 KiB of the final response's HTML says. */
 export interface PageEvidence {
@@ -27,10 +50,16 @@ export interface PageEvidence {
   /**
    * Every `http:` URL a non-script element makes the browser fetch (img, link stylesheet, …),
    * with its request's destination, what mixed-content blocking goes by (Mixed Content §4.1);
-   * `imageset` for a `srcset` candidate, fetched with the initiator "imageset", which browsers
-   * never upgrade.
+   * for a `<link>`, the link type that fetches it; `imageset` for a `srcset` candidate, fetched
+   * with the initiator "imageset", which browsers never upgrade.
    */
-  insecure: { element: string; url: string; destination: Destination; imageset?: true }[];
+  insecure: {
+    element: string;
+    url: string;
+    destination: Destination;
+    rel?: LinkFetch;
+    imageset?: true;
+  }[];
   /** Content of every `<meta name="referrer">` in the document (not in template/noscript). */
   metaReferrer: string[];
 }

@@ -1,6 +1,7 @@
 /**
  * Mixed content (docs/findings.md "Probes"): `http:` subresources of the final HTTPS page, by
- * what the W3C Mixed Content spec makes of them. Scripts are `script-over-http` (rules/sri.ts).
+ * what the W3C Mixed Content spec makes of their request's destination. `<script src>` is
+ * `script-over-http` (rules/sri.ts).
  */
 import { upgradesInsecureRequests } from "./csp.js";
 import type { Destination, Evidence, PageEvidence } from "./evidence.js";
@@ -14,7 +15,7 @@ export const MIXED_CONTENT_ACTIVE: FindingDef = {
   check: "mixed_content",
   severity: "high",
   message:
-    "The HTTPS page loads stylesheets, frames, plugins or images that browsers do not upgrade over plain HTTP: browsers block them (the page breaks), and the network could replace them.",
+    "The HTTPS page loads stylesheets, frames, plugins, preloads or images browsers do not upgrade over plain HTTP: browsers block them (the page breaks), and the network could swap them.",
   recommendation:
     "Load every subresource over `https://`, or add `upgrade-insecure-requests` to the Content-Security-Policy.",
 };
@@ -37,10 +38,18 @@ interface Mixed {
 
 /** What a fetch of each destination is, as a person names it. */
 const KIND: Record<Destination, string> = {
+  "": "resource",
   image: "image",
   audio: "media file",
   video: "media file",
   style: "stylesheet",
+  font: "font",
+  script: "script",
+  audioworklet: "script",
+  paintworklet: "script",
+  serviceworker: "script",
+  sharedworker: "script",
+  worker: "script",
   iframe: "frame",
   frame: "frame",
   object: "plugin",
@@ -48,7 +57,13 @@ const KIND: Record<Destination, string> = {
   track: "text track",
 };
 
-const kindOf = ({ r }: Mixed) => KIND[r.destination];
+/** "an image", "an icon", "a preloaded font", "a prefetched resource": what the item is. */
+function kindOf({ r }: Mixed): string {
+  if (r.rel === "icon") return "icon";
+  if (r.rel === "preload" || r.rel === "modulepreload") return `preloaded ${KIND[r.destination]}`;
+  if (r.rel === "prefetch") return `prefetched ${KIND[r.destination]}`;
+  return KIND[r.destination];
+}
 
 /**
  * Upgradeable content (Mixed Content §4.1): a request whose destination is "image", "audio" or
@@ -91,9 +106,13 @@ export function judgeMixedContent(e: Evidence): Finding[] {
   if (!page || chain.finalUrl.protocol !== "https:" || page.insecure.length === 0) return [];
   // upgrade-insecure-requests makes browsers ask for every http: subresource over https.
   if (upgradesInsecureRequests(e)) return [];
-  // A potentially trustworthy URL (a loopback host) is no mixed content.
+  // A script the page also runs from a <script src> (a `modulepreload` of it, say) is named by
+  // script-over-http already (rules/sri.ts): one finding says it.
+  const run = new Set(page.scripts.map((s) => s.src));
   const mixed = page.insecure
+    .filter((r) => !(r.destination === "script" && run.has(r.url)))
     .map((r) => ({ r, url: new URL(r.url) }))
+    // A potentially trustworthy URL (a loopback host) is no mixed content.
     .filter((m) => isMixed(m.url));
   const blocked = mixed.filter((m) => !upgradeable(m));
   return [
