@@ -71,6 +71,14 @@ beforeAll(async () => {
             '</head><body>shop<img src="http://img.other.test/logo.png"></body></html>',
         );
       },
+      // Mixed content by destination: an icon and an image button are upgraded, a preloaded font
+      // and a prefetch are blocked.
+      "/links": respond.html(
+        '<!doctype html><html><head><link rel="icon" href="http://img.other.test/favicon.ico">' +
+          '<link rel="preload" as="font" href="http://fonts.other.test/a.woff2" crossorigin>' +
+          '<link rel="prefetch" href="http://next.other.test/2.html"></head>' +
+          '<body><form><input type="image" src="http://img.other.test/go.png"></form></body></html>',
+      ),
       "/down": (_req, res) =>
         respond.redirect(`http://other.test:${plain.port}/landing`, 301)(_req, res),
       // Any origin allowed with credentials: a configuration browsers refuse.
@@ -197,6 +205,18 @@ describe("paid reports name the probes' findings", () => {
     const r = await paidReport(4, `https://el.test:${secure.port}/cors-public`);
     expect(ids(r)).toEqual(["http-redirects-elsewhere", "cors-any-origin"]);
     expect(probeFindings(r)[0]?.message).toContain(`https://www.el.test:${secure.port}/`);
+  });
+
+  it("a shop's icons, image buttons, preloads and prefetches over plain HTTP", async () => {
+    const r = await paidReport(5, `https://shop.test:${secure.port}/links`);
+    expect(ids(r)).toEqual(["mixed-content-active", "http-no-redirect", "mixed-content-passive"]);
+    const message = (id: string) => probeFindings(r).find((f) => f.id === id)?.message;
+    expect(message("mixed-content-active")).toContain(
+      "loads a preloaded font and a prefetched resource over plain HTTP (from fonts.other.test and next.other.test)",
+    );
+    expect(message("mixed-content-passive")).toContain(
+      "loads an icon and an image over plain HTTP (from img.other.test)",
+    );
   });
 
   it("together, the paid reports above show every id of the probes' judges", () => {

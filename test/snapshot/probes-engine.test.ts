@@ -130,6 +130,17 @@ beforeAll(async () => {
       "/mixed-passive": page(
         '<img src="http://img.other.test/a.png"><template><iframe src="http://inert.test/"></iframe></template>',
       ),
+      // Icons, image buttons, preloads and prefetches, judged by their requests' destinations.
+      "/mixed-links": respond.html(
+        '<!doctype html><html><head><link rel="shortcut icon" href="http://img.other.test/favicon.ico">' +
+          '<link rel="apple-touch-icon" href="http://touch.other.test/t.png">' +
+          '<link rel="preload" as="font" type="font/woff2" href="http://fonts.other.test/a.woff2" crossorigin>' +
+          '<link rel="preload" href="http://fonts.other.test/no-as.woff2">' +
+          '<link rel="modulepreload" href="http://js.other.test/app.js">' +
+          '<script type="module" src="http://js.other.test/app.js"></script>' +
+          '<link rel="prefetch" href="http://next.other.test/2.html"></head>' +
+          '<body><form><input type="image" src="http://img.other.test/go.png"></form></body></html>',
+      ),
       "/mixed-upgraded": page('<img src="http://img.other.test/a.png">', {
         "content-security-policy": "upgrade-insecure-requests",
       }),
@@ -341,6 +352,18 @@ describe("scripts of the final page", () => {
     expect(finding(passive, "mixed-content-passive")).toMatchObject({ severity: "low" });
     // upgrade-insecure-requests: browsers ask for it over https.
     expect(ids(await snap(`https://site.test:${secure.port}/mixed-upgraded`))).toEqual([]);
+  });
+
+  it("mixed-content: a preloaded font and a prefetch (high), an icon and an image button (low)", async () => {
+    const r = await snap(`https://site.test:${secure.port}/mixed-links`);
+    // The module script is script-over-http's alone, its modulepreload not named again.
+    expect(ids(r)).toEqual(["script-over-http", "mixed-content-active", "mixed-content-passive"]);
+    expect(finding(r, "mixed-content-active")?.message).toContain(
+      "loads a preloaded font and a prefetched resource over plain HTTP (from fonts.other.test and next.other.test)",
+    );
+    expect(finding(r, "mixed-content-passive")?.message).toContain(
+      "loads an icon and an image over plain HTTP (from img.other.test)",
+    );
   });
 
   it("the body is read only for an HTML 200", async () => {
