@@ -226,9 +226,33 @@ function inlineAllowedBy(src: string[] | null): boolean {
 const allowsInline = (p: Policy) =>
   inlineAllowedBy(scriptSources(p, "elem")) || inlineAllowedBy(scriptSources(p, "attr"));
 
-/** Whether a policy lets inline script run only because it leaves event handlers unrestricted. */
-const handlersOnly = (p: Policy) =>
-  scriptSources(p, "attr") === null && !inlineAllowedBy(scriptSources(p, "elem"));
+/**
+ * Which kind of inline script a policy leaves unrestricted, when it restricts the other: the
+ * message then names it rather than 'unsafe-inline'.
+ */
+function unrestrictedKind(p: Policy): "handlers" | "elements" | null {
+  const elem = scriptSources(p, "elem");
+  const attr = scriptSources(p, "attr");
+  if (attr === null && elem !== null && !inlineAllowedBy(elem)) return "handlers";
+  if (elem === null && attr !== null && !inlineAllowedBy(attr)) return "elements";
+  return null;
+}
+
+/** The message of `csp-unsafe-inline` for the policies, each of which allows inline script. */
+function inlineMessage(all: readonly Policy[]): string | undefined {
+  if (!all.some(restrictsScripts)) {
+    return "The Content-Security-Policy does not restrict scripts (no script-src or default-src), so it does not stop cross-site scripting.";
+  }
+  const kinds = new Set(all.filter(restrictsScripts).map(unrestrictedKind));
+  if (kinds.size !== 1) return undefined;
+  if (kinds.has("handlers")) {
+    return "The Content-Security-Policy restricts `<script>` elements but not event handlers (no script-src-attr, script-src or default-src), so injected markup can still run script.";
+  }
+  if (kinds.has("elements")) {
+    return "The Content-Security-Policy restricts event handlers but not `<script>` elements (no script-src-elem, script-src or default-src), so injected markup can still run script.";
+  }
+  return undefined;
+}
 
 /**
  * The sources of `p` that let `<script src>` come from any host or scheme; none when
@@ -270,21 +294,7 @@ export function judgeCsp(e: Evidence): Finding[] {
     }
     return out;
   }
-  if (all.every(allowsInline)) {
-    out.push(
-      !all.some(restrictsScripts)
-        ? found(
-            CSP_UNSAFE_INLINE,
-            "The Content-Security-Policy does not restrict scripts (no script-src or default-src), so it does not stop cross-site scripting.",
-          )
-        : all.filter(restrictsScripts).every(handlersOnly)
-          ? found(
-              CSP_UNSAFE_INLINE,
-              "The Content-Security-Policy restricts `<script>` elements but not event handlers (no script-src-attr, script-src or default-src), so injected markup can still run script.",
-            )
-          : found(CSP_UNSAFE_INLINE),
-    );
-  }
+  if (all.every(allowsInline)) out.push(found(CSP_UNSAFE_INLINE, inlineMessage(all)));
   // Like the inline judge: every policy must let it through (one without script sources does).
   const open = all.map(anySources);
   const everyOpen = all.every(

@@ -50,6 +50,21 @@ describe("Content-Security-Policy", () => {
     expect(rest).toEqual([]);
     expect(handlers?.id).toBe("csp-unsafe-inline");
     expect(handlers?.message).toMatch(/restricts `<script>` elements but not event handlers/);
+    // Only handlers restricted: `<script>` elements run whatever is injected.
+    const [elements] = judgeCsp(
+      evidenceOf({
+        "content-security-policy": "script-src-attr 'none'; object-src 'none'; base-uri 'none'",
+      }),
+    );
+    expect(elements?.message).toMatch(/restricts event handlers but not `<script>` elements/);
+    // Both restricted, one by 'unsafe-inline': the usual words.
+    const [usual] = judgeCsp(
+      evidenceOf({
+        "content-security-policy":
+          "script-src-elem 'unsafe-inline'; script-src-attr 'none'; object-src 'none'; base-uri 'none'",
+      }),
+    );
+    expect(usual?.message).toMatch(/allows inline scripts \('unsafe-inline' without/);
   });
 
   it("weak: a nonce or hash that is not valid base64 leaves 'unsafe-inline' in force", () => {
