@@ -4,6 +4,7 @@
  * `http:` subresources. Pure: the body is read by fetch.ts.
  */
 import { runsScript, srcsetUrls, subresourceRefs } from "./page-fetches.js";
+import { isBaseAllowed, metaBaseUri } from "./rules/csp.js";
 import type { PageEvidence } from "./rules/evidence.js";
 import type * as Htmlparser2 from "htmlparser2";
 
@@ -70,12 +71,19 @@ function resolveHttp(ref: string, base: URL): URL | null {
  * its `http-equiv` is exactly "content-security-policy" (any case, no spaces). Script and
  * subresource URLs resolve against the first `<base href>` seen before them, and only the first
  * counts (HTML "frozen base URL"): one that is no URL leaves the page URL, one on another scheme
- * (`javascript:`) leaves relative URLs unresolvable, so not fetched.
+ * (`javascript:`) leaves relative URLs unresolvable, so not fetched. One that CSP's `base-uri`
+ * blocks leaves the page URL too (HTML "set the frozen base URL"): `baseUri` holds the lists of
+ * the header's enforced policies that have the directive, and the `<meta>` policies applied
+ * before the `<base>` add theirs (one after it was not in force when the base was set).
  */
 /** htmlparser2, imported once: each `import()` is a loader round trip, even of a loaded module. */
 let htmlparser: Promise<typeof Htmlparser2> | undefined;
 
-export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidence> {
+export async function parsePage(
+  html: string,
+  pageUrl: URL,
+  baseUri: readonly string[][] = [],
+): Promise<PageEvidence> {
   // Loaded with the first page: not part of the CLI's start-up (docs/benchmarks-history.md, "Start-up").
   const { Parser } = await (htmlparser ??= import("htmlparser2"));
   const metaCsp: string[] = [];
@@ -84,7 +92,7 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
   const metaReferrer: string[] = [];
   let inBody = false;
   let headClosed = false;
-  // The base URL once the first <base href> is seen.
+  // The base URL once the first <base href> is seen (the page URL when that one is ignored).
   let base: URL | null = null;
   // Content of <template> is inert (HTML §4.12.3): not fetched, not run, not in the head.
   let templates = 0;
@@ -110,7 +118,10 @@ export async function parsePage(html: string, pageUrl: URL): Promise<PageEvidenc
         }
         if (name === "audio" || name === "video") media = name;
         if (name === "base" && base === null && attribs.href !== undefined) {
-          base = URL.parse(attribs.href, pageUrl.href) ?? pageUrl;
+          const url = URL.parse(attribs.href, pageUrl.href);
+          const metaLists = metaCsp.map(metaBaseUri).filter((l) => l !== null);
+          const lists = [...baseUri, ...metaLists];
+          base = url && isBaseAllowed(url, lists, pageUrl) ? url : pageUrl;
         }
         if (name === "meta" && !inBody) {
           const equiv = (attribs["http-equiv"] ?? "").toLowerCase();

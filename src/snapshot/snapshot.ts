@@ -44,6 +44,7 @@ import type {
 import { checkHeaders, judge, reportSections, snapshotNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
 import { isHtmlType, parsePage } from "./page.js";
+import { headerBaseUri } from "./rules/csp.js";
 import { createRecordLookup, createResolver, shareAnswers } from "./net/resolver.js";
 import type { RecordLookup, ResolveHost } from "./net/resolver.js";
 import { domainEvidence, startDomainLookups } from "./net/domain.js";
@@ -474,7 +475,9 @@ interface Verdicts {
 async function pageOf(chain: FetchedChain): Promise<PageEvidence | null> {
   const body = await chain.finalBody;
   if (!body) return null;
-  return parsePage(new TextDecoder().decode(body), chain.finalUrl);
+  // The header's base-uri decides whether the page's <base> counts.
+  const csp = headerBaseUri(chain.final?.headers["content-security-policy"] ?? []);
+  return parsePage(new TextDecoder().decode(body), chain.finalUrl, csp);
 }
 
 /** The http-side answer: the chain's own first hop when it was that request, else the probe. */

@@ -68,6 +68,14 @@ const page = (body: string, headers = {}) =>
     headers,
   );
 
+/** A page whose relative stylesheet, script and image follow an http: `<base>`, under this CSP. */
+const basePage = (csp: string) =>
+  respond.html(
+    '<!doctype html><html><head><base href="http://cdn.other.test/"><link rel="stylesheet" href="a.css">' +
+      '<script src="app.js"></script></head><body><img src="i.png"></body></html>',
+    { "content-security-policy": csp },
+  );
+
 function valid(r: SnapshotResult): SnapshotResult {
   expect(SnapshotResultSchema.parse(r)).toEqual(r);
   return r;
@@ -141,6 +149,9 @@ beforeAll(async () => {
           '<link rel="prefetch" href="http://next.other.test/2.html"></head>' +
           '<body><form><input type="image" src="http://img.other.test/go.png"></form></body></html>',
       ),
+      // Relative URLs under an http: <base>, which the header's base-uri blocks or allows.
+      "/base-blocked": basePage("default-src 'self'; base-uri 'self'"),
+      "/base-allowed": basePage("base-uri http://cdn.other.test"),
       "/mixed-upgraded": page('<img src="http://img.other.test/a.png">', {
         "content-security-policy": "upgrade-insecure-requests",
       }),
@@ -364,6 +375,17 @@ describe("scripts of the final page", () => {
     expect(finding(r, "mixed-content-passive")?.message).toContain(
       "loads an icon and an image over plain HTTP (from img.other.test)",
     );
+  });
+
+  it("a <base> the header's base-uri blocks is ignored: its page's relative URLs stay on https", async () => {
+    expect(ids(await snap(`https://site.test:${secure.port}/base-blocked`))).toEqual([]);
+    const allowed = await snap(`https://site.test:${secure.port}/base-allowed`);
+    expect(ids(allowed)).toEqual([
+      "script-over-http",
+      "mixed-content-active",
+      "mixed-content-passive",
+    ]);
+    expect(finding(allowed, "script-over-http")?.message).toContain("cdn.other.test");
   });
 
   it("the body is read only for an HTML 200", async () => {

@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { judgeCors } from "../../src/snapshot/rules/cors.js";
+import { headerBaseUri } from "../../src/snapshot/rules/csp.js";
 import type { Evidence, PageEvidence } from "../../src/snapshot/rules/evidence.js";
 import { judgeHttpSide } from "../../src/snapshot/rules/http-side.js";
 import { judge, withoutSuperseded } from "../../src/snapshot/rules/index.js";
@@ -753,6 +754,59 @@ describe("the first <base href> only", () => {
       at,
     );
     expect(p.scripts).toEqual([{ src: "https://example.com/dir/b.js", integrity: null }]);
+  });
+});
+
+describe("a <base> that CSP's base-uri blocks leaves the page URL (HTML, CSP3 §6.3.1.1)", () => {
+  const at = new URL("https://example.com/dir/page");
+  const csp = (policy: string) => `<meta http-equiv="content-security-policy" content="${policy}">`;
+  const BASE = '<base href="http://cdn.other.example/">';
+  const REFS = '<img src="a.png"><link rel="stylesheet" href="s.css"><script src="b.js"></script>';
+  /** The page's http: subresources and scripts, with these header values and this head. */
+  const parse = async (header: string[], head: string) => {
+    const p = await parsePage(
+      `<head>${head}</head><body>${REFS}</body>`,
+      at,
+      headerBaseUri(header),
+    );
+    return { insecure: p.insecure.map((i) => i.url), scripts: p.scripts.map((s) => s.src) };
+  };
+  const OWN = {
+    insecure: [],
+    scripts: ["https://example.com/dir/b.js"],
+  };
+  const CDN = {
+    insecure: ["http://cdn.other.example/a.png", "http://cdn.other.example/s.css"],
+    scripts: ["http://cdn.other.example/b.js"],
+  };
+
+  it("the header's base-uri that the base does not match: relative URLs stay on the page's", async () => {
+    expect(await parse(["base-uri 'self'"], BASE)).toEqual(OWN);
+    expect(await parse(["default-src *; base-uri 'none'"], BASE)).toEqual(OWN);
+    // Without a scheme, a source takes the https page's: no http: base.
+    expect(await parse(["base-uri cdn.other.example"], BASE)).toEqual(OWN);
+    // The next <base> does not count instead: the page URL is the base.
+    expect(await parse(["base-uri 'self'"], `${BASE}<base href="/static/">`)).toEqual(OWN);
+  });
+
+  it("a <meta> policy applied before the <base> blocks it; one after it does not", async () => {
+    expect(await parse([], `${csp("base-uri 'self'")}${BASE}`)).toEqual(OWN);
+    expect(await parse([], `${BASE}${csp("base-uri 'self'")}`)).toEqual(CDN);
+  });
+
+  it("a policy without base-uri allows any base, as does a base-uri the base matches", async () => {
+    expect(await parse(["default-src 'self'"], `${csp("script-src 'self'")}${BASE}`)).toEqual(CDN);
+    expect(await parse(["base-uri http://cdn.other.example"], BASE)).toEqual(CDN);
+    expect(await parse(["base-uri *"], BASE)).toEqual(CDN);
+    expect(await parse([], `${csp("base-uri 'self' http://*.other.example")}${BASE}`)).toEqual(CDN);
+  });
+
+  it("every policy is enforced: one that blocks is enough, whichever header or meta it is in", async () => {
+    const allows = "base-uri http://cdn.other.example";
+    expect(await parse([`${allows}, base-uri 'self'`], BASE)).toEqual(OWN);
+    expect(await parse([allows, "base-uri https:"], BASE)).toEqual(OWN);
+    expect(await parse([allows], `${csp("base-uri 'none'")}${BASE}`)).toEqual(OWN);
+    expect(await parse([allows, "default-src 'self'"], BASE)).toEqual(CDN);
   });
 });
 

@@ -4,6 +4,7 @@
  * `<meta http-equiv>` tags are all enforced, so a weakness counts only when every policy has it.
  */
 import parseContentSecurityPolicy from "content-security-policy-parser";
+import { matchesSourceList } from "./csp-match.js";
 import { finalHeader } from "./evidence.js";
 import type { Evidence } from "./evidence.js";
 import { found } from "./finding.js";
@@ -132,6 +133,31 @@ function policiesOf(values: readonly string[]): Policy[] {
 /** The policies of the Content-Security-Policy header(s) of the final response. */
 export function headerPolicies(e: Evidence): Policy[] {
   return policiesOf(finalHeader(e, "content-security-policy"));
+}
+
+/**
+ * The `base-uri` source list of each enforced policy of these Content-Security-Policy header
+ * values that has one: what page.ts holds a `<base href>` to. Report-only policies block nothing.
+ */
+export function headerBaseUri(values: readonly string[]): string[][] {
+  return policiesOf(values).flatMap((p) => {
+    const v = p.get("base-uri");
+    return v === undefined ? [] : [v];
+  });
+}
+
+/** The `base-uri` source list of one `<meta>` policy, or null when it has none. */
+export function metaBaseUri(content: string): string[] | null {
+  return parseContentSecurityPolicy(content).get("base-uri") ?? null;
+}
+
+/**
+ * CSP3 "Is base allowed for Document?" (§6.3.1.1): `base` is blocked when it does not match the
+ * `base-uri` list of some enforced policy (`lists`, one per policy that has the directive) of the
+ * page at `pageUrl`. A policy without `base-uri` allows any base.
+ */
+export function isBaseAllowed(base: URL, lists: readonly string[][], pageUrl: URL): boolean {
+  return lists.every((sources) => matchesSourceList(base, sources, pageUrl));
 }
 
 /** Directives a `<meta>` policy loses before it is enforced (HTML http-equiv, CSP3 §3.3). */
