@@ -70,11 +70,12 @@ function resolveHttp(ref: string, base: URL): URL | null {
  * or non-blank text (a `<meta>` between `</head>` and the body still goes into the head) — and
  * its `http-equiv` is exactly "content-security-policy" (any case, no spaces). Script and
  * subresource URLs resolve against the first `<base href>` seen before them, and only the first
- * counts (HTML "frozen base URL"): one that is no URL leaves the page URL, one on another scheme
- * (`javascript:`) leaves relative URLs unresolvable, so not fetched. One that CSP's `base-uri`
- * blocks leaves the page URL too (HTML "set the frozen base URL"): `baseUri` holds the lists of
- * the header's enforced policies that have the directive, and the `<meta>` policies applied
- * before the `<base>` add theirs (one after it was not in force when the base was set).
+ * counts (HTML "frozen base URL"): one that is no URL, a `data:` or `javascript:` one, or one
+ * that CSP's `base-uri` blocks leaves the page URL (HTML "set the frozen base URL"), and a later
+ * one does not count instead; one on another scheme (`about:`) leaves relative URLs
+ * unresolvable, so not fetched. `baseUri` holds the `base-uri` lists of the header's enforced
+ * policies that have one; the `<meta>` policies applied before the `<base>` add theirs (one
+ * after it was not in force when the base was set).
  */
 /** htmlparser2, imported once: each `import()` is a loader round trip, even of a loaded module. */
 let htmlparser: Promise<typeof Htmlparser2> | undefined;
@@ -121,7 +122,8 @@ export async function parsePage(
           const url = URL.parse(attribs.href, pageUrl.href);
           const metaLists = metaCsp.map(metaBaseUri).filter((l) => l !== null);
           const lists = [...baseUri, ...metaLists];
-          base = url && isBaseAllowed(url, lists, pageUrl) ? url : pageUrl;
+          const usable = url && url.protocol !== "data:" && url.protocol !== "javascript:";
+          base = usable && isBaseAllowed(url, lists, pageUrl) ? url : pageUrl;
         }
         if (name === "meta" && !inBody) {
           const equiv = (attribs["http-equiv"] ?? "").toLowerCase();

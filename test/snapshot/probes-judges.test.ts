@@ -737,15 +737,22 @@ describe("the page parser", () => {
 describe("the first <base href> only", () => {
   const at = new URL("https://example.com/dir/page");
 
-  it("a later <base> does not count, even when the first is not http(s)", async () => {
-    const p = await parsePage(
-      '<base href="javascript:void(0)"><base href="http://cdn.test/"><script src="b.js"></script>' +
-        '<img src="a.png"><script src="https://x.net/c.js"></script>',
-      at,
-    );
-    // Relative URLs against a javascript: base are no URLs: nothing is fetched.
-    expect(p.scripts).toEqual([{ src: "https://x.net/c.js", integrity: null }]);
-    expect(p.insecure).toEqual([]);
+  it("a first data: or javascript: <base> leaves the page URL; a later one does not count", async () => {
+    for (const first of ["javascript:void(0)", "DATA:text/html,x"]) {
+      const p = await parsePage(
+        `<base href="${first}"><base href="http://cdn.test/"><script src="b.js"></script>` +
+          '<img src="a.png"><script src="https://x.net/c.js"></script>',
+        at,
+      );
+      expect(p.scripts, first).toEqual([
+        { src: "https://example.com/dir/b.js", integrity: null },
+        { src: "https://x.net/c.js", integrity: null },
+      ]);
+      expect(p.insecure, first).toEqual([]);
+    }
+    // Any other scheme is kept: relative URLs against it are no http(s) URLs, so not fetched.
+    const about = await parsePage('<base href="about:blank"><script src="b.js"></script>', at);
+    expect(about.scripts).toEqual([]);
   });
 
   it("a first <base> that is no URL leaves the page URL; one without href is skipped", async () => {
