@@ -304,6 +304,15 @@ function restrictsObjects(p: Policy): boolean {
   return fallback?.length === 1 && fallback[0]?.toLowerCase() === "'none'";
 }
 
+/** A host no site lists: a base-uri that lets `<base>` point there lets it point anywhere. */
+const ANY_OTHER_HOST = new URL("https://elsewhere.invalid/");
+
+/** Whether the policy's base-uri keeps `<base>` from pointing to any host (`*`, `https:`). */
+function restrictsBase(p: Policy, pageUrl: URL): boolean {
+  const list = p.get("base-uri");
+  return list !== undefined && !matchesSourceList(ANY_OTHER_HOST, list, pageUrl);
+}
+
 export function judgeCsp(e: Evidence): Finding[] {
   if (e.chain.final === null) return [];
   const header = headerPolicies(e);
@@ -339,7 +348,19 @@ export function judgeCsp(e: Evidence): Finding[] {
     out.push(found(CSP_UNSAFE_EVAL));
   }
   if (!all.some(restrictsObjects)) out.push(found(CSP_NO_OBJECT_SRC));
-  if (!all.some((p) => p.has("base-uri"))) out.push(found(CSP_NO_BASE_URI));
+  if (!all.some((p) => p.has("base-uri"))) {
+    out.push(found(CSP_NO_BASE_URI));
+  } else if (!all.some((p) => restrictsBase(p, e.chain.finalUrl))) {
+    const named = [...new Set(all.flatMap((p) => p.get("base-uri") ?? []))]
+      .map((s) => `\`${s}\``)
+      .join(" ");
+    out.push(
+      found(
+        CSP_NO_BASE_URI,
+        `The Content-Security-Policy's base-uri (${named.slice(0, 120)}) lets \`<base>\` point to any host, so it restricts nothing.`,
+      ),
+    );
+  }
   if (header.length === 0) out.push(found(CSP_IN_META));
   return out;
 }

@@ -67,6 +67,34 @@ describe("Content-Security-Policy", () => {
     expect(usual?.message).toMatch(/allows inline scripts \('unsafe-inline' without/);
   });
 
+  it("a base-uri that lets <base> point to any host is no base-uri", () => {
+    const base = (list: string) =>
+      judgeCsp(
+        evidenceOf({
+          "content-security-policy": `default-src 'self'; object-src 'none'; base-uri ${list}`,
+        }),
+      );
+    for (const open of ["*", "https:", "'self' https:", "https://*", "http:"]) {
+      const f = base(open);
+      expect(idsOf(f), open).toEqual(["csp-no-base-uri"]);
+      expect(f[0]?.message, open).toMatch(
+        /lets `<base>` point to any host, so it restricts nothing/,
+      );
+    }
+    for (const closed of ["'none'", "'self'", "https://cdn.site.test", "https://*.site.test"]) {
+      expect(idsOf(base(closed)), closed).toEqual([]);
+    }
+    // Two policies: one that restricts base is enough.
+    expect(
+      ids({
+        "content-security-policy": [
+          "default-src 'self'; object-src 'none'; base-uri *",
+          "base-uri 'self'",
+        ],
+      }),
+    ).toEqual([]);
+  });
+
   it("weak: a nonce or hash that is not valid base64 leaves 'unsafe-inline' in force", () => {
     for (const invalid of [
       "'nonce-{{nonce}}'",
