@@ -87,6 +87,7 @@ function about(def: FindingDef, cookies: Cookie[], what: string): Finding[] {
 // in dns.ts (docs/benchmarks.md, "Start-up").
 const requireCjs = createRequire(import.meta.url);
 let toughCookie: typeof ToughCookie | undefined;
+const tough = () => (toughCookie ??= requireCjs("tough-cookie") as typeof ToughCookie);
 
 /**
  * An Expires value read as browsers read it (RFC 6265bis §5.1.1: tough-cookie's parser), in ms
@@ -94,12 +95,17 @@ let toughCookie: typeof ToughCookie | undefined;
  * none, not 1970).
  */
 function cookieDate(value: string): number | null {
-  toughCookie ??= requireCjs("tough-cookie") as typeof ToughCookie;
-  return toughCookie.parseDate(value)?.getTime() ?? null;
+  return tough().parseDate(value)?.getTime() ?? null;
 }
 
-/** A Set-Cookie's attributes, name lower-cased and value trimmed, in order (RFC 6265bis §5.6). */
-function attributes(raw: string): { name: string; value: string }[] {
+/** A Set-Cookie attribute, its name lower-cased and its value trimmed (RFC 6265bis §5.6). */
+interface Attribute {
+  name: string;
+  value: string;
+}
+
+/** A Set-Cookie's attributes, in order: read once, for deletion and path alike. */
+function attributes(raw: string): Attribute[] {
   return raw
     .split(";")
     .slice(1)
@@ -113,13 +119,13 @@ function attributes(raw: string): { name: string; value: string }[] {
 /**
  * Whether a Set-Cookie deletes its cookie instead of setting it (RFC 6265bis §5.7): its last
  * valid Max-Age is 0 or less, or, without one, its last valid Expires is not after `now`
- * (§5.6.1, §5.6.2). Read from the raw value: undici ignores a negative Max-Age and reads Expires
+ * (§5.6.1, §5.6.2). Read from the raw attributes: undici ignores a negative Max-Age and reads Expires
  * as a JavaScript date.
  */
-function deletes(raw: string, now: number): boolean {
+function deletes(attrs: readonly Attribute[], now: number): boolean {
   let maxAge: number | undefined;
   let expires: number | undefined;
-  for (const { name, value } of attributes(raw)) {
+  for (const { name, value } of attrs) {
     if (name === "max-age" && /^-?\d+$/.test(value)) maxAge = Number(value);
     if (name === "expires") expires = cookieDate(value) ?? expires;
   }
@@ -128,8 +134,8 @@ function deletes(raw: string, now: number): boolean {
 }
 
 /** The value of a Set-Cookie's last Path attribute, the one that counts (RFC 6265bis §5.7). */
-function pathAttribute(raw: string): string | undefined {
-  return attributes(raw).findLast((a) => a.name === "path")?.value;
+function pathAttribute(attrs: readonly Attribute[]): string | undefined {
+  return attrs.findLast((a) => a.name === "path")?.value;
 }
 
 /**
@@ -139,8 +145,7 @@ function pathAttribute(raw: string): string | undefined {
  */
 function storedPath(path: string | undefined, setBy: URL): string {
   if (path?.startsWith("/")) return path;
-  toughCookie ??= requireCjs("tough-cookie") as typeof ToughCookie;
-  return toughCookie.defaultPath(setBy.pathname);
+  return tough().defaultPath(setBy.pathname);
 }
 
 /**
@@ -169,12 +174,14 @@ function chainCookies(hops: readonly Hop[]): SetCookie[] {
       // A Secure cookie from plain http is ignored entirely (RFC 6265bis §5.7): not stored, and
       // it removes nothing.
       if (c === null || (c.secure === true && !isPotentiallyTrustworthy(setBy))) continue;
-      const pathAttr = pathAttribute(raw);
+      const attrs = attributes(raw);
+      const pathAttr = pathAttribute(attrs);
       const path = storedPath(pathAttr, setBy);
       const key = `${c.name}\u0000${c.domain ?? ""}\u0000${path}`;
       byKey.delete(key);
       // Expired as it is set: the stored one is removed and this one is never kept.
-      if (!deletes(raw, readAt)) byKey.set(key, { ...c, path, pathAttribute: pathAttr, overHttps });
+      if (!deletes(attrs, readAt))
+        byKey.set(key, { ...c, path, pathAttribute: pathAttr, overHttps });
     }
   }
   return [...byKey.values()];

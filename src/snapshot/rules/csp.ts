@@ -140,15 +140,20 @@ export function headerPolicies(e: Evidence): Policy[] {
  * values that has one: what page.ts holds a `<base href>` to. Report-only policies block nothing.
  */
 export function headerBaseUri(values: readonly string[]): string[][] {
-  return policiesOf(values).flatMap((p) => {
-    const v = p.get("base-uri");
+  return listsOf(policiesOf(values), "base-uri");
+}
+
+/** The source list of `directive` in each policy that has it. */
+function listsOf(policies: readonly Policy[], directive: string): string[][] {
+  return policies.flatMap((p) => {
+    const v = p.get(directive);
     return v === undefined ? [] : [v];
   });
 }
 
 /** The `base-uri` source list of one `<meta>` policy, or null when it has none. */
 export function metaBaseUri(content: string): string[] | null {
-  return parseContentSecurityPolicy(content).get("base-uri") ?? null;
+  return metaPolicy(content)?.get("base-uri") ?? null;
 }
 
 /**
@@ -164,14 +169,17 @@ export function isBaseAllowed(base: URL, lists: readonly string[][], pageUrl: UR
 const NOT_IN_META = ["report-uri", "frame-ancestors", "sandbox"];
 
 /**
- * Each `<meta>` content is one policy: a comma there is not a separator (CSP3 §4.2.1). Without
- * the directives it loses; one left with no known directive is no policy.
+ * A `<meta>` content is one policy: a comma there is not a separator (CSP3 §4.2.1). Without
+ * the directives it loses; one left with no known directive is no policy (null).
  */
+function metaPolicy(content: string): Policy | null {
+  const all = parseContentSecurityPolicy(content);
+  const p = new Map([...all].filter(([name]) => !NOT_IN_META.includes(name)));
+  return [...p.keys()].some((name) => KNOWN_DIRECTIVES.has(name)) ? p : null;
+}
+
 function metaPolicies(e: Evidence): Policy[] {
-  return (e.page?.metaCsp ?? [])
-    .map((p) => parseContentSecurityPolicy(p))
-    .map((p) => new Map([...p].filter(([name]) => !NOT_IN_META.includes(name))))
-    .filter((p) => [...p.keys()].some((name) => KNOWN_DIRECTIVES.has(name)));
+  return (e.page?.metaCsp ?? []).map(metaPolicy).filter((p) => p !== null);
 }
 
 /** Whether a policy in force makes browsers fetch `http:` subresources over https (CSP UIR). */
@@ -187,10 +195,7 @@ const ANY_HOST = /^(https?:|(https?:\/\/)?\*(:(\d+|\*))?(\/.*)?)$/;
 
 /** The `frame-ancestors` sources of each header policy that has one (a meta one is ignored). */
 function frameAncestors(e: Evidence): string[][] {
-  return headerPolicies(e).flatMap((p) => {
-    const v = p.get("frame-ancestors");
-    return v === undefined ? [] : [v.map((s) => s.toLowerCase())];
-  });
+  return listsOf(headerPolicies(e), "frame-ancestors").map((l) => l.map((s) => s.toLowerCase()));
 }
 
 /**
