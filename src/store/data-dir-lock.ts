@@ -7,8 +7,8 @@ import { ConfigError } from "../config-error.js";
  * embedded store clears every lease at open (a lease can only belong to a previous, dead run),
  * which is right only when nobody else is using the directory. So the directory is locked by a
  * file naming the owner's pid and the kernel's start time of that pid: a lock whose process is
- * gone, or whose pid now belongs to another process (a restarted container is often pid 1 again),
- * is stale and taken over.
+ * gone (or a zombie: exited, not yet reaped), or whose pid now belongs to another process (a
+ * restarted container is often pid 1 again), is stale and taken over.
  */
 const LOCK_FILE = "secsnap.lock";
 
@@ -21,14 +21,20 @@ interface Owner {
   started?: string;
 }
 
-function startTime(pid: number): string | undefined {
+/** The fields of /proc/<pid>/stat after the command name (field 3 first); undefined off Linux
+ * or when there is no such process. */
+function statFields(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   } catch {
     return undefined;
   }
+}
+
+function startTime(pid: number): string | undefined {
+  return statFields(pid)?.[19];
 }
 
 function alive(owner: Owner): boolean {
@@ -39,8 +45,13 @@ function alive(owner: Owner): boolean {
     // EPERM: it exists, under another user.
     if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
   }
+  const fields = statFields(owner.pid);
+  // A zombie (state Z) has exited and only waits for its parent to read its status, which never
+  // comes where PID 1 does not reap orphans (a container without an init): kill(pid, 0) still
+  // succeeds on it, but it holds nothing.
+  if (fields?.[0] === "Z") return false;
   if (owner.started === undefined) return true;
-  const now = startTime(owner.pid);
+  const now = fields?.[19];
   return now === undefined || now === owner.started;
 }
 

@@ -1,11 +1,12 @@
 /**
  * The embedded store (src/store/embedded.ts): the contract (test/store/contract.ts), and what
  * only a database on local disk promises: records survive close and reopen, and a SIGKILL right
- * after a write resolved; one process per DATA_DIR, refused in one line naming DATA_DIR; leases
- * of a previous run are cleared at open; expired records are deleted, not only hidden.
+ * after a write resolved; one process per DATA_DIR, refused in one line naming DATA_DIR (an owner
+ * that is a zombie counts as gone); leases of a previous run are cleared at open; expired records
+ * are deleted, not only hidden.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -68,6 +69,27 @@ function killed(proc: ChildProcess): Promise<void> {
     proc.once("exit", () => resolve());
     proc.kill("SIGKILL");
   });
+}
+
+/** Resolves once `proc` printed `text` on its stdout. */
+function printed(proc: ChildProcess, text: string): Promise<void> {
+  let stdout = "";
+  return new Promise((resolve, reject) => {
+    proc.stdout!.on("data", (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes(text)) resolve();
+    });
+    proc.once("exit", () => reject(new Error(`exited before printing ${text}`)));
+  });
+}
+
+/** Resolves once /proc/<pid>/stat shows `state` (field 3): a signal is delivered asynchronously. */
+async function processState(pid: number, state: string): Promise<void> {
+  const read = () => {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+  };
+  while (read() !== state) await new Promise((resolve) => setTimeout(resolve, 10));
 }
 
 describe("embedded payment record store", () => {
@@ -138,6 +160,29 @@ describe("embedded payment record store", () => {
     // Once it is gone, the directory is free again.
     const store = await EmbeddedPaymentRecordStore.open({ dataDir: dir });
     await store.close();
+  });
+
+  it("a crashed owner that stays a zombie (its parent never reaps it) leaves the directory free", async () => {
+    const dir = freshDir();
+    // The owner runs under a shell that never waits for it while it reads its input: once the
+    // owner is killed it stays a zombie, as an orphan does under a PID 1 that does not reap.
+    const owner = [process.execPath, "--import", "tsx", STORE_CHILD, dir, "open"];
+    const parent = spawn("sh", ["-c", '"$@" & read line; wait', "sh", ...owner], {
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    try {
+      await printed(parent, "opened");
+      const lock = readFileSync(join(dir, "secsnap.lock"), "utf8");
+      const { pid } = JSON.parse(lock) as { pid: number };
+      process.kill(pid, "SIGKILL");
+      await processState(pid, "Z");
+
+      const store = await EmbeddedPaymentRecordStore.open({ dataDir: dir });
+      await store.close();
+    } finally {
+      parent.stdin!.end("reap\n"); // the shell then waits for its child and exits
+      await new Promise((resolve) => parent.once("close", resolve));
+    }
   });
 
   it("a second open in the same process is refused; after close the directory opens again", async () => {
