@@ -10,7 +10,8 @@ import ipaddr from "ipaddr.js";
  *     `100:0:0:1::/64` and every unallocated prefix.
  * Addresses inside an allow CIDR (SNAPSHOT_ALLOW_CIDRS) are treated as public. Local mode
  * (SNAPSHOT_ALLOW_LOCAL, for development) also opens loopback, RFC 1918 and unique-local IPv6.
- * Cloud metadata endpoints stay blocked whatever is allowed (docs/security.md, "Local mode").
+ * Cloud host services (metadata, Azure's WireServer) and IPv4-mapped addresses stay blocked
+ * whatever is allowed (docs/security.md, "Cloud host services").
  */
 
 type Cidr = [ipaddr.IPv4 | ipaddr.IPv6, number];
@@ -77,9 +78,19 @@ const LOCAL = cidrs([
   "fc00::/7",
 ]);
 
-/** Cloud metadata services (AWS, GCP, Azure, Oracle on 169.254.169.254; AWS's IPv6 one inside
- * fc00::/7): one request there can hand out the machine's credentials, so no setting opens them. */
-const METADATA = cidrs(["169.254.169.254/32", "fd00:ec2::254/128"]);
+/** Services a cloud provider runs for the machine itself: one request there can hand out the
+ * machine's credentials or configuration, so no setting opens them (docs/security.md). Some sit
+ * in ranges local mode or an allow range opens (fc00::/7, 169.254/16), one looks public. */
+const CLOUD_HOST_SERVICES = cidrs([
+  "169.254.169.254/32", // instance metadata: AWS, GCP, Azure, Oracle, OpenStack, DigitalOcean
+  "169.254.170.2/32", // AWS ECS task metadata and credentials
+  "169.254.170.23/32", // AWS EKS Pod Identity agent (credentials)
+  "100.100.100.200/32", // Alibaba Cloud metadata
+  "168.63.129.16/32", // Azure WireServer (VM agent, extensions' settings), a public address
+  "fd00:ec2::254/128", // AWS instance metadata over IPv6
+  "fd00:ec2::23/128", // AWS EKS Pod Identity agent over IPv6
+  "fd20:ce::254/128", // GCP metadata over IPv6
+]);
 
 function inAny(addr: ipaddr.IPv4 | ipaddr.IPv6, list: readonly Cidr[]): boolean {
   return list.some(([net, bits]) => net.kind() === addr.kind() && addr.match(net, bits));
@@ -101,6 +112,16 @@ function parseAddress(ip: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   }
 }
 
+/** An IPv4-mapped address (::ffff:a.b.c.d) reaches the IPv4 address it carries. */
+function isMapped(addr: ipaddr.IPv4 | ipaddr.IPv6): addr is ipaddr.IPv6 {
+  return addr.kind() === "ipv6" && (addr as ipaddr.IPv6).isIPv4MappedAddress();
+}
+
+/** The address a connection reaches: a mapped one as its IPv4 address, every other as it is. */
+function unmapped(addr: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | ipaddr.IPv6 {
+  return isMapped(addr) ? addr.toIPv4Address() : addr;
+}
+
 function isBlockedParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): boolean {
   if (addr.range() !== "unicast") return true;
   if (addr.kind() === "ipv4") return inAny(addr, BLOCKED_V4);
@@ -109,16 +130,21 @@ function isBlockedParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): boolean {
   return !inAny(addr, ELIGIBLE_V6) || inAny(addr, BLOCKED_V6);
 }
 
-/** Would local mode allow this address (loopback, RFC 1918, unique-local, not metadata)? For
- * the hint in a refusal: the rule itself is in createAddressPolicy. */
+/** Would local mode allow this address (loopback, RFC 1918, unique-local, no cloud host
+ * service)? For the hint in a refusal: the rule itself is in createAddressPolicy. */
 export function isLocalAddress(ip: string): boolean {
   const addr = parseAddress(ip);
-  return addr !== undefined && isLocalParsed(addr);
+  return addr !== undefined && !isCloudHostService(addr) && isLocalParsed(addr);
 }
 
 function isLocalParsed(addr: ipaddr.IPv4 | ipaddr.IPv6): boolean {
   const zoned = addr.kind() === "ipv6" && Boolean((addr as ipaddr.IPv6).zoneId);
-  return !zoned && inAny(addr, LOCAL) && !inAny(addr, METADATA);
+  return !zoned && inAny(addr, LOCAL);
+}
+
+/** Checked on the address a connection reaches, so no IPv4-mapped spelling slips past. */
+function isCloudHostService(addr: ipaddr.IPv4 | ipaddr.IPv6): boolean {
+  return inAny(unmapped(addr), CLOUD_HOST_SERVICES);
 }
 
 export interface AddressPolicy {
@@ -135,7 +161,10 @@ export function createAddressPolicy(
     isBlocked(ip: string): boolean {
       const addr = parseAddress(ip);
       if (!addr) return true; // not an address we understand: never dial it
-      if (inAny(addr, METADATA)) return true;
+      if (isCloudHostService(addr)) return true;
+      // docs/contract.md §5.1 blocks the mapped form whatever IPv4 address it carries, and no
+      // setting opens it: an IPv6 allow range (even ::/0) must not open IPv4 space through it.
+      if (isMapped(addr)) return true;
       if (inAny(addr, allowed)) return false;
       if (allowLocal && isLocalParsed(addr)) return false;
       return isBlockedParsed(addr);

@@ -193,11 +193,68 @@ describe("local mode (SNAPSHOT_ALLOW_LOCAL: scan --local, serve --allow-local)",
     expect(opened.isBlocked("169.254.1.1")).toBe(false); // the rest of the range is opened
   });
 
+  it.each([
+    ["fd00:ec2::23", "the EKS Pod Identity agent over IPv6, inside the unique-local range"],
+    ["fd20:ce::254", "GCP metadata over IPv6, inside the unique-local range"],
+    ["::ffff:127.0.0.1", "IPv4-mapped loopback"],
+  ])("gives no hint for %s (%s): local mode keeps it blocked", (ip) => {
+    expect(local.isBlocked(ip)).toBe(true);
+    expect(isLocalAddress(ip)).toBe(false);
+  });
+
   it("leaves public addresses as they were", () => {
     expect(local.isBlocked("93.184.216.34")).toBe(false);
     expect(local.isBlocked("2606:2800:220:1::1")).toBe(false);
     // Just outside 172.16.0.0/12: public, never "local".
     expect(local.isBlocked("172.32.0.1")).toBe(false);
     expect(isLocalAddress("172.32.0.1")).toBe(false);
+  });
+});
+
+describe("cloud host services: blocked in every mode, in every spelling", () => {
+  const services = [
+    "169.254.169.254", // instance metadata (AWS, GCP, Azure, Oracle, …)
+    "169.254.170.2", // AWS ECS task credentials
+    "169.254.170.23", // AWS EKS Pod Identity agent
+    "100.100.100.200", // Alibaba Cloud metadata
+    "168.63.129.16", // Azure WireServer: a public address
+    "fd00:ec2::254", // AWS metadata over IPv6
+    "fd00:ec2::23", // AWS EKS Pod Identity agent over IPv6
+    "fd20:ce::254", // GCP metadata over IPv6
+  ];
+  const everything = ["0.0.0.0/0", "::/0"];
+  const modes = {
+    production: createAddressPolicy([]),
+    local: createAddressPolicy([], { allowLocal: true }),
+    "allow ::/0 and 0.0.0.0/0": createAddressPolicy(everything),
+    "allow ::/0 alone": createAddressPolicy(["::/0"]),
+    "allow all, in local mode": createAddressPolicy(everything, { allowLocal: true }),
+  };
+  const spellings = (ip: string) =>
+    ip.includes(":") ? [ip, `[${ip}]`] : [ip, `::ffff:${ip}`, `[::ffff:${ip}]`];
+
+  it.each(Object.entries(modes))("%s", (_mode, p) => {
+    for (const service of services) {
+      for (const ip of spellings(service)) {
+        expect(p.isBlocked(ip), ip).toBe(true);
+        expect(isLocalAddress(ip), ip).toBe(false);
+      }
+    }
+    // Their neighbours are what the mode makes them: only the services themselves are pinned.
+    expect(p.isBlocked("168.63.129.17")).toBe(false);
+  });
+
+  it("an IPv6 allow range opens no IPv4 address through its IPv4-mapped form", () => {
+    const v6 = createAddressPolicy(["::/0"]);
+    for (const ip of [
+      "::ffff:10.0.0.1",
+      "::ffff:127.0.0.1",
+      "::ffff:8.8.8.8",
+      "::ffff:a9fe:a9fe",
+    ]) {
+      expect(v6.isBlocked(ip), ip).toBe(true);
+    }
+    expect(v6.isBlocked("fd12::1")).toBe(false); // IPv6 space is what it opens
+    expect(createAddressPolicy(["::ffff:0:0/96"]).isBlocked("::ffff:8.8.8.8")).toBe(true);
   });
 });

@@ -275,6 +275,9 @@ describe("local mode and the hints in refusals (SNAPSHOT_ALLOW_LOCAL)", () => {
     "http://169.254.169.254/latest/meta-data/",
     "http://[fd00:ec2::254]/",
     "http://[::ffff:169.254.169.254]/",
+    "http://[fd20:ce::254]/",
+    "http://[fd00:ec2::23]/",
+    "http://168.63.129.16/",
     "http://[fe80::1]/",
     "http://0.0.0.0:8000/",
   ])("still refuses %s, without the hint", (raw) => {
@@ -291,6 +294,9 @@ describe("local mode and the hints in refusals (SNAPSHOT_ALLOW_LOCAL)", () => {
     expect(redirectErrorFrom("http://192.168.0.1/").message).toContain(hint);
     // Metadata and reserved space get no hint: local mode would not open them either.
     expect(inputError("http://169.254.169.254/").message).not.toContain("--local");
+    // Cloud host services inside the unique-local range local mode opens: no hint either.
+    expect(inputError("http://[fd20:ce::254]/").message).not.toContain("--local");
+    expect(inputError("http://[fd00:ec2::23]/").message).not.toContain("--local");
     expect(inputError("http://192.0.2.1/").message).not.toContain("--local");
   });
 
