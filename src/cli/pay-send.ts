@@ -24,8 +24,12 @@ export const ANSWER_TIMEOUT_S = 150;
 const MAX_RETRY_WAIT_S = 30;
 /** First wait after a lost answer (no `Retry-After` to honour); it doubles on each loss. */
 const LOST_ANSWER_WAIT_S = 2;
-/** A repeat within this long is the same Ctrl-C (delivered to the process group and by a wrapper). */
-const SAME_CTRL_C_MS = 1_000;
+/**
+ * A repeat within this long is the same Ctrl-C: the terminal signals the process group and a
+ * wrapper in it (npm, npx) forwards the signal once more, within milliseconds. A person who reads
+ * "Ctrl-C again" and presses it takes longer, and that press must count.
+ */
+const SAME_CTRL_C_MS = 200;
 
 async function readBody(response: Response): Promise<unknown> {
   const text = await response.text();
