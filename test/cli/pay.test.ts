@@ -9,7 +9,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Network } from "@x402/core/types";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Address, Hex } from "viem";
+import { testActions, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authorizationUsed as authorizationUsedOnChain } from "../fixtures/usdc.js";
 import type { RunningServer } from "../../src/http/index.js";
@@ -773,6 +773,41 @@ describe("the line that says whether anything was charged", () => {
       ),
     );
     expect(await bed.balanceOf(payer)).toBe(before);
+    expect(code).toBe(3);
+  });
+
+  it("an API that answers 402 without settling, once the chain is past the expiry: not charged for good", async () => {
+    // A devnet of its own: its clock is moved past the authorization's validBefore.
+    const own = await startPaidBed();
+    opened.push(own);
+    const test = own.chain.extend(testActions({ mode: "anvil" }));
+    const api = await startDishonestApi({
+      service: own.service.url,
+      facilitatorUrl: own.devnet.facilitatorUrl,
+      status: 402,
+      settle: false,
+      beforeAnswer: async (proof) => {
+        const { validBefore } = (proof.payload as { authorization: { validBefore: string } })
+          .authorization;
+        await test.setNextBlockTimestamp({ timestamp: BigInt(validBefore) });
+        await test.mine({ blocks: 1 });
+      },
+    });
+    opened.push(api);
+    const { code, stderr } = await runCli(
+      ["pay", own.target.url, "--api", api.url, "--rpc", own.devnet.rpcUrl],
+      payerEnv(own.devnet, 2),
+    );
+    const { from, nonce } = onlyAuthorization(api);
+    expect(await authorizationUsedOnChain(own.chain, own.devnet.usdcAddress, from, nonce)).toBe(
+      false,
+    );
+    expect(lastLine(stderr)).toMatch(
+      new RegExp(
+        `^secsnap pay: not charged: the chain says authorization ${nonce} from ${from} is unused ` +
+          `on base-sepolia \\(eip155:84532\\) and expired at \\S+Z; it can no longer be used$`,
+      ),
+    );
     expect(code).toBe(3);
   });
 
