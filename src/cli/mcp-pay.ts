@@ -5,7 +5,7 @@
  * anything was charged — within the session's caps, checked before signing (docs/mcp.md).
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { Network, PaymentRequirements } from "@x402/core/types";
+import type { Network, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { getDefaultAsset } from "@x402/evm";
 import { formatUnits, parseUnits, type Address } from "viem";
 import { privateKeyToAccount, type LocalAccount } from "viem/accounts";
@@ -168,7 +168,7 @@ export class McpPayer {
   /** The signed proof sent for the report; a failure says what the chain says was charged. */
   private async pay(
     url: string,
-    challenge: ReturnType<typeof challengeOf>,
+    challenge: PaymentRequired,
     offer: PaymentRequirements,
     account: LocalAccount,
     note: string | undefined,
