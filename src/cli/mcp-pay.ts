@@ -5,13 +5,22 @@
  * anything was charged — within the session's caps, checked before signing (docs/mcp.md).
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { Network, PaymentRequirements } from "@x402/core/types";
+import type { Network, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { getDefaultAsset } from "@x402/evm";
 import { formatUnits, parseUnits, type Address } from "viem";
 import { privateKeyToAccount, type LocalAccount } from "viem/accounts";
 import { DEVNET_NETWORK, USDC_DECIMALS } from "../devnet/index.js";
 import { SnapshotErrorBodySchema, SnapshotResultSchema } from "../http/index.js";
-import { chainRpc, chargeOnChain, networkLabel, readUsdcBalance, usdc } from "./pay-charge.js";
+import {
+  chainRpc,
+  chargeOnChain,
+  networkLabel,
+  readOfferChain,
+  readUsdcBalance,
+  usdc,
+  type ChainReading,
+  type SignedAuthorization,
+} from "./pay-charge.js";
 import {
   PaymentRefused,
   challengeOf,
@@ -21,14 +30,7 @@ import {
   signProof,
 } from "./pay-offer.js";
 import { MAINNET, checkedKey, snapshotEndpoint } from "./pay-options.js";
-import {
-  ANSWER_TIMEOUT_S,
-  ask,
-  noAnswer,
-  refusedUncharged,
-  sendPaid,
-  type Answer,
-} from "./pay-send.js";
+import { ANSWER_TIMEOUT_S, ask, noAnswer, sendPaid, type Answer } from "./pay-send.js";
 
 /** What `secsnap mcp` was started with, checked (mcp.ts reads the command line). */
 export interface McpOptions {
@@ -68,6 +70,17 @@ function failure(
   };
 }
 
+/**
+ * A signed authorization whose call ended without a report and that the chain has not settled
+ * either way: unknown, or unused but still usable until it expires. Its amount stays committed.
+ */
+interface Commitment {
+  amount: bigint;
+  offer: PaymentRequirements;
+  /** Undefined: a proof without an EIP-3009 authorization, committed for the whole session. */
+  authorization: SignedAuthorization | undefined;
+}
+
 /** The payer of one MCP session: its key, its caps and what it has spent. */
 export class McpPayer {
   private readonly endpoint: URL;
@@ -75,11 +88,14 @@ export class McpPayer {
   private readonly budgetUnits: bigint;
   /** Charged for sure (a report came, or the chain says so). */
   private spentUnits = 0n;
+  /** Calls between the caps check and their outcome: reserved, so concurrent calls cannot overshoot. */
+  private inFlightUnits = 0n;
   /**
-   * Signed and not known to be uncharged: the budget is checked against this, so a call whose
-   * charge is unknown (or an unused authorization the service may still settle) counts as spent.
+   * Calls that ended without a report and that the chain has not settled: the service may still
+   * charge them, so they count against the budget until the chain says used (spent) or expired
+   * unused (freed). An API's refusal alone frees nothing.
    */
-  private committedUnits = 0n;
+  private readonly committed = new Set<Commitment>();
   private paidCalls = 0;
   /** The last offer paid or priced: the wallet reads its network and asset. */
   private lastOffer: PaymentRequirements | undefined;
@@ -123,6 +139,10 @@ export class McpPayer {
     try {
       offer = chooseOffer(challenge, this.options.networks);
       this.lastOffer = offer;
+      // Commitments the chain may have settled since are read first, only when they are in the way.
+      if (this.heldUnits() + BigInt(offer.amount) > this.budgetUnits) {
+        await this.readCommitments(cancelled);
+      }
       this.checkCaps(BigInt(offer.amount));
       ({ account, note } = chooseAccount(this.key(), offer));
     } catch (err) {
@@ -134,14 +154,31 @@ export class McpPayer {
       `paying ${usdc(offer.amount)} on ${networkLabel(offer.network)} to ${offer.payTo} from ${account.address}`,
     );
 
-    // Reserved before the first await after the check, so concurrent calls cannot overshoot.
+    // Reserved before the first await after the check, so concurrent calls cannot overshoot;
+    // the outcome is booked in the same step as the reservation is released.
     const amount = BigInt(offer.amount);
-    this.committedUnits += amount;
+    this.inFlightUnits += amount;
+    try {
+      return await this.pay(url, challenge, offer, account, note, cancelled);
+    } finally {
+      this.inFlightUnits -= amount;
+    }
+  }
+
+  /** The signed proof sent for the report; a failure says what the chain says was charged. */
+  private async pay(
+    url: string,
+    challenge: PaymentRequired,
+    offer: PaymentRequirements,
+    account: LocalAccount,
+    note: string | undefined,
+    cancelled: AbortSignal,
+  ): Promise<CallToolResult> {
+    const amount = BigInt(offer.amount);
     let paid: Awaited<ReturnType<typeof signProof>>;
     try {
       paid = await signProof(challenge, offer, account);
     } catch (err) {
-      this.committedUnits -= amount;
       return failure(`The proof could not be signed: ${(err as Error).message}.`, NOTHING_SIGNED);
     }
     const sent = await sendPaid(
@@ -176,29 +213,73 @@ export class McpPayer {
     const what = answer
       ? `The API answered ${answer.response.status} to the signed proof: ${describeBody(answer.body)}`
       : `The service did not answer the signed proof after ${sent.sends} sends (${sent.lost ?? "no answer"}); resending the same proof was safe (charged at most once).`;
-    const refused = refusedUncharged(sent);
-    if (refused !== undefined) {
-      this.committedUnits -= amount;
-      const charged = `Nothing was charged (${refused}).`;
-      return answer?.response.status === 400
-        ? this.snapshotError(answer, charged)
-        : failure(what, charged);
-    }
+    // Whatever the answer says, only the chain tells whether the proof was charged: an API may
+    // settle a proof and still answer 402, 409 or 400.
     const signal = AbortSignal.timeout(CHAIN_READ_S * 1000);
     const { line, reading } = await chargeOnChain(
       paid.authorization,
       offer,
       this.options.rpc,
+      this.endpoint,
       this.env,
       signal,
     );
+    const commitment: Commitment = { amount, offer, authorization: paid.authorization };
+    const held = this.book(commitment, reading);
+    const charged =
+      `${line.charAt(0).toUpperCase()}${line.slice(1)}.` +
+      (held
+        ? ` Its ${usdc(amount)} stays committed against --budget-usdc until the chain says it was used or it expired unused.`
+        : "");
+    return answer?.response.status === 400
+      ? this.snapshotError(answer, charged)
+      : failure(what, charged);
+  }
+
+  /** What a call ended without a report costs, by the chain's reading; true: still committed. */
+  private book(commitment: Commitment, reading: ChainReading | undefined): boolean {
     if (reading?.state === "used") {
-      this.spentUnits += amount;
+      this.spentUnits += commitment.amount;
       this.paidCalls++;
+      return false;
     }
-    if (reading?.state === "canceled") this.committedUnits -= amount;
-    const charged = `${line.charAt(0).toUpperCase()}${line.slice(1)}.`;
-    return failure(what, charged);
+    if (reading?.state === "canceled" || (reading?.state === "unused" && reading.expired)) {
+      return false;
+    }
+    this.committed.add(commitment);
+    return true;
+  }
+
+  /** The committed calls read again on chain: used ones are spent, expired unused ones freed. */
+  private async readCommitments(cancelled: AbortSignal): Promise<void> {
+    const signal = AbortSignal.any([cancelled, AbortSignal.timeout(CHAIN_READ_S * 1000)]);
+    const readable = [...this.committed].filter((c) => c.authorization !== undefined);
+    await Promise.all(
+      readable.map(async (commitment) => {
+        const reading = await readOfferChain(
+          commitment.authorization as SignedAuthorization,
+          commitment.offer,
+          this.options.rpc,
+          this.endpoint,
+          this.env,
+          signal,
+        );
+        // Taken out and booked again in one step: it is either committed or spent, never both;
+        // a reading that another call's reading beat to it is dropped.
+        if (this.committed.delete(commitment)) this.book(commitment, reading);
+      }),
+    );
+  }
+
+  /** Spent, in flight, and committed: what the budget is checked against. */
+  private heldUnits(): bigint {
+    return this.spentUnits + this.inFlightUnits + this.committedUnits();
+  }
+
+  private committedUnits(): bigint {
+    let units = 0n;
+    for (const c of this.committed) units += c.amount;
+    return units;
   }
 
   /** The `wallet` tool: address, network, balance on chain, what the session spent. */
@@ -230,8 +311,14 @@ export class McpPayer {
       notes.push((err as Error).message);
     }
 
+    await this.readCommitments(cancelled);
     let balance: string | null = null;
-    const rpc = chainRpc(this.options.rpc, { network, extra: offer?.extra ?? {} }, this.env);
+    const rpc = chainRpc(
+      this.options.rpc,
+      { network, extra: offer?.extra ?? {} },
+      this.endpoint,
+      this.env,
+    );
     if (address && rpc) {
       try {
         const signal = AbortSignal.any([cancelled, AbortSignal.timeout(CHAIN_READ_S * 1000)]);
@@ -243,7 +330,7 @@ export class McpPayer {
     } else if (address) {
       notes.push("No RPC known for this network (--rpc URL).");
     }
-    const left = this.budgetUnits - this.committedUnits;
+    const left = this.budgetUnits - this.heldUnits();
     const wallet = {
       address,
       key,
@@ -251,6 +338,7 @@ export class McpPayer {
       asset,
       balance_usdc: balance,
       spent_usdc: formatUnits(this.spentUnits, USDC_DECIMALS),
+      committed_usdc: formatUnits(this.committedUnits(), USDC_DECIMALS),
       budget_usdc: formatUnits(this.budgetUnits, USDC_DECIMALS),
       budget_left_usdc: formatUnits(left > 0n ? left : 0n, USDC_DECIMALS),
       max_usdc_per_call: formatUnits(this.maxUnits, USDC_DECIMALS),
@@ -262,7 +350,10 @@ export class McpPayer {
       content: text(
         `${address ?? "address not known yet"} on ${networkLabel(network)}: ` +
           `balance ${balance === null ? "unknown" : `${balance} USDC`}; ` +
-          `spent ${wallet.spent_usdc} of ${wallet.budget_usdc} USDC this session (${this.paidCalls} paid calls).`,
+          `spent ${wallet.spent_usdc} of ${wallet.budget_usdc} USDC this session (${this.paidCalls} paid calls)` +
+          (this.committed.size > 0
+            ? `; ${wallet.committed_usdc} USDC more committed: signed for calls that got no report, until the chain says they were used or expired unused.`
+            : "."),
         ...notes,
       ),
       structuredContent: wallet,
@@ -274,10 +365,11 @@ export class McpPayer {
     if (amount > this.maxUnits) {
       throw new PaymentRefused(`price ${usdc(amount)} exceeds --max-usdc ${this.options.maxUsdc}`);
     }
-    if (this.committedUnits + amount > this.budgetUnits) {
+    const held = this.heldUnits();
+    if (held + amount > this.budgetUnits) {
       throw new PaymentRefused(
         `price ${usdc(amount)} would exceed --budget-usdc ${this.options.budgetUsdc} (this session has ` +
-          `spent or committed ${usdc(this.committedUnits)})`,
+          `spent or committed ${usdc(held)})`,
       );
     }
   }

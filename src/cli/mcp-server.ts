@@ -26,11 +26,16 @@ const WalletOutputSchema = z.object({
   network: z.string().describe("CAIP-2 id of the network the balance is read on."),
   asset: z.string().describe("The USDC contract read."),
   balance_usdc: z.string().nullable().describe("USDC balance on chain; null when unreadable."),
-  spent_usdc: z.string().describe("USDC charged by this session's calls."),
+  spent_usdc: z.string().describe("USDC charged by this session's calls, by the chain's word."),
+  committed_usdc: z
+    .string()
+    .describe(
+      "USDC signed for calls that got no report and that the chain has not settled: held against the budget until the chain says used (then spent) or expired unused (then freed).",
+    ),
   budget_usdc: z.string().describe("--budget-usdc: the most this session may spend."),
   budget_left_usdc: z
     .string()
-    .describe("What is left of the budget; a call whose charge is unknown counts as spent."),
+    .describe("What is left of the budget once spent and committed USDC are counted."),
   max_usdc_per_call: z.string(),
   networks_allowed: z.array(z.string()),
   paid_calls: z.number().int().min(0),

@@ -1,9 +1,11 @@
 /**
- * Whether `secsnap pay` charged anything, when the answer cannot say it: the EIP-3009
- * authorization of the signed proof, read on chain (docs/payment.md, "Paying from the command
- * line"). The token moves money for an authorization at most once, so its state is the truth.
+ * Whether `secsnap pay` or `secsnap mcp` charged anything once a signed proof left without a
+ * report: the EIP-3009 authorization of the proof, read on the offer's chain (docs/payment.md,
+ * "Paying from the command line"). An API's refusal is no proof: it may have settled the proof
+ * anyway. The token moves money for an authorization at most once, so its state is the truth.
  */
 import type { PaymentRequirements } from "@x402/core/types";
+import ipaddr from "ipaddr.js";
 import { createPublicClient, formatUnits, http, parseAbi, parseAbiItem } from "viem";
 import type { Address, Hex } from "viem";
 import { NETWORK_IDS } from "../config.js";
@@ -26,7 +28,8 @@ export interface SignedAuthorization {
 export type ChainReading =
   | { state: "used"; transaction: Hex | undefined }
   | { state: "canceled" }
-  | { state: "unused" }
+  /** Unused at the chain's latest block; `expired`: that block is past `validBefore`. */
+  | { state: "unused"; expired: boolean }
   | { state: "unreadable"; why: string };
 
 /** Base's documented public RPC endpoints: used only when `--rpc` is not given. */
@@ -53,20 +56,38 @@ const AUTHORIZATION_CANCELED = parseAbiItem(
 );
 
 /**
- * The RPC to read: `--rpc`; a devnet offer's anvil on this machine (DEVNET_RPC_PORT, as
- * `secsnap serve` reads it); else the network's public endpoint.
+ * The RPC to read for the offer's chain: `--rpc`; for a devnet offer of an API on this machine,
+ * its anvil (DEVNET_RPC_PORT, as `secsnap serve` reads it); else the network's public endpoint.
+ * A devnet API elsewhere has its anvil on its own loopback: what answers on ours is another
+ * chain with the same id, so none is guessed. Every reading checks the RPC's chain id.
  */
 export function chainRpc(
   option: string | undefined,
   offer: Pick<PaymentRequirements, "network" | "extra">,
+  api: URL,
   env: NodeJS.ProcessEnv,
 ): string | undefined {
   if (option !== undefined) return option;
   if (offer.extra?.devnet === true && offer.network === DEVNET_NETWORK) {
+    if (!onThisMachine(api)) return undefined;
     const port = env.DEVNET_RPC_PORT?.trim();
     return `http://127.0.0.1:${port && /^\d{1,5}$/.test(port) ? port : DEVNET_RPC_PORT}`;
   }
   return PUBLIC_RPC[offer.network];
+}
+
+/** Whether `api` names this machine: `localhost` or a loopback address. */
+function onThisMachine(api: URL): boolean {
+  const host = api.hostname.replace(/^\[(.*)\]$/, "$1");
+  if (host === "localhost" || host.endsWith(".localhost")) return true;
+  return ipaddr.isValid(host) && ipaddr.process(host).range() === "loopback";
+}
+
+/** Why no RPC is read for `offer` (chainRpc gave none). */
+function noRpc(offer: Pick<PaymentRequirements, "network" | "extra">): string {
+  return offer.extra?.devnet === true
+    ? "the API is a devnet on another machine, whose chain only it reads (--rpc URL)"
+    : "no RPC known for this network (--rpc URL)";
 }
 
 /** The authorization of a signed payload (v1 and v2 carry it the same way), for `offer`. */
@@ -113,9 +134,10 @@ function reasonOf(signal: AbortSignal): string {
 }
 
 /**
- * The authorization's state on chain: `authorizationState(from, nonce)` of the USDC contract,
- * and when used, the transaction that used it (its AuthorizationUsed log). The RPC must be the
- * offer's chain: another chain would say "unused" for everything.
+ * The authorization's state on chain: `authorizationState(from, nonce)` of the USDC contract at
+ * the latest block, and when used, the transaction that used it (its AuthorizationUsed log).
+ * Unused at a block past `validBefore` is unused for good: the token refuses it from then on.
+ * The RPC must be the offer's chain: another chain would say "unused" for everything.
  */
 export async function readAuthorization(
   rpcUrl: string,
@@ -133,17 +155,19 @@ export async function readAuthorization(
         why: `the RPC at ${rpcUrl} is chain eip155:${chainId}, not ${auth.network}`,
       };
     }
+    const block = await abortable(chain.getBlock(), signal);
     const used = await abortable(
       chain.readContract({
         address: auth.asset,
         abi: EIP3009_ABI,
         functionName: "authorizationState",
         args: [auth.from, auth.nonce],
+        blockNumber: block.number,
       }),
       signal,
     );
-    if (!used) return { state: "unused" };
-    const latest = await abortable(chain.getBlockNumber(), signal);
+    if (!used) return { state: "unused", expired: block.timestamp >= auth.validBefore };
+    const latest = block.number;
     const fromBlock = latest > LOG_LOOKBACK_BLOCKS ? latest - LOG_LOOKBACK_BLOCKS : 0n;
     const filter = { address: auth.asset, args: { authorizer: auth.from, nonce: auth.nonce } };
     const [usedLogs, canceledLogs] = await abortable(
@@ -163,24 +187,37 @@ export async function readAuthorization(
 }
 
 /**
- * The charge line read on chain for a proof whose answers do not tell whether it was charged,
- * and the reading itself (`secsnap mcp` keeps its session's account by it).
+ * The charge line read on chain for a proof that left without a report, and the reading itself
+ * (`secsnap mcp` keeps its session's account by it).
  */
 export async function chargeOnChain(
   auth: SignedAuthorization | undefined,
   offer: PaymentRequirements,
   rpcOption: string | undefined,
+  api: URL,
   env: NodeJS.ProcessEnv,
   signal: AbortSignal,
 ): Promise<{ line: string; reading?: ChainReading }> {
   if (!auth) {
     return { line: "unknown whether charged: the signed proof carries no EIP-3009 authorization" };
   }
-  const rpc = chainRpc(rpcOption, offer, env);
-  const reading: ChainReading = rpc
-    ? await readAuthorization(rpc, auth, signal)
-    : { state: "unreadable", why: "no RPC known for this network (--rpc URL)" };
+  const reading = await readOfferChain(auth, offer, rpcOption, api, env, signal);
   return { line: chargeLine(reading, auth), reading };
+}
+
+/** readAuthorization on the RPC chainRpc names for the offer, or why there is none. */
+export function readOfferChain(
+  auth: SignedAuthorization,
+  offer: PaymentRequirements,
+  rpcOption: string | undefined,
+  api: URL,
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+): Promise<ChainReading> {
+  const rpc = chainRpc(rpcOption, offer, api, env);
+  return rpc
+    ? readAuthorization(rpc, auth, signal)
+    : Promise.resolve({ state: "unreadable", why: noRpc(offer) });
 }
 
 /** The USDC balance of `owner` on `network`, in units; the RPC must be that chain. */
@@ -236,7 +273,9 @@ export function chargeLine(reading: ChainReading, auth: SignedAuthorization): st
     case "canceled":
       return `not charged: ${which} was canceled`;
     case "unused":
-      return `not charged: ${which} is unused on ${networkLabel(auth.network)}; it can still be used until ${expiry(auth)}, then it expires`;
+      return reading.expired
+        ? `not charged: the chain says ${which} is unused on ${networkLabel(auth.network)} and expired at ${expiry(auth)}; it can no longer be used`
+        : `not charged: the chain says ${which} is unused on ${networkLabel(auth.network)}; it can still be used until ${expiry(auth)}, then it expires`;
     case "unreadable":
       return (
         `unknown whether charged: ${reading.why}; check ${which} ` +

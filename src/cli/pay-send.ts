@@ -24,8 +24,12 @@ export const ANSWER_TIMEOUT_S = 150;
 const MAX_RETRY_WAIT_S = 30;
 /** First wait after a lost answer (no `Retry-After` to honour); it doubles on each loss. */
 const LOST_ANSWER_WAIT_S = 2;
-/** A repeat within this long is the same Ctrl-C (delivered to the process group and by a wrapper). */
-const SAME_CTRL_C_MS = 1_000;
+/**
+ * A repeat within this long is the same Ctrl-C: the terminal signals the process group and a
+ * wrapper in it (npm, npx) forwards the signal once more, within milliseconds. A person who reads
+ * "Ctrl-C again" and presses it takes longer, and that press must count.
+ */
+const SAME_CTRL_C_MS = 200;
 
 async function readBody(response: Response): Promise<unknown> {
   const text = await response.text();
@@ -64,19 +68,6 @@ export function noAnswer(err: unknown): string {
 export function retryAfter(response: Response): number | undefined {
   const header = response.headers.get("retry-after")?.trim() ?? "";
   return /^\d+$/.test(header) ? Math.min(Number(header), MAX_RETRY_WAIT_S) : undefined;
-}
-
-/**
- * Why the answer to the sends shows that nothing was charged — the service's own refusal (400,
- * 402, 409) of the only send it can have served — or undefined: then only the chain can tell.
- */
-export function refusedUncharged(sent: PaidSends): string | undefined {
-  const { answer } = sent;
-  if (!answer || sent.unseen || inProgress(answer)) return undefined;
-  const status = answer.response.status;
-  if (status === 400) return "the API's 400 is never charged";
-  if (status === 402 || status === 409) return `the API refused the payment with ${status}`;
-  return undefined;
 }
 
 /** A 409 that asks to come back: the same payment id is still being served. */
@@ -171,11 +162,6 @@ export interface PaidSends {
   answer?: Answer;
   /** Why the last send got no answer. */
   lost?: string;
-  /**
-   * A send before the last one may have been served and charged unseen (no answer, a 503, a 409
-   * in progress): an answer refusing the last one does not tell what was charged.
-   */
-  unseen: boolean;
   sends: number;
 }
 
@@ -191,7 +177,6 @@ export async function sendPaid(
   describe: (answer: Answer) => string,
 ): Promise<PaidSends> {
   const deadline = performance.now() + timeoutS * 1000;
-  let unseen = false;
   let losses = 0;
   let busy = 0;
   for (let sends = 1; ; sends++) {
@@ -222,13 +207,12 @@ export async function sendPaid(
       );
       what = `the API answered 409, in progress (${describe(answer)})`;
     } else {
-      return { answer, unseen, sends };
+      return { answer, sends };
     }
     const outOfTime = performance.now() + waitS * 1000 >= deadline;
     if (sends >= MAX_SENDS || outOfTime || interrupts.finishing.aborted) {
-      return { ...(answer ? { answer } : { lost: lost ?? "no answer" }), unseen: true, sends };
+      return { ...(answer ? { answer } : { lost: lost ?? "no answer" }), sends };
     }
-    unseen = true;
     // The same proof is one authorization: however many sends, it is settled at most once.
     say(
       `${what}; whether you were charged is not known yet — sending the same proof again ` +
@@ -236,7 +220,7 @@ export async function sendPaid(
     );
     await sleep(waitS * 1000, undefined, { signal: interrupts.finishing }).catch(() => undefined);
     if (interrupts.finishing.aborted) {
-      return { ...(answer ? { answer } : { lost: lost ?? "no answer" }), unseen: true, sends };
+      return { ...(answer ? { answer } : { lost: lost ?? "no answer" }), sends };
     }
   }
 }

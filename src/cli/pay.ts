@@ -32,7 +32,6 @@ import {
   ask,
   inProgress,
   noAnswer,
-  refusedUncharged,
   sendPaid,
   type Answer,
 } from "./pay-send.js";
@@ -82,14 +81,15 @@ export const payCommand: Command = {
     "--max-usdc refuses to sign for more than that amount (default 1).",
     "--v1       pays with the legacy protocol (x402 v1: the 402 body, X-PAYMENT, X-PAYMENT-RESPONSE).",
     "--json     always print the report as JSON (on a terminal it is a readable summary).",
-    "--rpc      the chain's JSON-RPC URL, read when the answer cannot tell whether it charged.",
-    "           Default: the devnet's 127.0.0.1:8545 for a devnet offer, else Base's public RPC.",
+    "--rpc      the offer's chain's JSON-RPC URL, read when a signed proof got no report (its",
+    "           chain id checked). Default: 127.0.0.1:8545 for a devnet offer of an API on this",
+    "           machine, else Base's public RPC.",
     `--timeout  seconds to keep sending the signed proof for its answer (default ${DEFAULT_PAY_TIMEOUT_S}).`,
     "Without SECSNAP_PRIVATE_KEY it pays only a service in devnet mode (the challenge marks it),",
     "from anvil's funded test account 2. One proof is signed per call, with a fresh payment id:",
     "after a 503, a 409 in progress or a lost answer the same proof is sent again (at most",
     `${MAX_SENDS} sends, honouring Retry-After). Every failure ends with a line saying whether`,
-    "anything was charged, read on chain when the answers cannot tell.",
+    "anything was charged: once a proof was sent, the chain's word, never the API's.",
     "Exit codes: 0 report printed, 1 bad usage or key, 2 SnapshotError (the API's 400),",
     "3 payment refused (by --max-usdc or --network before signing, or by the API's 402),",
     "4 service unavailable (unreachable, 503 after the retries, 429, any other answer),",
@@ -182,14 +182,13 @@ async function sendProof(
   } else {
     code = lostAnswer(sent.lost ?? "no answer", sent.sends, options, stderr);
   }
-  // The service's own refusal of the only proof it may have served: it never charges those.
-  const why = refusedUncharged(sent);
-  if (why !== undefined) return nothingCharged(code, stderr, why);
+  // Whatever the answer says, only the chain tells whether the proof was charged: an API may
+  // settle a proof and still answer 402 or 409.
   stderr.write(`secsnap pay: ${await chargeOnChain(paid, offer, options, env, interrupts)}\n`);
   return code;
 }
 
-/** The charge line read on chain, for a proof whose answers do not tell whether it was charged. */
+/** The charge line read on chain, for a proof that left without a report. */
 async function chargeOnChain(
   paid: SignedProof,
   offer: PaymentRequirements,
@@ -200,7 +199,8 @@ async function chargeOnChain(
   const bound = interrupts.interrupted ? CHAIN_READ_INTERRUPTED_S : CHAIN_READ_S;
   interrupts.startReading();
   const signal = AbortSignal.any([AbortSignal.timeout(bound * 1000), interrupts.readingChain]);
-  return (await readCharge(paid.authorization, offer, options.rpc, env, signal)).line;
+  return (await readCharge(paid.authorization, offer, options.rpc, options.endpoint, env, signal))
+    .line;
 }
 
 /** The command line, checked: a bad argument is a UsageError. */

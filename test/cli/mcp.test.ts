@@ -11,9 +11,10 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import inspectorCli from "@modelcontextprotocol/inspector-cli/package.json" with { type: "json" };
 import { Ajv } from "ajv";
-import type { Hex } from "viem";
+import { testActions, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
+import { startDishonestApi, type DishonestApi } from "../fixtures/dishonest-api.js";
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
 import { callSnapshot } from "../fixtures/mcp-client.js";
 import {
@@ -22,6 +23,7 @@ import {
   startPaidService,
   type PaidBed,
 } from "../fixtures/paid-service.js";
+import { authorizationUsed } from "../fixtures/usdc.js";
 import { ROOT, cliNodeArgs, payerEnv, waitForLine } from "./run.js";
 
 const PRICE_UNITS = 50_000n;
@@ -49,20 +51,11 @@ async function connect(
   environment = env(),
   nodeArgs = cliNodeArgs(),
   api = bed.service.url,
+  rpc = bed.devnet.rpcUrl,
 ): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [
-      ...nodeArgs,
-      "mcp",
-      "--api",
-      api,
-      "--rpc",
-      bed.devnet.rpcUrl,
-      "--timeout",
-      "30",
-      ...options,
-    ],
+    args: [...nodeArgs, "mcp", "--api", api, "--rpc", rpc, "--timeout", "30", ...options],
     env: environment,
     cwd: ROOT,
     stderr: "pipe",
@@ -210,6 +203,128 @@ describe("spend caps, checked before signing", () => {
       budget_left_usdc: "0.03",
       paid_calls: 1,
     });
+  });
+});
+
+describe("an API that refuses a signed proof: the chain's word, and the budget holds", () => {
+  async function dishonestApi(
+    status: 402 | 409,
+    settle: boolean,
+    paidBed: PaidBed = bed,
+  ): Promise<DishonestApi> {
+    const api = await startDishonestApi({
+      service: paidBed.service.url,
+      facilitatorUrl: paidBed.devnet.facilitatorUrl,
+      status,
+      settle,
+    });
+    opened.push(api);
+    return api;
+  }
+
+  const wallet = async (client: Client) => {
+    const result = (await client.callTool({ name: "wallet", arguments: {} })) as CallToolResult;
+    expect(result.isError, textOf(result)).toBeFalsy();
+    return result;
+  };
+
+  /** The authorization of the one proof `api` received. */
+  function onlyAuthorization(api: DishonestApi): { from: Address; nonce: Hex } {
+    expect(api.proofs).toHaveLength(1);
+    return (api.proofs[0]!.payload as { authorization: { from: Address; nonce: Hex } })
+      .authorization;
+  }
+
+  it("settled, then answered 402: charged by the chain's word; the next call is refused by --budget-usdc 0.05", async () => {
+    const api = await dishonestApi(402, true);
+    const { client } = await connect(["--budget-usdc", "0.05"], env(1), cliNodeArgs(), api.url);
+    const payer = bed.payer(1).address;
+    const [before, fromBlock] = await Promise.all([
+      bed.balanceOf(payer),
+      bed.chain.getBlockNumber({ cacheTime: 0 }),
+    ]);
+
+    const first = await callSnapshot(client, bed.target.url);
+    expect(first.isError).toBe(true);
+    const [tx] = api.settlements;
+    expect(textOf(first)).toContain("The API answered 402 to the signed proof");
+    expect(textOf(first)).toContain(
+      `Charged 0.05 USDC on base-sepolia (${bed.devnet.network}) to ${bed.devnet.payTo}, without a report (tx ${tx}).`,
+    );
+    expect(textOf(first)).not.toMatch(/nothing was charged/i);
+
+    const second = await callSnapshot(client, bed.target.url);
+    expect(second.isError).toBe(true);
+    expect(textOf(second)).toContain("would exceed --budget-usdc 0.05");
+    expect(textOf(second)).toContain("Nothing was signed; nothing was charged.");
+    onlyAuthorization(api); // the second call signed nothing
+
+    const moved = await bed.transfersFrom(payer, fromBlock + 1n);
+    expect(moved.map((l) => [l.transactionHash, l.args.to, l.args.value])).toEqual([
+      [tx, bed.devnet.payTo, PRICE_UNITS],
+    ]);
+    expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
+    expect((await wallet(client)).structuredContent).toMatchObject({
+      spent_usdc: "0.05",
+      committed_usdc: "0",
+      budget_left_usdc: "0",
+      paid_calls: 1,
+    });
+  });
+
+  it("answered 402 without settling: not charged by the chain's word, yet committed until it expires", async () => {
+    // A devnet of its own: its clock is moved past the authorization's expiry at the end.
+    const own = await startPaidBed();
+    opened.push(own);
+    const api = await dishonestApi(402, false, own);
+    const { client } = await connect(
+      ["--budget-usdc", "0.05"],
+      payerEnv(own.devnet, 2),
+      cliNodeArgs(),
+      api.url,
+      own.devnet.rpcUrl,
+    );
+    const payer = own.payer(2).address;
+    const before = await own.balanceOf(payer);
+
+    const first = await callSnapshot(client, own.target.url);
+    expect(first.isError).toBe(true);
+    const { from, nonce } = onlyAuthorization(api);
+    expect(await authorizationUsed(own.chain, own.devnet.usdcAddress, from, nonce)).toBe(false);
+    expect(textOf(first)).toMatch(
+      new RegExp(
+        `Not charged: the chain says authorization ${nonce} from ${from} is unused on base-sepolia ` +
+          `\\(eip155:84532\\); it can still be used until (\\S+Z), then it expires\\. Its 0\\.05 USDC ` +
+          `stays committed against --budget-usdc until the chain says it was used or it expired unused\\.`,
+      ),
+    );
+
+    // The API still holds a usable authorization: the budget counts it, so nothing more is signed.
+    const second = await callSnapshot(client, own.target.url);
+    expect(textOf(second)).toContain("would exceed --budget-usdc 0.05");
+    expect(textOf(second)).toContain("Nothing was signed; nothing was charged.");
+    onlyAuthorization(api);
+    expect((await wallet(client)).structuredContent).toMatchObject({
+      spent_usdc: "0",
+      committed_usdc: "0.05",
+      budget_left_usdc: "0",
+      paid_calls: 0,
+    });
+
+    // Once the chain is past its validBefore, unused, it can never be charged: freed.
+    const validBefore = BigInt(
+      (api.proofs[0]!.payload as { authorization: { validBefore: string } }).authorization
+        .validBefore,
+    );
+    const test = own.chain.extend(testActions({ mode: "anvil" }));
+    await test.setNextBlockTimestamp({ timestamp: validBefore + 1n });
+    await test.mine({ blocks: 1 });
+    expect((await wallet(client)).structuredContent).toMatchObject({
+      spent_usdc: "0",
+      committed_usdc: "0",
+      budget_left_usdc: "0.05",
+    });
+    expect(await own.balanceOf(payer)).toBe(before);
   });
 });
 

@@ -1,13 +1,14 @@
 /**
- * Which chain `secsnap pay` reads when the answers cannot tell what was charged: `--rpc` first,
- * the devnet's anvil for a devnet offer, Base's public RPC otherwise (never read by the tests:
- * test/cli/pay.test.ts always passes `--rpc` to its own devnet).
+ * Which chain `secsnap pay` reads once a signed proof got no report: `--rpc` first, the devnet's
+ * anvil for a devnet offer of an API on this machine, Base's public RPC otherwise (never read by
+ * the tests: test/cli/pay.test.ts always passes `--rpc` to its own devnet).
  */
 import type { PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
 import { authorizationOf, chainRpc } from "../../src/cli/pay-charge.js";
 
 const USDC_SEPOLIA = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
+const LOCAL_API = new URL("http://127.0.0.1:8080/v1/snapshot");
 
 function offer(network: string, extra: Record<string, unknown> = {}): PaymentRequirements {
   return {
@@ -24,20 +25,42 @@ function offer(network: string, extra: Record<string, unknown> = {}): PaymentReq
 describe("the chain read", () => {
   it("is --rpc when given, whatever the offer", () => {
     const rpc = "http://127.0.0.1:9999";
-    expect(chainRpc(rpc, offer("eip155:84532", { devnet: true }), {})).toBe(rpc);
-    expect(chainRpc(rpc, offer("eip155:8453"), {})).toBe(rpc);
+    expect(chainRpc(rpc, offer("eip155:84532", { devnet: true }), LOCAL_API, {})).toBe(rpc);
+    expect(chainRpc(rpc, offer("eip155:8453"), LOCAL_API, {})).toBe(rpc);
   });
 
   it("is the devnet's anvil on this machine for a devnet offer, on DEVNET_RPC_PORT if set", () => {
     const devnet = offer("eip155:84532", { devnet: true });
-    expect(chainRpc(undefined, devnet, {})).toBe("http://127.0.0.1:8545");
-    expect(chainRpc(undefined, devnet, { DEVNET_RPC_PORT: "9545" })).toBe("http://127.0.0.1:9545");
-    expect(chainRpc(undefined, devnet, { DEVNET_RPC_PORT: "x" })).toBe("http://127.0.0.1:8545");
+    expect(chainRpc(undefined, devnet, LOCAL_API, {})).toBe("http://127.0.0.1:8545");
+    expect(chainRpc(undefined, devnet, LOCAL_API, { DEVNET_RPC_PORT: "9545" })).toBe(
+      "http://127.0.0.1:9545",
+    );
+    expect(chainRpc(undefined, devnet, LOCAL_API, { DEVNET_RPC_PORT: "x" })).toBe(
+      "http://127.0.0.1:8545",
+    );
+    for (const api of ["http://localhost:8080/", "http://[::1]:8080/", "http://127.0.0.2/"]) {
+      expect(chainRpc(undefined, devnet, new URL(api), {})).toBe("http://127.0.0.1:8545");
+    }
+  });
+
+  it("is none for a devnet offer of an API on another machine: its anvil is not ours", () => {
+    const devnet = offer("eip155:84532", { devnet: true });
+    for (const api of [
+      "http://192.0.2.10:8080/",
+      "https://devnet.example.org/",
+      "http://[2001:db8::1]/",
+    ]) {
+      expect(chainRpc(undefined, devnet, new URL(api), {})).toBeUndefined();
+    }
   });
 
   it("is Base's public RPC otherwise (Base Sepolia without the devnet mark included)", () => {
-    expect(chainRpc(undefined, offer("eip155:84532"), {})).toBe("https://sepolia.base.org");
-    expect(chainRpc(undefined, offer("eip155:8453"), {})).toBe("https://mainnet.base.org");
+    expect(chainRpc(undefined, offer("eip155:84532"), LOCAL_API, {})).toBe(
+      "https://sepolia.base.org",
+    );
+    expect(chainRpc(undefined, offer("eip155:8453"), LOCAL_API, {})).toBe(
+      "https://mainnet.base.org",
+    );
   });
 
   it("asks about the proof's own authorization", () => {

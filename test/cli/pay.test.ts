@@ -9,13 +9,14 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Network } from "@x402/core/types";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Address, Hex } from "viem";
+import { testActions, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authorizationUsed as authorizationUsedOnChain } from "../fixtures/usdc.js";
 import type { RunningServer } from "../../src/http/index.js";
 import { MAX_SENDS } from "../../src/cli/pay-send.js";
 import { createSnapshotEngine } from "../../src/snapshot/index.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
+import { startDishonestApi, type DishonestApi } from "../fixtures/dishonest-api.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../fixtures/facilitator-proxy.js";
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
 import {
@@ -24,6 +25,7 @@ import {
   startPaidService,
   type PaidBed,
 } from "../fixtures/paid-service.js";
+import { startOtherChain } from "../fixtures/other-chain.js";
 import { closedPort } from "../fixtures/targets.js";
 import { payerEnv, runCli, spawnCli, waitForLine } from "./run.js";
 
@@ -314,7 +316,9 @@ describe("503 after a signed proof", () => {
     expect(code).toBe(4);
     expect(stdout).toBe("");
     expect(stderr).toMatch(/the API answered 503/);
-    expect(lastLine(stderr)).toMatch(/^secsnap pay: not charged: authorization 0x[0-9a-f]{64} /);
+    expect(lastLine(stderr)).toMatch(
+      /^secsnap pay: not charged: the chain says authorization 0x[0-9a-f]{64} /,
+    );
     const settled = facilitatorCalls(facilitator, "/settle");
     expect(settled).toHaveLength(MAX_SENDS);
     expect(new Set(settled).size).toBe(1);
@@ -528,7 +532,7 @@ describe("an answer lost after the service got the proof", () => {
 });
 
 describe("the line that says whether anything was charged", () => {
-  it("after the API's 400 to a sent proof: nothing was charged (exit 2)", async () => {
+  it("after the API's 400 to a sent proof: the chain says not charged (exit 2)", async () => {
     const closed = await closedPort("127.0.0.1");
     const refusing = createSnapshotEngine({
       timeoutMs: 5_000,
@@ -556,8 +560,12 @@ describe("the line that says whether anything was charged", () => {
     expect(stderr).toMatch(/the API answered 400: .*unreachable/);
     expect(facilitator.verifies.seen).toBe(1); // the proof went out and was verified
     expect(facilitator.settles.seen).toBe(0);
-    expect(lastLine(stderr)).toBe(
-      "secsnap pay: nothing was charged (the API's 400 is never charged)",
+    // The proof left: whether it was charged is the chain's word, not the API's.
+    expect(lastLine(stderr)).toMatch(
+      new RegExp(
+        `^secsnap pay: not charged: the chain says authorization 0x[0-9a-f]{64} from ${payer} is ` +
+          `unused on base-sepolia \\(eip155:84532\\); it can still be used until \\S+Z, then it expires$`,
+      ),
     );
     expect(code).toBe(2);
     expect(await bed.balanceOf(payer)).toBe(before);
@@ -594,7 +602,7 @@ describe("the line that says whether anything was charged", () => {
     );
     expect(lastLine(stderr)).toMatch(
       new RegExp(
-        `^secsnap pay: not charged: authorization ${proof.nonce} from ${proof.from} is unused on ` +
+        `^secsnap pay: not charged: the chain says authorization ${proof.nonce} from ${proof.from} is unused on ` +
           `base-sepolia \\(eip155:84532\\); it can still be used until \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z, then it expires$`,
       ),
     );
@@ -677,7 +685,7 @@ describe("the line that says whether anything was charged", () => {
     expect(code).toBe(3);
   });
 
-  it("a 409 for the id under another proof, to the only send: nothing was charged", async () => {
+  it("a 409 for the id under another proof, to the only send: the chain says not charged", async () => {
     const front = await proxy({
       upstream: bed.service.url,
       intercept: (r) =>
@@ -690,11 +698,138 @@ describe("the line that says whether anything was charged", () => {
       env(2),
     );
     expect(proofsSent(front)).toHaveLength(1);
-    expect(await authorizationUsed(proofsSent(front)[0]!)).toBe(false);
-    expect(lastLine(stderr)).toBe(
-      "secsnap pay: nothing was charged (the API refused the payment with 409)",
+    const proof = proofsSent(front)[0]!;
+    expect(await authorizationUsed(proof)).toBe(false);
+    expect(lastLine(stderr)).toMatch(
+      new RegExp(
+        `^secsnap pay: not charged: the chain says authorization ${proof.nonce} from ${proof.from} ` +
+          `is unused on base-sepolia \\(eip155:84532\\); it can still be used until \\S+Z, then it expires$`,
+      ),
     );
     expect(code).toBe(4);
+  });
+
+  async function dishonestApi(status: 402 | 409, settle: boolean): Promise<DishonestApi> {
+    const api = await startDishonestApi({
+      service: bed.service.url,
+      facilitatorUrl: bed.devnet.facilitatorUrl,
+      status,
+      settle,
+    });
+    opened.push(api);
+    return api;
+  }
+
+  /** The authorization of the one proof `api` received. */
+  function onlyAuthorization(api: DishonestApi): { from: Address; nonce: Hex } {
+    expect(api.proofs).toHaveLength(1);
+    return (api.proofs[0]!.payload as { authorization: { from: Address; nonce: Hex } })
+      .authorization;
+  }
+
+  for (const status of [402, 409] as const) {
+    it(`an API that settles the proof and answers ${status}: the chain says charged, naming the transaction`, async () => {
+      const api = await dishonestApi(status, true);
+      const payer = bed.payer(2).address;
+      const before = await bed.balanceOf(payer);
+      const fromBlock = (await bed.chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+      const { code, stderr } = await runCli(
+        ["pay", bed.target.url, "--api", api.url, "--rpc", bed.devnet.rpcUrl],
+        env(2),
+      );
+      onlyAuthorization(api);
+      const [tx] = api.settlements;
+      expect(stderr).toMatch(new RegExp(`the API answered ${status}: .*dishonest test API`));
+      expect(stderr).not.toContain("nothing was charged");
+      expect(lastLine(stderr)).toBe(
+        `secsnap pay: charged 0.05 USDC on base-sepolia (eip155:84532) to ${bed.devnet.payTo}, ` +
+          `without a report (tx ${tx})`,
+      );
+      const moved = await bed.transfersFrom(payer, fromBlock);
+      expect(moved.map((l) => [l.transactionHash, l.args.to, l.args.value])).toEqual([
+        [tx, bed.devnet.payTo, PRICE_UNITS],
+      ]);
+      expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
+      expect(code).toBe(status === 402 ? 3 : 4);
+    });
+  }
+
+  it("an API that answers 402 without settling: not charged, as the chain says, until it expires", async () => {
+    const api = await dishonestApi(402, false);
+    const payer = bed.payer(2).address;
+    const before = await bed.balanceOf(payer);
+    const { code, stderr } = await runCli(
+      ["pay", bed.target.url, "--api", api.url, "--rpc", bed.devnet.rpcUrl],
+      env(2),
+    );
+    const { from, nonce } = onlyAuthorization(api);
+    expect(await authorizationUsedOnChain(bed.chain, bed.devnet.usdcAddress, from, nonce)).toBe(
+      false,
+    );
+    expect(lastLine(stderr)).toMatch(
+      new RegExp(
+        `^secsnap pay: not charged: the chain says authorization ${nonce} from ${from} is unused ` +
+          `on base-sepolia \\(eip155:84532\\); it can still be used until \\S+Z, then it expires$`,
+      ),
+    );
+    expect(await bed.balanceOf(payer)).toBe(before);
+    expect(code).toBe(3);
+  });
+
+  it("an API that answers 402 without settling, once the chain is past the expiry: not charged for good", async () => {
+    // A devnet of its own: its clock is moved past the authorization's validBefore.
+    const own = await startPaidBed();
+    opened.push(own);
+    const test = own.chain.extend(testActions({ mode: "anvil" }));
+    const api = await startDishonestApi({
+      service: own.service.url,
+      facilitatorUrl: own.devnet.facilitatorUrl,
+      status: 402,
+      settle: false,
+      beforeAnswer: async (proof) => {
+        const { validBefore } = (proof.payload as { authorization: { validBefore: string } })
+          .authorization;
+        await test.setNextBlockTimestamp({ timestamp: BigInt(validBefore) });
+        await test.mine({ blocks: 1 });
+      },
+    });
+    opened.push(api);
+    const { code, stderr } = await runCli(
+      ["pay", own.target.url, "--api", api.url, "--rpc", own.devnet.rpcUrl],
+      payerEnv(own.devnet, 2),
+    );
+    const { from, nonce } = onlyAuthorization(api);
+    expect(await authorizationUsedOnChain(own.chain, own.devnet.usdcAddress, from, nonce)).toBe(
+      false,
+    );
+    expect(lastLine(stderr)).toMatch(
+      new RegExp(
+        `^secsnap pay: not charged: the chain says authorization ${nonce} from ${from} is unused ` +
+          `on base-sepolia \\(eip155:84532\\) and expired at \\S+Z; it can no longer be used$`,
+      ),
+    );
+    expect(code).toBe(3);
+  });
+
+  it("an RPC that is another chain than the offer's: unknown whether charged, never 'not charged'", async () => {
+    const other = await startOtherChain(8453);
+    opened.push(other);
+    const api = await dishonestApi(402, false);
+    const { code, stderr } = await runCli(
+      ["pay", bed.target.url, "--api", api.url, "--rpc", other.url],
+      env(2),
+    );
+    const { from, nonce } = onlyAuthorization(api);
+    expect(lastLine(stderr)).toMatch(
+      new RegExp(
+        `^secsnap pay: unknown whether charged: the RPC at ${other.url} is chain eip155:8453, not ` +
+          `eip155:84532; check authorization ${nonce} from ${from} \\(authorizationState of USDC ` +
+          `${bed.devnet.usdcAddress} on base-sepolia \\(eip155:84532\\)\\), usable until \\S+Z; ` +
+          `--rpc URL reads another node$`,
+      ),
+    );
+    expect(stderr).not.toMatch(/nothing was charged|not charged:/);
+    expect(code).toBe(3);
   });
 
   it("Ctrl-C before the proof is sent: nothing was charged (exit 130)", async () => {
@@ -746,7 +881,9 @@ describe("the line that says whether anything was charged", () => {
       const warned = waitForLine(child.stderr, /Ctrl-C again to stop waiting/);
       child.kill("SIGINT");
       await warned;
-      await sleep(1_100); // a later Ctrl-C, not the first one delivered twice
+      // A person's second Ctrl-C, soon after the prompt: not the first one delivered twice (a
+      // wrapper's forwarded copy comes within milliseconds), so it stops the wait as it says.
+      await sleep(400);
       child.kill("SIGINT");
       expect(await exited).toBe(130);
     } finally {
