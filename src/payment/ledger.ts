@@ -57,6 +57,15 @@ export interface PaidCallInput {
   run(signal: AbortSignal): Promise<KeptAnswer>;
   /** True once the client has gone: a report nobody receives is not charged. */
   clientGone(): boolean;
+  /** The instance's slots for the work, one taken once the proof verified (none: no limit). */
+  readonly admission?: WorkAdmission;
+}
+
+/** Slots for paid work (the HTTP layer's back-pressure), as the ledger takes one. */
+export interface WorkAdmission {
+  /** Takes a slot (undefined; `leave` once the work ran), or the 503 refusing it. */
+  enter(): KeptAnswer | undefined;
+  leave(): void;
 }
 
 /** What a paid call came to; the transport turns it into its answer. */
@@ -270,7 +279,7 @@ export class PaymentLedger {
     }
   }
 
-  /** Verify → bind the payment id → verified → run → report_kept → settle. */
+  /** Verify → bind the payment id → take a slot → verified → run → report_kept → settle. */
   private async fresh(call: Call, lease: HeldLease, releases: number): Promise<PaidOutcome> {
     const { input } = call;
     const { events, log } = this.parts;
@@ -296,7 +305,15 @@ export class PaymentLedger {
     }
     // Only a verified proof binds its id: a forged one naming another's address binds nothing.
     if (!(await this.bindPaymentId(call))) return conflict(PAYMENT_ID_USED);
-    return this.verifiedRun(call, lease, releases);
+    // The slot is taken once the proof verified: proofs that fail take none. Refused, the
+    // record is still `claimed`, so its release forgets it and the proof stays usable.
+    const refusal = input.admission?.enter();
+    if (refusal) return { kind: "unpaid", answer: refusal };
+    try {
+      return await this.verifiedRun(call, lease, releases);
+    } finally {
+      input.admission?.leave();
+    }
   }
 
   /** Whether the call's payment id (if any) is bound to this proof and body, binding it if free. */
