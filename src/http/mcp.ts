@@ -160,7 +160,7 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
   });
 }
 
-/** The request to the SDK's transport, with its body when the fast path read it. */
+/** The request to the SDK's transport, with its body as the route read it. */
 function handOver(
   transport: WebStandardStreamableHTTPServerTransport,
   request: Request,
