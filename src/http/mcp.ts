@@ -29,6 +29,7 @@ import {
 import { SERVICE_VERSION } from "../version.js";
 import type { SnapshotAdmission } from "./admission.js";
 import { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "./mcp-tools.js";
+import { batchRefused, isBatch, readMcpBody, snapshotCallMeta } from "./mcp-messages.js";
 import { McpUnpaidFastPath, type McpRequestBody } from "./mcp-unpaid-fast-path.js";
 import { snapshotErrorBody } from "./snapshot-input.js";
 
@@ -49,8 +50,8 @@ export interface McpRouteDeps {
   unpaidFastPath?: boolean;
   /**
    * The per-client budget of this request (docs/operations.md, "Rate limits"), when the service
-   * limits clients: a call carrying a proof is paid work, held only to its client's refused
-   * proofs; every other message is a free answer.
+   * limits clients: a `tools/call` of `snapshot` carrying a proof is paid work, held only to its
+   * client's refused proofs; every other message (a proof elsewhere is ignored) is a free answer.
    */
   budgetOf?: (c: Context) => McpCallBudget;
 }
@@ -83,12 +84,10 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
   };
   const requests = new AsyncLocalStorage<RequestContext>();
   const { payment } = deps;
-  /** Whether a parsed message is one `tools/call` with a payment proof in its `_meta`. */
+  /** Whether a parsed message is one `tools/call` of `snapshot` with a proof in its `_meta`. */
   const carriesProof = (message: unknown): boolean => {
-    if (typeof message !== "object" || message === null || Array.isArray(message)) return false;
-    const { method, params } = message as { method?: unknown; params?: { _meta?: unknown } };
-    if (method !== "tools/call" || typeof params?._meta !== "object") return false;
-    return payment?.carriesProof(params._meta as Record<string, unknown>) ?? false;
+    const meta = snapshotCallMeta(message);
+    return meta !== undefined && (payment?.carriesProof(meta) ?? false);
   };
   /** A server with both tools; its handlers read the request from the async context. */
   const build = (): McpServer => {
@@ -121,6 +120,12 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
       if ("answer" in taken) prepared = taken.answer;
       else body = taken.body;
     }
+    // Every message is seen before the SDK answers any: a batch is refused, not counted as one.
+    if (!prepared && !body.read) {
+      const read = await readMcpBody(c);
+      if ("answer" in read) prepared = read.answer;
+      else body = read;
+    }
     const budget = deps.budgetOf?.(c);
     const paid = payment !== undefined && body.read && body.parsed && carriesProof(body.value);
     if (budget) {
@@ -128,6 +133,7 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
       if (refused) return refused;
     }
     if (prepared) return prepared;
+    if (isBatch(body)) return batchRefused();
     const context: RequestContext = { c, finishes: [], refusedProof: false };
     const server = idle.pop() ?? build();
     const transport = new WebStandardStreamableHTTPServerTransport({
@@ -154,7 +160,7 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
   });
 }
 
-/** The request to the SDK's transport, with its body when the fast path read it. */
+/** The request to the SDK's transport, with its body as the route read it. */
 function handOver(
   transport: WebStandardStreamableHTTPServerTransport,
   request: Request,
@@ -195,22 +201,23 @@ async function snapshotTool(
     }
   };
   const { payment } = deps;
-  // As on POST /v1/snapshot: a call without a proof only gets the challenge, which costs no slot.
-  const admitted = !payment || payment.carriesProof(meta);
-  if (admitted) {
-    const refused = deps.admission.enter();
-    if (refused) return { result: failure(refused) };
-  }
-  try {
-    if (!payment) return { result: keptResult(await run()) };
-    return await payment.call({
+  // Paid, the ledger takes the slot once the proof verified: a call without a proof only gets
+  // the challenge, and a proof that fails verification takes no slot a paying call needs.
+  if (payment) {
+    return payment.call({
       meta,
       body: JSON.stringify({ tool: MCP_TOOL_NAMES.snapshot, url: raw }),
       run,
       clientGone: () => request.aborted,
+      admission: deps.admission,
     });
+  }
+  const refused = deps.admission.enter();
+  if (refused) return { result: failure(refused) };
+  try {
+    return { result: keptResult(await run()) };
   } finally {
-    if (admitted) deps.admission.leave();
+    deps.admission.leave();
   }
 }
 

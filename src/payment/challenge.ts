@@ -47,14 +47,19 @@ export async function challengeAnswer(
   explain: (reason: string) => string | undefined,
   v1OutputSchema?: Record<string, unknown>,
 ): Promise<Answer> {
-  const { status, headers, body: sdkBody } = await answerOf(response);
-  const required = headers["payment-required"];
-  let body = withErrorMessage(sdkBody, required, explain);
+  const answer = await answerOf(response);
+  const required = answer.headers["payment-required"];
+  let { headers } = answer;
+  let body = withErrorMessage(answer.body, required, explain);
   if (v1OutputSchema && required) {
     const v1 = v1Challenge(required, errorOf(body), v1OutputSchema);
-    if (v1) body = JSON.stringify(v1);
+    // The v1 challenge replaces the SDK's body, a browser's paywall page too: JSON, said so.
+    if (v1) {
+      body = JSON.stringify(v1);
+      headers = { ...headers, "content-type": "application/json" };
+    }
   }
-  return { status, headers, body };
+  return { status: answer.status, headers, body };
 }
 
 /** The `error` of a JSON body, or a generic one. */

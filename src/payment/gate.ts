@@ -264,15 +264,12 @@ async function unpaidChallenge(parts: GateParts, c: Context): Promise<Answer> {
   if (result?.type !== "payment-error") return PAYMENT_FAILED;
   const { response } = result;
   const html = response.isHtml === true;
+  // The SDK names its own `Content-Type`: ours replaces it (two keys of one init are both sent).
+  const headers = new Headers(response.headers);
+  headers.set("content-type", html ? "text/html; charset=utf-8" : "application/json");
   const sdkAnswer = new Response(
     html ? String(response.body) : JSON.stringify(response.body ?? {}),
-    {
-      status: response.status,
-      headers: {
-        ...response.headers,
-        "content-type": html ? "text/html; charset=utf-8" : "application/json",
-      },
-    },
+    { status: response.status, headers },
   );
   const challenge = await challengeAnswer(sdkAnswer, () => undefined, parts.v1OutputSchema);
   challenges.keep(c.req.url, (name) => c.req.header(name), challenge);

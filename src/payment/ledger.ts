@@ -57,6 +57,15 @@ export interface PaidCallInput {
   run(signal: AbortSignal): Promise<KeptAnswer>;
   /** True once the client has gone: a report nobody receives is not charged. */
   clientGone(): boolean;
+  /** The instance's slots for the work, one taken once the proof verified (none: no limit). */
+  readonly admission?: WorkAdmission;
+}
+
+/** Slots for paid work (the HTTP layer's back-pressure), as the ledger takes one. */
+export interface WorkAdmission {
+  /** Takes a slot (undefined; `leave` once the work ran), or the 503 refusing it. */
+  enter(): KeptAnswer | undefined;
+  leave(): void;
 }
 
 /** What a paid call came to; the transport turns it into its answer. */
@@ -112,6 +121,8 @@ function proofExhaustedMessage(releases: number): string {
   return `this payment proof was already used for ${releases} refused snapshots; sign a new one`;
 }
 const ALREADY_USED = "payment_already_used";
+const PAYMENT_ID_USED =
+  "This payment id was already used with another payment proof or request body.";
 
 /** A facilitator settle answer that says the authorization was used already (maybe by us). */
 const AUTHORIZATION_USED = /nonce_already_used|authorization.*used|nonce.*used/i;
@@ -197,18 +208,6 @@ export class PaymentLedger {
     const owner = this.newOwner("call");
     let acquired;
     try {
-      if (call.idKey !== undefined) {
-        const bound = await store.bindPaymentId(
-          call.idKey,
-          { authorizationKey: call.key, fingerprint: call.fingerprint },
-          this.parts.recordTtlMs,
-        );
-        if (bound.authorizationKey !== call.key || bound.fingerprint !== call.fingerprint) {
-          return conflict(
-            "This payment id was already used with another payment proof or request body.",
-          );
-        }
-      }
       acquired = await store.acquire(call.key, owner, this.leaseMs, {
         fingerprint: call.fingerprint,
         version: call.input.version,
@@ -280,10 +279,10 @@ export class PaymentLedger {
     }
   }
 
-  /** Verify → verified → run → report_kept → settle. */
+  /** Verify → bind the payment id → take a slot → verified → run → report_kept → settle. */
   private async fresh(call: Call, lease: HeldLease, releases: number): Promise<PaidOutcome> {
     const { input } = call;
-    const { budget, events, log } = this.parts;
+    const { events, log } = this.parts;
     let verdict: VerifyResponse;
     try {
       verdict = await this.parts.verify(input.payload, input.requirements);
@@ -304,6 +303,34 @@ export class PaymentLedger {
       const reason = verdict.invalidReason ?? "invalid_payment";
       return refused(reason, rejection(reason, verdict.invalidMessage));
     }
+    // Only a verified proof binds its id: a forged one naming another's address binds nothing.
+    if (!(await this.bindPaymentId(call))) return conflict(PAYMENT_ID_USED);
+    // The slot is taken once the proof verified: proofs that fail take none. Refused, the
+    // record is still `claimed`, so its release forgets it and the proof stays usable.
+    const refusal = input.admission?.enter();
+    if (refusal) return { kind: "unpaid", answer: refusal };
+    try {
+      return await this.verifiedRun(call, lease, releases);
+    } finally {
+      input.admission?.leave();
+    }
+  }
+
+  /** Whether the call's payment id (if any) is bound to this proof and body, binding it if free. */
+  private async bindPaymentId(call: Call): Promise<boolean> {
+    if (call.idKey === undefined) return true;
+    const bound = await this.parts.store.bindPaymentId(
+      call.idKey,
+      { authorizationKey: call.key, fingerprint: call.fingerprint },
+      this.parts.recordTtlMs,
+    );
+    return bound.authorizationKey === call.key && bound.fingerprint === call.fingerprint;
+  }
+
+  /** verified → run → report_kept → settle. */
+  private async verifiedRun(call: Call, lease: HeldLease, releases: number): Promise<PaidOutcome> {
+    const { input } = call;
+    const { budget, events, log } = this.parts;
     call.verified = performance.now();
     events.payment(call.version, "verified");
     const verified: PaymentRecord = {
@@ -502,11 +529,9 @@ export class PaymentLedger {
       events.payment(call.version, "recovered");
       return paid(requireReport(record), settlement);
     }
-    if (
-      call.idKey !== undefined &&
-      record.paymentIdKey === call.idKey &&
-      record.fingerprint === call.fingerprint
-    ) {
+    if (call.idKey !== undefined && record.paymentIdKey === call.idKey) {
+      // The id's own proof with another body: what its binding would have said, unverified.
+      if (record.fingerprint !== call.fingerprint) return conflict(PAYMENT_ID_USED);
       events.payment(call.version, "idempotent_hit");
       return paid(requireReport(record), settlement);
     }

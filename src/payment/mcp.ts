@@ -24,7 +24,7 @@ import { paymentIdOf } from "./authorization.js";
 import { describeError } from "./describe-error.js";
 import type { FacilitatorReadiness } from "./facilitator-readiness.js";
 import type { GateAnswers } from "./gate-answers.js";
-import type { PaymentLedger, PaidOutcome } from "./ledger.js";
+import type { PaymentLedger, PaidOutcome, WorkAdmission } from "./ledger.js";
 import { matchOffer } from "./match.js";
 import { readEncodedProof, type ProofReading } from "./proof.js";
 import {
@@ -63,6 +63,8 @@ export interface McpPaidCall {
   /** Runs the tool's work: status 200 is the report; a 400 is a SnapshotError, never charged. */
   run(signal: AbortSignal): Promise<KeptAnswer>;
   clientGone(): boolean;
+  /** The instance's slots: one is taken once the proof verified, none by a refused proof. */
+  admission?: WorkAdmission;
 }
 
 /** A tool result, and (for a paid one) what to call once it was handed over or could not be. */
@@ -199,6 +201,7 @@ export function createMcpPayment(parts: McpPaymentParts): McpPayment {
         body: input.body,
         run: input.run,
         clientGone: input.clientGone,
+        ...(input.admission && { admission: input.admission }),
       });
       return outcomeResult(outcome, offered, version, matched.requirements, parts);
     },
@@ -303,7 +306,7 @@ function paymentRequired(
   return { isError: true, structuredContent: data, content: [text(JSON.stringify(error))] };
 }
 
-/** A kept answer that is not the report (the SnapshotError): an error result carrying it. */
+/** A kept answer that is not the report (a SnapshotError, a 503): an error result carrying it. */
 function keptResult(answer: KeptAnswer): McpToolResult {
   let body: Record<string, unknown> | undefined;
   try {
@@ -314,7 +317,8 @@ function keptResult(answer: KeptAnswer): McpToolResult {
   if (body && typeof body.error_type === "string") {
     return { isError: true, structuredContent: body, content: [text(answer.body)] };
   }
-  return failure(answer.body);
+  // Another refusal of the work (the instance busy or draining): its words, when to retry.
+  return answerResult(answer);
 }
 
 /** An HTTP answer of the gate (503, 429) as an error result saying what to do. */

@@ -29,6 +29,12 @@ type ExpiryKey = [number, "r" | "i", string];
 
 const UNRESOLVED_STATES: ReadonlySet<string> = new Set(["settling", "report_kept"]);
 const SWEEP_BATCH = 1_000;
+/**
+ * Expired entries deleted by each write that adds one (a new record or binding): deletions keep
+ * pace with writes however fast they come, more than one so a backlog drains; the timer only
+ * tidies an idle store.
+ */
+const SWEEP_PER_WRITE = 2;
 
 export interface EmbeddedStoreOptions {
   /** DATA_DIR, absolute (config.ts resolves it). */
@@ -135,24 +141,26 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
   /** Deletes up to SWEEP_BATCH expired records and bindings per call, oldest first. */
   async sweep(): Promise<number> {
     if (this.closed) return 0;
-    return this.root.transaction(() => {
-      const now = this.now();
-      // [now + 1] sorts before every [now + 1, …] key, so this is every entry with x <= now.
-      const due = Array.from(this.expiry.getKeys({ end: [now + 1], limit: SWEEP_BATCH }));
-      for (const index of due) {
-        const [x, kind, key] = index;
-        if (kind === "r") {
-          if (this.records.get(key)?.x === x) {
-            void this.records.remove(key);
-            void this.pending.remove(key);
-          }
-        } else if (this.ids.get(key)?.x === x) {
-          void this.ids.remove(key);
+    return this.root.transaction(() => this.deleteExpired(this.now(), SWEEP_BATCH));
+  }
+
+  /** Deletes up to `limit` entries expired at `now`, oldest first; inside a transaction. */
+  private deleteExpired(now: number, limit: number): number {
+    // [now + 1] sorts before every [now + 1, …] key, so this is every entry with x <= now.
+    const due = Array.from(this.expiry.getKeys({ end: [now + 1], limit }));
+    for (const index of due) {
+      const [x, kind, key] = index;
+      if (kind === "r") {
+        if (this.records.get(key)?.x === x) {
+          void this.records.remove(key);
+          void this.pending.remove(key);
         }
-        void this.expiry.remove(index);
+      } else if (this.ids.get(key)?.x === x) {
+        void this.ids.remove(key);
       }
-      return due.length;
-    });
+      void this.expiry.remove(index);
+    }
+    return due.length;
   }
 
   /** The entry when present and not expired. Inside a transaction it reads the transaction. */
@@ -204,6 +212,7 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
           };
       const x = Math.max(entry?.x ?? now + this.recordTtlMs, lease.expiresAt);
       this.putEntry(key, next, x);
+      if (!entry) this.deleteExpired(now, SWEEP_PER_WRITE);
       return { held: false, record };
     });
   }
@@ -264,6 +273,7 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
       const x = now + ttlMs;
       void this.ids.put(idKey, { b: binding, x });
       void this.expiry.put([x, "i", idKey], true);
+      this.deleteExpired(now, SWEEP_PER_WRITE);
       return binding;
     });
   }

@@ -236,6 +236,37 @@ describe("embedded payment record store", () => {
     }
   });
 
+  it("each new record or binding deletes expired ones, so the store keeps pace with its writes between sweeps", async () => {
+    let now = 1_000_000;
+    const store = await EmbeddedPaymentRecordStore.open({
+      dataDir: freshDir(),
+      now: () => now,
+      sweepIntervalMs: 3_600_000, // the timer never runs here: only the writes delete
+    });
+    try {
+      const bind = (id: string, ttlMs: number) =>
+        store.bindPaymentId(id, { authorizationKey: id, fingerprint: "f" }, ttlMs);
+      for (let i = 0; i < 60; i++) await bind(`old-${i}`, 5_000);
+      for (let i = 0; i < 40; i++) {
+        await store.acquire(`claim-${i}`, "a", 1_000, init);
+        await store.release(`claim-${i}`, "a"); // a claim that learnt nothing is deleted
+      }
+      await store.acquire("kept", "a", 1_000, init);
+      const record = (await store.get("kept"))!;
+      await store.write("kept", "a", { ...record, state: "free", releases: 1 }, 5_000);
+      await store.release("kept", "a");
+
+      now += 10_000; // all 61 expired
+      for (let i = 0; i < 20; i++) await bind(`new-${i}`, 60_000);
+      for (let i = 0; i < 11; i++) await store.acquire(`fresh-${i}`, "a", 1_000, init);
+      // 31 writes deleted 2 expired entries each: nothing expired is left for the timer.
+      expect(await store.sweep()).toBe(0);
+      expect(await bind("new-0", 60_000)).toEqual({ authorizationKey: "new-0", fingerprint: "f" });
+    } finally {
+      await store.close();
+    }
+  });
+
   it("writable is false once the store is closed, and the lock file is gone", async () => {
     const dir = freshDir();
     const store = await EmbeddedPaymentRecordStore.open({ dataDir: dir });
