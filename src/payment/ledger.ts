@@ -123,9 +123,9 @@ const AUTHORIZATION_USED = /nonce_already_used|authorization.*used|nonce.*used/i
  * `invalid_exact_evm_transaction_failed` with no hash, a v1 send failure is the raw error
  * message, and receipt failures (`invalid_transaction_state`, `settlement_pending`, a transfer
  * event mismatch) come after the send; a facilitator's 409 `duplicate_settlement` means another
- * settle of the same authorization is under way. Sources: @x402/evm's exact scheme (the checks of
- * `verifyEIP3009`, which settle runs first, and the gas estimate's reverts it names), the x402 v1
- * reasons of `insufficient_funds`-style verdicts, and the 400s of this project's facilitator.
+ * settle of the same authorization is under way. Sources: @x402/evm's exact scheme (settle runs
+ * the checks of `verifyEIP3009` first, and names the reverts of its gas estimate), the verdict
+ * reasons of x402 v1, and the 400s of this project's facilitator.
  */
 const REFUSED_BEFORE_BROADCAST: ReadonlySet<string> = new Set([
   // The request itself (this project's facilitator: 400; any facilitator's verdict).
