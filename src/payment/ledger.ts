@@ -32,7 +32,8 @@ import type { PaymentEvents, ProtocolVersion } from "./telemetry.js";
  * Every write lands before the outside step it prepares (verify, run, settle), and a write that
  * fails stops the call with a 503 before that step: money never moves on an unrecorded step. An
  * outcome the service cannot prove (time-out, 5xx, lost answer, `settlement_pending`, a failure
- * carrying a transaction) stays `settling` until the chain says what happened.
+ * carrying a transaction, a refusal for a reason that can come after a send) stays `settling`
+ * until the chain says what happened.
  */
 
 /** How long a claim lives unrenewed: a dead request or a stalled store holds a proof no longer. */
