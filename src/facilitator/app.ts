@@ -1,6 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import type { ServerType } from "@hono/node-server";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { Hono } from "hono";
 import type { Context, Handler } from "hono";
 import { bearerAuth } from "hono/bearer-auth";
@@ -20,9 +21,9 @@ import { parseFacilitatorRequest } from "./requests.js";
  * SDK's HTTPFacilitatorClient. Answers:
  *   200 VerifyResponse / SettleResponse for every payment that was evaluated (valid or not);
  *   400 with the same shape (isValid/success false, a reason) for malformed or unsupported
- *       requests; 409 (SettleResponse, `duplicate_settlement`) while the same authorization is
- *       already being settled; 401 missing/wrong bearer token; 413 body too large; 404 unknown;
+ *       requests; 401 missing/wrong bearer token; 413 body too large; 404 unknown;
  *   500 `{ error }` when evaluation itself failed (e.g. the RPC is unreachable).
+ * A settle of an authorization already being settled gets that settlement's answer.
  */
 
 /** Largest accepted request body. A real verify/settle body is about 2 KiB. */
@@ -136,10 +137,51 @@ function verifyHandler(handle: X402FacilitatorHandle, log: Log): Handler {
   };
 }
 
+/** A /settle answer: the SettleResponse (200), or why none could be had (500). */
+interface SettleAnswer {
+  status: 200 | 500;
+  body: object;
+}
+
+/** A settlement under way: what it was asked (payload and requirements) and its answer to come. */
+interface Settling {
+  request: string;
+  answer: Promise<SettleAnswer>;
+}
+
+async function settleOnce(
+  handle: X402FacilitatorHandle,
+  request: { paymentPayload: PaymentPayload; paymentRequirements: PaymentRequirements },
+  amount: string,
+  log: Log,
+): Promise<SettleAnswer> {
+  try {
+    const result = await handle.facilitator.settle(
+      request.paymentPayload,
+      request.paymentRequirements,
+    );
+    log(
+      result.success
+        ? `facilitator: settled ${amount} on ${result.network} in ${result.transaction}`
+        : `facilitator: settlement refused: ${result.errorReason ?? "unknown reason"}`,
+    );
+    return { status: 200, body: result };
+  } catch (error) {
+    log(`facilitator: settle failed: ${errorMessage(error)}`);
+    return {
+      status: 500,
+      body: { error: `settlement could not be completed: ${errorMessage(error)}` },
+    };
+  }
+}
+
 function settleHandler(handle: X402FacilitatorHandle, log: Log): Handler {
-  // Settlements in progress, by authorization: a second settle of the same authorization
-  // while the first is still running is refused instead of racing it on chain.
-  const settling = new Set<string>();
+  // Settlements in progress, by authorization. The same request again while one runs (a retry
+  // whose first answer was lost while the transfer waits for its receipt) gets that one's answer
+  // when it comes: a refusal then would be false, as the first may still move the money. Another
+  // request for the same authorization waits for it to end, then is settled on its own (the
+  // token then says whether the authorization is used).
+  const settling = new Map<string, Settling>();
   return async (c) => {
     const body = await readJson(c);
     const network =
@@ -159,27 +201,26 @@ function settleHandler(handle: X402FacilitatorHandle, log: Log): Handler {
     if (!parsed.ok) return c.json(failure(parsed.reason, parsed.message), 400);
 
     const { paymentPayload, paymentRequirements, authorizationKey, amount } = parsed.request;
-    if (settling.has(authorizationKey)) {
-      return c.json(
-        failure("duplicate_settlement", "this authorization is already being settled"),
-        409,
-      );
+    const request = JSON.stringify([paymentPayload, paymentRequirements]);
+    let running = settling.get(authorizationKey);
+    while (running && running.request !== request) {
+      await running.answer;
+      running = settling.get(authorizationKey);
     }
-    settling.add(authorizationKey);
-    try {
-      const result = await handle.facilitator.settle(paymentPayload, paymentRequirements);
-      log(
-        result.success
-          ? `facilitator: settled ${amount} on ${result.network} in ${result.transaction}`
-          : `facilitator: settlement refused: ${result.errorReason ?? "unknown reason"}`,
-      );
-      return c.json(result);
-    } catch (error) {
-      log(`facilitator: settle failed: ${errorMessage(error)}`);
-      return c.json({ error: `settlement could not be completed: ${errorMessage(error)}` }, 500);
-    } finally {
-      settling.delete(authorizationKey);
+    if (running) {
+      log("facilitator: this settlement is under way: answering with its outcome");
+      const shared = await running.answer;
+      return c.json(shared.body, shared.status);
     }
+    const answer = settleOnce(handle, { paymentPayload, paymentRequirements }, amount, log);
+    const entry = { request, answer };
+    settling.set(authorizationKey, entry);
+    // Gone as soon as it is answered, before any waiter looks again.
+    void answer.then(() => {
+      if (settling.get(authorizationKey) === entry) settling.delete(authorizationKey);
+    });
+    const own = await answer;
+    return c.json(own.body, own.status);
   };
 }
 

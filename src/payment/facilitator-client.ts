@@ -52,8 +52,9 @@ export const DEFAULT_FACILITATOR_TIMEOUT_MS = 10_000;
 
 /**
  * The SDK's HTTPFacilitatorClient, with failures sorted into two kinds: a facilitator that
- * answered about the payment (VerifyError/SettleError below 500: pass through, becomes 402), and
- * everything else (network error, timeout, 5xx, unparsable body: FacilitatorUnavailableError, 503).
+ * answered about the payment (VerifyError/SettleError below 500: pass through; a verify's is a
+ * 402, a settle's is sorted by its reason in ledger.ts), and everything else (network error,
+ * timeout, 5xx, unparsable body: FacilitatorUnavailableError, 503).
  */
 export class ResilientFacilitatorClient implements FacilitatorClient {
   readonly url: string;

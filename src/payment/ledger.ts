@@ -32,7 +32,8 @@ import type { PaymentEvents, ProtocolVersion } from "./telemetry.js";
  * Every write lands before the outside step it prepares (verify, run, settle), and a write that
  * fails stops the call with a 503 before that step: money never moves on an unrecorded step. An
  * outcome the service cannot prove (time-out, 5xx, lost answer, `settlement_pending`, a failure
- * carrying a transaction) stays `settling` until the chain says what happened.
+ * carrying a transaction, a refusal for a reason that can come after a send) stays `settling`
+ * until the chain says what happened.
  */
 
 /** How long a claim lives unrenewed: a dead request or a stalled store holds a proof no longer. */
@@ -126,8 +127,53 @@ const PAYMENT_ID_USED =
 
 /** A facilitator settle answer that says the authorization was used already (maybe by us). */
 const AUTHORIZATION_USED = /nonce_already_used|authorization.*used|nonce.*used/i;
-/** The facilitator's own "sent, not yet known" answer. */
-const SETTLEMENT_PENDING = "settlement_pending";
+
+/**
+ * The settle refusals a facilitator gives before it sends a transaction: only these prove nothing
+ * moved. Every other failure is unknown, because @x402/evm answers after broadcasting too: a send
+ * whose answer was lost (the node took it) or that failed on a resend is
+ * `invalid_exact_evm_transaction_failed` with no hash, a v1 send failure is the raw error
+ * message, and receipt failures (`invalid_transaction_state`, `settlement_pending`, a transfer
+ * event mismatch) come after the send; a facilitator's 409 `duplicate_settlement` means another
+ * settle of the same authorization is under way. Sources: @x402/evm's exact scheme (settle runs
+ * the checks of `verifyEIP3009` first, and names the reverts of its gas estimate), the verdict
+ * reasons of x402 v1, and the 400s of this project's facilitator.
+ */
+const REFUSED_BEFORE_BROADCAST: ReadonlySet<string> = new Set([
+  // The request itself (this project's facilitator: 400; any facilitator's verdict).
+  "invalid_payload",
+  "invalid_payment_requirements",
+  "invalid_x402_version",
+  "invalid_network",
+  "invalid_scheme",
+  "unsupported_scheme",
+  "unsupported_payload_type",
+  // @x402/evm exact: the checks settle runs before sending.
+  "invalid_exact_evm_scheme",
+  "invalid_exact_evm_network_mismatch",
+  "invalid_exact_evm_missing_eip712_domain",
+  "invalid_exact_evm_signature",
+  "invalid_exact_evm_failed_to_parse_signature",
+  "invalid_exact_evm_recipient_mismatch",
+  "invalid_exact_evm_payload_authorization_valid_before",
+  "invalid_exact_evm_payload_authorization_valid_after",
+  "invalid_exact_evm_payload_authorization_value_mismatch",
+  "invalid_exact_evm_authorization_value",
+  "asset_not_deployed_contract",
+  "eip6492_factory_not_allowed",
+  // @x402/evm exact: the simulation or gas estimate reverted (nothing was sent).
+  "invalid_exact_evm_insufficient_balance",
+  "invalid_exact_evm_eip3009_not_supported",
+  "invalid_exact_evm_token_name_mismatch",
+  "invalid_exact_evm_token_version_mismatch",
+  "invalid_exact_evm_transaction_simulation_failed",
+  // x402 v1 verdicts (hosted facilitators).
+  "insufficient_funds",
+  "invalid_exact_evm_payload_signature",
+  "invalid_exact_evm_payload_authorization_value",
+  "invalid_exact_evm_payload_recipient_mismatch",
+  "payment_expired",
+]);
 
 /** One call under way: its key, fingerprint and the payer's id key. */
 interface Call {
@@ -411,7 +457,7 @@ export class PaymentLedger {
     }
   }
 
-  /** One /settle, its answer sorted: only a clear refusal is a refusal. */
+  /** One /settle, its answer sorted: only a reason given before a send is a refusal. */
   private async settleOnce(call: Call): Promise<Settled> {
     let settlement: SettleResponse;
     try {
@@ -430,13 +476,14 @@ export class PaymentLedger {
     }
     if (settlement.success) return { kind: "settled", settlement };
     const reason = settlement.errorReason ?? "settlement_failed";
-    if (reason === SETTLEMENT_PENDING || settlement.transaction) {
-      return { kind: "unknown", why: reason, transaction: settlement.transaction || undefined };
+    if (settlement.transaction) {
+      return { kind: "unknown", why: reason, transaction: settlement.transaction };
     }
     if (AUTHORIZATION_USED.test(`${reason} ${settlement.errorMessage ?? ""}`)) {
       return { kind: "used", reason };
     }
-    return { kind: "refused", reason };
+    if (REFUSED_BEFORE_BROADCAST.has(reason)) return { kind: "refused", reason };
+    return { kind: "unknown", why: reason, transaction: undefined };
   }
 
   /**

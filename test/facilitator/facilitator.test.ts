@@ -13,6 +13,7 @@ import { startFacilitator, type RunningFacilitator } from "../../src/facilitator
 import { authorizationTypes } from "@x402/evm";
 import { GAS_PAYER } from "../../src/devnet/constants.js";
 import { startForwardingProxy } from "../fixtures/forwarding-proxy.js";
+import { freshGasKey, holdMining, logWatch, startNodeProxy } from "../fixtures/node-proxy.js";
 
 let devnet: Devnet;
 beforeAll(async () => {
@@ -297,13 +298,52 @@ describe("concurrent settlements from one gas wallet", () => {
     expect(await balanceOf(devnet.payTo)).toBe(payToBefore + 10n * 50000n);
   });
 
-  it("settles the same authorization sent twice at once exactly once", async () => {
+  it("settles the same authorization sent twice at once exactly once, both told the outcome", async () => {
     const payment = await pay(6);
     const payToBefore = await balanceOf(devnet.payTo);
     const results = await Promise.all([settle(payment), settle(payment)]);
-    expect(results.filter((r) => r.body.success === true)).toHaveLength(1);
-    expect(results.filter((r) => r.body.success === false)).toHaveLength(1);
+    expect(results.map((r) => r.body.success)).toEqual([true, true]);
+    expect(results[1]).toEqual(results[0]);
     expect(await balanceOf(devnet.payTo)).toBe(payToBefore + 50000n);
+  });
+
+  it("a settle again while the first waits for its receipt gets the first's answer, never a refusal", async () => {
+    const node = await startNodeProxy(devnet.rpcUrl);
+    const said = logWatch();
+    const facilitator = await startFacilitator({
+      rpcUrl: node.url,
+      privateKey: await freshGasKey(devnet.rpcUrl),
+      networks: [devnet.network],
+      host: "127.0.0.1",
+      port: 0,
+      pollingIntervalMs: 50,
+      log: said.log,
+    });
+    try {
+      const payment = await pay(5);
+      const payToBefore = await balanceOf(devnet.payTo);
+      const body = { x402Version: 2, paymentPayload: payment, paymentRequirements: requirements() };
+      const inPool = node.watch(authOf(payment).nonce).sent;
+      const mining = await holdMining(devnet.rpcUrl);
+      let first, again;
+      try {
+        first = post(facilitator.url, "/settle", body);
+        // The transfer is in the node's pool; the first settle waits for its receipt.
+        await inPool;
+        again = post(facilitator.url, "/settle", body);
+        await Promise.race([said.next(/under way/), again]);
+      } finally {
+        await mining.release();
+      }
+      const answers = await Promise.all([first, again]);
+      expect(answers[0]).toMatchObject({ status: 200, body: { success: true } });
+      expect(answers[1]).toEqual(answers[0]);
+      expect(await transfersIn(answers[0].body.transaction as Hex)).toHaveLength(1);
+      expect(await balanceOf(devnet.payTo)).toBe(payToBefore + 50000n);
+    } finally {
+      await facilitator.close();
+      await node.close();
+    }
   });
 });
 

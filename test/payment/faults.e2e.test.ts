@@ -1,8 +1,8 @@
 /**
  * SPEC §6.1 on chain, one instance: `secsnap serve` as a real process with its embedded store on
- * its own DATA_DIR, paid through a real facilitator (the devnet's, behind a proxy whose faults
- * strike one authorization) by the official x402 clients, v1 and v2, with and without a payment
- * id. Each case strikes one fault (docs/faults.md), restarts the instance with the same
+ * its own DATA_DIR, paid through a real facilitator (the project's, on the devnet's chain through
+ * a node proxy, behind a proxy: the faults of both strike one authorization) by the official x402
+ * clients, v1 and v2, with and without a payment id. Each case strikes one fault (docs/faults.md), restarts the instance with the same
  * environment and the same DATA_DIR when the fault killed it, retries the same proof and checks
  * the payer's USDC, Transfer logs and `authorizationState(from, nonce)`: nothing moved and the
  * proof still pays, or one transfer and the report. Never two.
@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { createPublicClient, http, type PublicClient } from "viem";
 import { afterAll, afterEach, beforeAll, describe, it } from "vitest";
 import { startDevnet, type Devnet } from "../../src/devnet/index.js";
+import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/index.js";
 import { startFaultProxy, type FaultProxy } from "../fixtures/fault-proxy.js";
 import {
   ONE_INSTANCE_CASES,
@@ -22,11 +23,14 @@ import {
   type World,
 } from "../fixtures/fault-matrix.js";
 import { startHeldSite, type HeldSite } from "../fixtures/held-site.js";
+import { freshGasKey, logWatch, startNodeProxy, type NodeProxy } from "../fixtures/node-proxy.js";
 import { fleetEnv, startInstance, type ServiceInstance } from "../fixtures/service-instance.js";
 import { PUBLIC_CIDRS } from "../fixtures/targets.js";
 
 let devnet: Devnet;
 let chain: PublicClient;
+let node: NodeProxy;
+let facilitator: RunningFacilitator;
 let proxy: FaultProxy;
 let site: HeldSite;
 let instance: ServiceInstance;
@@ -37,7 +41,20 @@ let topology: Topology;
 beforeAll(async () => {
   devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   chain = createPublicClient({ transport: http(devnet.rpcUrl) });
-  proxy = await startFaultProxy(devnet.facilitatorUrl);
+  // The devnet's chain under a facilitator of its own, so that faults can strike below it too.
+  node = await startNodeProxy(devnet.rpcUrl);
+  const said = logWatch();
+  facilitator = await startFacilitator({
+    rpcUrl: node.url,
+    privateKey: await freshGasKey(devnet.rpcUrl),
+    networks: [devnet.network],
+    host: "127.0.0.1",
+    port: 0,
+    pollingIntervalMs: 50,
+    confirmationTimeoutMs: 30_000,
+    log: said.log,
+  });
+  proxy = await startFaultProxy(facilitator.url);
   site = await startHeldSite();
   dataDir = mkdtempSync(join(tmpdir(), "secsnap-faults-data-"));
   instance = await startInstance({
@@ -62,6 +79,7 @@ beforeAll(async () => {
     siteUrl: site.url,
     holdSite: () => site.hold(),
     releaseSite: () => site.release(),
+    below: { node, facilitatorSays: said.next },
   };
   const send = (headers: Record<string, string>, signal?: AbortSignal) =>
     site.post(instance.url, headers, signal);
@@ -80,6 +98,8 @@ afterAll(async () => {
   site?.release();
   await instance?.close();
   await proxy?.close();
+  await facilitator?.close();
+  await node?.close();
   await site?.close();
   await devnet?.close();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });

@@ -469,19 +469,37 @@ describe("order of work", () => {
     expect((await challengeOf(again)).error).toBe("payment_already_used");
   });
 
-  it("a failed settlement answers 402, not the report", async () => {
+  it("a settlement refused before any send answers 402, not the report", async () => {
     facilitator.settle = () => ({
       status: 200,
       json: {
         success: false,
-        errorReason: "transaction_failed",
+        errorReason: "invalid_exact_evm_insufficient_balance",
         transaction: "",
         network: BASE_SEPOLIA,
       },
     });
     const response = await post(service, "https://example.com", await signedHeaders(challenge));
     expect(response.status).toBe(402);
-    expect(await response.json()).toEqual({ error: expect.stringContaining("transaction_failed") });
+    expect(await response.json()).toEqual({
+      error: expect.stringContaining("invalid_exact_evm_insufficient_balance"),
+    });
+  });
+
+  it("a failed send (no hash) or a duplicate settle answers 503, not 402: the transfer may land", async () => {
+    for (const [status, errorReason] of [
+      [200, "invalid_exact_evm_transaction_failed"],
+      [409, "duplicate_settlement"],
+    ] as const) {
+      facilitator.settle = () => ({
+        status,
+        json: { success: false, errorReason, transaction: "", network: BASE_SEPOLIA },
+      });
+      const response = await post(service, "https://example.com", await signedHeaders(challenge));
+      expect(response.status, errorReason).toBe(503);
+      expect(response.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
+    }
   });
 });
 

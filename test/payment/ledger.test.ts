@@ -9,6 +9,7 @@ import type {
   SettleResponse,
   VerifyResponse,
 } from "@x402/core/types";
+import { SettleError } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
 import { authorizationKey, authorizationOf } from "../../src/payment/authorization.js";
 import type { ChainAnswer, ChainReader } from "../../src/payment/chain.js";
@@ -267,6 +268,35 @@ describe("a settlement with no known outcome", () => {
       });
     expect((await call(h, payload)).kind).toBe("unavailable");
     expect(await record(h, payload)).toMatchObject({ state: "settling", transaction: TX });
+  });
+
+  it("a refusal for a reason given after a send (no hash, or a duplicate) is unknown; the chain decides", async () => {
+    // @x402/evm: the node took the transaction but its answer was lost; v1: the raw error;
+    // this project's facilitator while another settle of the authorization runs.
+    for (const [errorReason, status] of [
+      ["invalid_exact_evm_transaction_failed", 200],
+      ["transaction_failed", 200],
+      ["invalid_transaction_state", 200],
+      ["HTTP request failed. URL: http://127.0.0.1:8545", 200],
+      ["duplicate_settlement", 409],
+    ] as const) {
+      const h = harness();
+      const payload = proof();
+      const answer: SettleResponse = {
+        success: false,
+        errorReason,
+        transaction: "",
+        network: NETWORK,
+      };
+      h.settle = () =>
+        status === 200 ? Promise.resolve(answer) : Promise.reject(new SettleError(status, answer));
+      expect((await call(h, payload)).kind, errorReason).toBe("unavailable");
+      expect(await record(h, payload)).toMatchObject({ state: "settling", report: REPORT });
+
+      h.chain = { kind: "used", transaction: TX };
+      expect(await call(h, payload)).toMatchObject({ kind: "paid", report: REPORT });
+      expect(h.calls).toEqual({ verify: 1, settle: 1, run: 1 });
+    }
   });
 
   it("a lost answer without an RPC: the retry settles again and takes 'already used' as paid", async () => {
