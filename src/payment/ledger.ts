@@ -369,8 +369,8 @@ export class PaymentLedger {
           .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
         return settlementRefused(answer.reason);
       case "used":
-        // "Already used": by our own earlier settlement (or another's: paid to us all the same),
-        // or canceled by the payer: the chain says.
+        // "Already used": by our own earlier settlement, or by the payer (its own authorization
+        // of the nonce, or a cancel): the chain says whether it paid us.
         return this.resolve(call, lease, settling, { reason: answer.reason, sentBefore });
       case "unknown": {
         log(`x402 settlement outcome unknown: ${answer.why}`);
