@@ -435,9 +435,9 @@ export class PaymentLedger {
       case "used_elsewhere":
         // The payer spent the nonce on another authorization: nothing paid, nothing can move.
         log(`x402 authorization used by ${answer.transaction}, which paid nothing to payTo`);
-        return this.unpaid(call, lease, record, settlementRefused(USED_ELSEWHERE));
+        return this.nothingPaid(call, lease, record, settlementRefused(USED_ELSEWHERE));
       case "canceled":
-        return this.unpaid(
+        return this.nothingPaid(
           call,
           lease,
           record,
@@ -456,7 +456,7 @@ export class PaymentLedger {
           log("x402 settlement unknown: no RPC (X402_RPC_URL_*) to read the nonce's transaction");
           return unknownOutcome();
         }
-        return this.unpaid(call, lease, record, settlementRefused(afterUsed.reason));
+        return this.nothingPaid(call, lease, record, settlementRefused(afterUsed.reason));
       case "unused":
         // Used, says the facilitator, unused, says the chain: not known yet.
         if (afterUsed) return unknownOutcome();
@@ -465,7 +465,7 @@ export class PaymentLedger {
   }
 
   /** Nothing was paid and nothing can move any more: the record is freed, the proof refused. */
-  private async unpaid(
+  private async nothingPaid(
     call: Call,
     lease: HeldLease,
     record: PaymentRecord,

@@ -295,7 +295,7 @@ describe("production mode (`secsnap serve`, X402_PAY_TO, an external facilitator
       env: {
         ...fleetEnv({
           payTo: devnet.payTo,
-          facilitatorUrl: devnet.facilitatorUrl,
+          facilitatorUrl: proxy.url,
           rpcUrl: devnet.rpcUrl,
           targetPorts: [site.port],
           allowCidrs: PUBLIC_CIDRS,
@@ -375,5 +375,23 @@ describe("production mode (`secsnap serve`, X402_PAY_TO, an external facilitator
     });
     expect(await balances(account.address)).toEqual(before);
     await client.close();
+  });
+
+  it("a settle answer lost, then the nonce spent: the retry is 402, no report; payer −0, payTo +0; never counted settled", async () => {
+    const account = devnet.payer(3);
+    const before = await balances(account.address);
+    const headers = await v2ProofFor(instance.url, site.url, account);
+    const settled = await payments("2", "settled");
+
+    proxy.failNextSettle("drop-unforwarded");
+    const lost = await site.post(instance.url, headers);
+    expect(lost.status).toBe(503);
+    expect(lost.headers.get("retry-after")).toMatch(/^\d+$/);
+    await spend(account, payloadIn(headers));
+
+    // The retry reads the chain (or finds the record the reconciler freed): refused either way.
+    await expectRefusedWithoutReport(await site.post(instance.url, headers));
+    expect(await payments("2", "settled")).toBe(settled);
+    expect(await balances(account.address)).toEqual(before);
   });
 });
