@@ -124,6 +124,8 @@ function proofExhaustedMessage(releases: number): string {
 const ALREADY_USED = "payment_already_used";
 const PAYMENT_ID_USED =
   "This payment id was already used with another payment proof or request body.";
+/** The reason of a proof whose nonce another transaction used, paying us nothing. */
+const USED_ELSEWHERE = "authorization_used_elsewhere";
 
 /** A facilitator settle answer that says the authorization was used already (maybe by us). */
 const AUTHORIZATION_USED = /nonce_already_used|authorization.*used|nonce.*used/i;
@@ -440,8 +442,8 @@ export class PaymentLedger {
           .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
         return settlementRefused(answer.reason);
       case "used":
-        // "Already used": by our own earlier settlement (or another's: paid to us all the same),
-        // or canceled by the payer: the chain says.
+        // "Already used": by our own earlier settlement, or by the payer (its own authorization
+        // of the nonce, or a cancel): the chain says whether it paid us.
         return this.resolve(call, lease, settling, { reason: answer.reason, sentBefore });
       case "unknown": {
         log(`x402 settlement outcome unknown: ${answer.why}`);
@@ -498,19 +500,22 @@ export class PaymentLedger {
     record: PaymentRecord,
     afterUsed?: { reason: string; sentBefore: boolean },
   ): Promise<PaidOutcome> {
-    const { events, log } = this.parts;
-    const answer = await this.parts.chain.read(call.auth, record.transaction);
+    const { log } = this.parts;
+    const { auth, input } = call;
+    const answer = await this.parts.chain.read(auth, input.requirements, record.transaction);
     switch (answer.kind) {
       case "used":
         return this.settled(call, lease, record, chainSettlement(call, answer.transaction));
+      case "used_elsewhere":
+        // The payer spent the nonce on another authorization: nothing paid, nothing can move.
+        log(`x402 authorization used by ${answer.transaction}, which paid nothing to payTo`);
+        return this.nothingPaid(call, lease, record, settlementRefused(USED_ELSEWHERE));
       case "canceled":
-        events.payment(call.version, "refused");
-        await lease
-          .write({ ...record, state: "free" })
-          .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
-        return refused(
-          "authorization_canceled",
-          "Payment settlement failed: authorization_canceled",
+        return this.nothingPaid(
+          call,
+          lease,
+          record,
+          refused("authorization_canceled", "Payment settlement failed: authorization_canceled"),
         );
       case "pending":
       case "unreadable":
@@ -518,22 +523,34 @@ export class PaymentLedger {
         return unknownOutcome();
       case "no_rpc":
         if (!afterUsed) return this.settle(call, lease, record);
-        // The facilitator's word is all there is: "already used" after a settle of ours went
-        // out is taken as paid; on our first settle it cannot be ours (a cancel, or a copy
-        // settled elsewhere), so it is refused — nothing more can move for it either way.
+        // The facilitator's word is all there is. "Already used" on our first settle cannot be
+        // ours (a cancel, or the payer's own use of the nonce): refused. After a settle of ours
+        // went out it may be ours or the payer's: only the chain can tell, so it stays unknown.
         if (afterUsed.sentBefore) {
-          return this.settled(call, lease, record, chainSettlement(call, record.transaction ?? ""));
+          log("x402 settlement unknown: no RPC (X402_RPC_URL_*) to read the nonce's transaction");
+          return unknownOutcome();
         }
-        events.payment(call.version, "refused");
-        await lease
-          .write({ ...record, state: "free" })
-          .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
-        return settlementRefused(afterUsed.reason);
+        return this.nothingPaid(call, lease, record, settlementRefused(afterUsed.reason));
       case "unused":
         // Used, says the facilitator, unused, says the chain: not known yet.
         if (afterUsed) return unknownOutcome();
         return this.settle(call, lease, record);
     }
+  }
+
+  /** Nothing was paid and nothing can move any more: the record is freed, the proof refused. */
+  private async nothingPaid(
+    call: Call,
+    lease: HeldLease,
+    record: PaymentRecord,
+    refusal: PaidOutcome,
+  ): Promise<PaidOutcome> {
+    const { events, log } = this.parts;
+    events.payment(call.version, "refused");
+    await lease
+      .write({ ...record, state: "free" })
+      .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
+    return refusal;
   }
 
   /** One transfer moved: record it, and the report goes out whatever the store says. */

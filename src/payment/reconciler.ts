@@ -7,9 +7,10 @@ import { describeError } from "./describe-error.js";
 /**
  * The background reconciler (docs/payment.md, "The reconciler"): records whose settlement had no
  * known outcome, and whose request is gone, are settled by the chain's word, not by a retry that
- * may never come. A transfer found on chain makes the record `settled` (its report kept for the
- * retry); an authorization past its validBefore with nothing used makes it `free`. It never
- * settles: moving money is a request's decision, with its client waiting for the answer.
+ * may never come. The transfer that paid us found on chain makes the record `settled` (its report
+ * kept for the retry); a nonce canceled, or used by a transaction that paid us nothing, or an
+ * authorization past its validBefore with nothing used, makes it `free`. It never settles:
+ * moving money is a request's decision, with its client waiting for the answer.
  */
 
 /** Records read per pass: a pass stays short whatever the backlog. */
@@ -85,10 +86,11 @@ export class Reconciler {
     try {
       const record = acquired.record;
       if (record?.state !== "settling" && record?.state !== "report_kept") return undefined;
-      const requirements = record.requirements as { network: string; asset: string } | undefined;
+      const requirements = record.requirements as
+        { network: string; asset: string; payTo: string; amount: string } | undefined;
       const auth = requirements && authorizationOf(record.payload, requirements);
       if (!auth) return undefined;
-      const answer = await chain.read(auth, record.transaction);
+      const answer = await chain.read(auth, requirements, record.transaction);
       if (answer.kind === "used") {
         const settlement: SettleResponse = {
           success: true,
@@ -109,6 +111,7 @@ export class Reconciler {
       const expired = auth.validBefore !== undefined && nowS > auth.validBefore + EXPIRY_MARGIN_S;
       const nothingCanMove =
         answer.kind === "canceled" ||
+        answer.kind === "used_elsewhere" ||
         (expired && (answer.kind === "unused" || answer.kind === "pending"));
       if (nothingCanMove) {
         const next: PaymentRecord = { ...record, state: "free" };

@@ -14,6 +14,7 @@ import { authorizationTypes } from "@x402/evm";
 import { GAS_PAYER } from "../../src/devnet/constants.js";
 import { startForwardingProxy } from "../fixtures/forwarding-proxy.js";
 import { freshGasKey, holdMining, logWatch, startNodeProxy } from "../fixtures/node-proxy.js";
+import { spendOwnNonce } from "../fixtures/usdc.js";
 
 let devnet: Devnet;
 beforeAll(async () => {
@@ -267,6 +268,27 @@ describe("verify and settle a real EIP-3009 payment", () => {
       isValid: false,
       invalidReason: "invalid_exact_evm_recipient_mismatch",
     });
+  });
+});
+
+describe("a nonce the payer spent itself", () => {
+  it("the settle of the authorization it sent fails as already used, never a success, and moves nothing", async () => {
+    const payment = await pay(6);
+    const account = privateKeyToAccount(devnet.payerPrivateKeys[6]!);
+    await spendOwnNonce(chain(), devnet.rpcUrl, devnet.usdcAddress, account, authOf(payment).nonce);
+    const [payerBefore, payToBefore] = [
+      await balanceOf(account.address),
+      await balanceOf(devnet.payTo),
+    ];
+
+    const settled = await settle(payment);
+    expect(settled.body).toMatchObject({
+      success: false,
+      errorReason: "invalid_exact_evm_nonce_already_used",
+      transaction: "",
+    });
+    expect(await balanceOf(account.address)).toBe(payerBefore);
+    expect(await balanceOf(devnet.payTo)).toBe(payToBefore);
   });
 });
 

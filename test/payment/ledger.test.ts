@@ -12,7 +12,7 @@ import type {
 import { SettleError } from "@x402/core/types";
 import { describe, expect, it } from "vitest";
 import { authorizationKey, authorizationOf } from "../../src/payment/authorization.js";
-import type { ChainAnswer, ChainReader } from "../../src/payment/chain.js";
+import type { ChainAnswer, ChainReader, Due } from "../../src/payment/chain.js";
 import { PaymentLedger, type PaidOutcome } from "../../src/payment/ledger.js";
 import { memoryPayerBudget } from "../../src/payment/payer-budget.js";
 import { Reconciler } from "../../src/payment/reconciler.js";
@@ -78,6 +78,8 @@ interface Harness {
   writes: PaymentState[];
   settle: SettleScript;
   chain: ChainAnswer;
+  /** The transfer each chain read was asked about. */
+  reads: Due[];
   clock: { now: number };
 }
 
@@ -91,6 +93,7 @@ function harness(options: { maxReleases?: number } = {}): Harness {
     writes: [],
     settle: settledOk,
     chain: { kind: "no_rpc" },
+    reads: [],
     clock,
   };
   const write = store.write.bind(store);
@@ -98,7 +101,12 @@ function harness(options: { maxReleases?: number } = {}): Harness {
     h.writes.push(record.state);
     return write(key, owner, record, ttl);
   };
-  const chain: ChainReader = { read: () => Promise.resolve(h.chain) };
+  const chain: ChainReader = {
+    read: (_auth, due) => {
+      h.reads.push(due);
+      return Promise.resolve(h.chain);
+    },
+  };
   h.ledger = new PaymentLedger({
     store,
     verify: () => {
@@ -299,7 +307,7 @@ describe("a settlement with no known outcome", () => {
     }
   });
 
-  it("a lost answer without an RPC: the retry settles again and takes 'already used' as paid", async () => {
+  it("a lost answer without an RPC: 'already used' on the retry stays unknown, never taken as paid", async () => {
     const h = harness();
     const payload = proof();
     h.settle = () => Promise.reject(new Error("socket hang up"));
@@ -311,7 +319,9 @@ describe("a settlement with no known outcome", () => {
         transaction: "",
         network: NETWORK,
       });
-    expect(await call(h, payload)).toMatchObject({ kind: "paid", report: REPORT });
+    // Ours, or the payer's own use of the nonce: only the chain can tell.
+    expect((await call(h, payload)).kind).toBe("unavailable");
+    expect(await record(h, payload)).toMatchObject({ state: "settling", report: REPORT });
     expect(h.calls).toEqual({ verify: 1, settle: 2, run: 1 });
   });
 
@@ -340,6 +350,44 @@ describe("a settlement with no known outcome", () => {
     h.settle = settledOk;
     expect((await call(h, payload)).kind).toBe("paid");
     expect(h.calls).toEqual({ verify: 1, settle: 2, run: 1 });
+  });
+
+  it("used on chain by a transaction that paid nothing: refused, freed, the report never served", async () => {
+    const h = harness();
+    const payload = proof();
+    h.settle = () => Promise.reject(new Error("timeout"));
+    await call(h, payload);
+    h.chain = { kind: "used_elsewhere", transaction: TX };
+    expect(await call(h, payload)).toMatchObject({
+      kind: "refused",
+      reason: "authorization_used_elsewhere",
+    });
+    // The chain was asked about the transfer the offer is due: its price to its payTo.
+    expect(h.reads.at(-1)).toMatchObject({
+      payTo: REQUIREMENTS.payTo,
+      amount: REQUIREMENTS.amount,
+    });
+    // Free with no releases: forgotten; nothing settled again.
+    expect(await record(h, payload)).toBeUndefined();
+    expect(h.calls).toEqual({ verify: 1, settle: 1, run: 1 });
+  });
+
+  it("'already used' on the first settle, the chain says used elsewhere: refused, never paid", async () => {
+    const h = harness();
+    const payload = proof();
+    h.settle = () =>
+      Promise.resolve({
+        success: false,
+        errorReason: "invalid_exact_evm_nonce_already_used",
+        transaction: "",
+        network: NETWORK,
+      });
+    h.chain = { kind: "used_elsewhere", transaction: TX };
+    expect(await call(h, payload)).toMatchObject({
+      kind: "refused",
+      reason: "authorization_used_elsewhere",
+    });
+    expect(await record(h, payload)).toBeUndefined();
   });
 
   it("canceled on chain: refused, the report never served", async () => {
@@ -420,6 +468,17 @@ describe("the reconciler", () => {
     expect(await reconciler(h).once()).toEqual({ settled: 1, freed: 0 });
     expect(await record(h, payload)).toMatchObject({ state: "settled", transaction: TX });
     expect(await call(h, payload)).toMatchObject({ kind: "paid", report: REPORT });
+    expect(h.calls.settle).toBe(1);
+  });
+
+  it("frees a record whose nonce a transaction that paid nothing used; the retry is refused", async () => {
+    const h = harness();
+    const payload = proof();
+    h.settle = () => Promise.reject(new Error("timeout"));
+    await call(h, payload);
+    h.chain = { kind: "used_elsewhere", transaction: TX };
+    expect(await reconciler(h).once()).toEqual({ settled: 0, freed: 1 });
+    expect(await record(h, payload)).toBeUndefined();
     expect(h.calls.settle).toBe(1);
   });
 
