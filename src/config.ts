@@ -193,6 +193,9 @@ function isDnsServer(s: string): boolean {
 export const NETWORK_IDS = { base: "eip155:8453", "base-sepolia": "eip155:84532" } as const;
 type NetworkName = keyof typeof NETWORK_IDS;
 
+/** Networks whose USDC is worth nothing: offered in production only when X402_NETWORKS names them. */
+export const TEST_NETWORKS: ReadonlySet<string> = new Set<NetworkName>(["base-sepolia"]);
+
 export interface SnapshotConfig {
   timeoutMs: number;
   maxRedirects: number;
@@ -524,11 +527,12 @@ function readRpcUrls(env: Env): Partial<Record<NetworkName, string>> {
 
 export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
   const payTo = read(env, "X402_PAY_TO", payToAddress, "");
+  // Production sells for real USDC unless a test network is named; devnet mode offers its own.
   const networks = read(
     env,
     "X402_NETWORKS",
     list((n) => n in NETWORK_IDS, `networks (${Object.keys(NETWORK_IDS).join(", ")})`),
-    "base,base-sepolia",
+    payTo ? "base" : "base-sepolia",
   ) as NetworkName[];
   if (networks.length === 0)
     throw new ConfigError("X402_NETWORKS", "must name at least one network");
