@@ -34,6 +34,9 @@ import { announceLocalMode, withLocalMode } from "./local-mode.js";
 import { livenessChecks } from "./serve-liveness.js";
 import { setupPayment, type PaymentSetup } from "./serve-payment.js";
 
+/** The addresses a listener binds to listen on every address of the machine. */
+const WILDCARD_ADDRESSES: ReadonlySet<string> = new Set(["0.0.0.0", "::"]);
+
 /** In-flight requests get the whole snapshot deadline plus this much to finish on shutdown. */
 export const SHUTDOWN_MARGIN_MS = 5_000;
 
@@ -99,7 +102,8 @@ function stopNowLine(paidInFlight: number, config: Config): string {
 interface Service {
   /** The public listener's app, behind the request observer and the unpaid-challenge fast path. */
   app: ReturnType<typeof createApp>;
-  front: NodeFront;
+  /** None in devnet mode: its answers carry the production CORS and skip the app's Host rule. */
+  front: NodeFront | undefined;
   observe: RequestObserver;
   /** Served by the metrics listener. */
   metrics: ServiceMetrics;
@@ -173,13 +177,17 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     rateLimit,
     trustedProxies: config.ops.trustedProxies,
   });
-  const front = createChallengeFastPath({
-    urlPolicy,
-    unpaidChallenge: gate.unpaidChallenge,
-    log: appLog,
-    rateLimit,
-    trustedProxies: config.ops.trustedProxies,
-  });
+  // Devnet mode's answers are for this machine's own origins and hosts (docs/security.md,
+  // "Devnet and local mode"): every request goes through the app, which applies both.
+  const front = payment.devnet
+    ? undefined
+    : createChallengeFastPath({
+        urlPolicy,
+        unpaidChallenge: gate.unpaidChallenge,
+        log: appLog,
+        rateLimit,
+        trustedProxies: config.ops.trustedProxies,
+      });
   const observe = createRequestObserver({
     routes: ROUTES,
     metrics,
@@ -298,11 +306,17 @@ async function listen(
   return { server, metricsServer };
 }
 
-/** The first output line: the version, the URL and the payment mode; then where the metrics are. */
+/**
+ * The first output line: the version, the URL and the payment mode; then where the metrics are.
+ * A listener on every address says so: its URL alone (loopback) would hide who can reach it.
+ */
 function announce({ server, metricsServer }: Listeners, payment: PaymentSetup, stdout: CliOutput) {
   const howToPay = payment.howToPay ? `; ${payment.howToPay(server.url)}` : "";
+  const everywhere = WILDCARD_ADDRESSES.has(server.address)
+    ? ` and every other address of this machine (HOST ${server.address})`
+    : "";
   stdout.write(
-    `secsnap ${SERVICE_VERSION} listening on ${server.url} (mode: ${payment.mode})${howToPay}\n`,
+    `secsnap ${SERVICE_VERSION} listening on ${server.url}${everywhere} (mode: ${payment.mode})${howToPay}\n`,
   );
   if (metricsServer) stdout.write(`metrics on ${metricsServer.url}/metrics\n`);
 }

@@ -7,12 +7,12 @@
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import type { Context, Env, Hono } from "hono";
-import { csrf } from "hono/csrf";
+import type { Context, Env, Hono, MiddlewareHandler } from "hono";
 import { privateKeyToAccount } from "viem/accounts";
-import { NO_STORE } from "../payment/index.js";
+import { NO_STORE, jsonAnswer, toResponse } from "../payment/index.js";
 import type { SnapshotResult } from "../snapshot/index.js";
 import { readBodyText } from "./body.js";
+import { ownOrigin } from "./cors.js";
 import { CHALLENGE_PATH, PAY_AND_SCAN_PATH } from "./page-paths.js";
 import { PAGE_SECURITY_HEADERS, renderPage, type PageFacts, type ScanOutcome } from "./page.js";
 
@@ -45,10 +45,13 @@ export interface ScanRoutes {
 /** Mounts the form's routes; POST /demo/pay-and-scan only when a devnet payer is given. */
 export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): void {
   const publicOrigin = routes.publicUrl !== undefined ? new URL(routes.publicUrl).origin : "";
-  // A form post from another site is refused: it could spend the devnet's money or the budget.
-  const sameOrigin = csrf({
-    origin: (origin, c) => origin === new URL(c.req.url).origin || origin === publicOrigin,
-  });
+  // A form post from another site is refused: it could spend the client's budget.
+  const sameOrigin = formOriginCheck(
+    (origin, requestUrl) =>
+      origin !== undefined &&
+      origin !== "" &&
+      (origin === publicOrigin || origin === new URL(requestUrl).origin),
+  );
   const selfFetch =
     (outer: Context): typeof fetch =>
     (input, init) =>
@@ -81,7 +84,10 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
   if (!payer) return;
   const client = new x402Client();
   registerExactEvmScheme(client, { signer: privateKeyToAccount(payer.privateKey) });
-  app.post(PAY_AND_SCAN_PATH, sameOrigin, async (c) => {
+  // Only a page of this service, at a host the Host rule allows, spends the devnet's money: not
+  // a page on a name its attacker rebinds to this machine, whose origin is the request's own.
+  const ownPage = formOriginCheck(ownOrigin(routes.publicUrl));
+  app.post(PAY_AND_SCAN_PATH, ownPage, async (c) => {
     const url = await formUrl(c);
     const facts = routes.facts(c);
     if (url === undefined) return page(facts, missingUrl(), 400);
@@ -107,6 +113,23 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
       200,
     );
   });
+}
+
+/**
+ * The form is posted only from the service's own page: its `Origin` must be there (browsers send
+ * it with every form post) and `allowed`. Any content type: the body is read as a form anyway.
+ */
+function formOriginCheck(
+  allowed: (origin: string | undefined, requestUrl: string) => boolean,
+): MiddlewareHandler {
+  return async (c, next) => {
+    const origin = c.req.header("origin");
+    if (allowed(origin, c.req.url)) return next();
+    const error =
+      "The form is posted only from this service's own page (its Origin header, " +
+      `${JSON.stringify(origin?.slice(0, 100) ?? null)}, is not this service's).`;
+    return toResponse(jsonAnswer(403, { error, error_type: "foreign_origin" }));
+  };
 }
 
 function snapshotRequest(url: string): RequestInit {
