@@ -93,6 +93,11 @@ export interface AppDeps {
    * pays from on the server's side (POST /demo/pay-and-scan, served only with it).
    */
   devnetPayer?: { index: number; address: `0x${string}`; privateKey: `0x${string}` };
+  /**
+   * Devnet mode: failing scans the page's form pays for per client and minute (formScansPerClient
+   * of the payer budget); default that of the budget's default.
+   */
+  failingFormScansPerClient?: number;
   /** Who is paid (X402_PAY_TO, or the devnet's payee), for the 402's example in /openapi.json. */
   payTo?: `0x${string}`;
   /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
@@ -164,7 +169,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     });
   }
   addFreeRoutes(app, deps, admission, checkShape);
-  addPageRoutes(app, deps);
+  addPageRoutes(app, deps, trusted);
   addAgentRoutes(app, deps);
   addFallbacks(app, log, deps.devnet === true && deps.devnetPayer !== undefined);
   return app;
@@ -442,7 +447,7 @@ function addAgentRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
  * GET / (the page), its scan form's routes (page-scan.ts) and GET /reference (the interactive
  * API reference); HTML, not JSON.
  */
-function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
+function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps, trusted: TrustedProxies): void {
   // The devnet's account is named, and pays, only in devnet mode.
   const devnetPayer = deps.devnet === true ? deps.devnetPayer : undefined;
   const facts = {
@@ -469,6 +474,10 @@ function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
   addScanRoutes(app, {
     facts: (c) => ({ ...facts, serviceUrl: baseUrlOf(deps, c) }),
     app,
+    clientOf: (c) => clientOf(c, trusted),
+    ...(deps.failingFormScansPerClient !== undefined && {
+      failingScansPerClient: deps.failingFormScansPerClient,
+    }),
     ...(devnetPayer && { devnetPayer }),
     ...(deps.publicUrl !== undefined && { publicUrl: deps.publicUrl }),
   });
