@@ -365,7 +365,8 @@ export const serveCommand: Command = {
   usage: [
     "Usage: secsnap serve [--allow-local]",
     "",
-    "Starts the API on HOST:PORT (default 0.0.0.0:8080; PORT=0 picks a free port).",
+    "Starts the API on HOST:PORT (default 0.0.0.0:8080 with X402_PAY_TO, 127.0.0.1:8080 in",
+    "devnet mode; PORT=0 picks a free port).",
     "The first output line states the payment mode and the URL; then one JSON log line per",
     "request on stdout (LOG_LEVEL). Metrics: GET /metrics on METRICS_HOST:METRICS_PORT",
     "(default 127.0.0.1:9464; off: none), never on the public port.",
@@ -377,7 +378,8 @@ export const serveCommand: Command = {
     "Options:",
     "  --allow-local  development only: snapshots of loopback and private targets on any",
     "                 port (SNAPSHOT_ALLOW_LOCAL=1), said loudly on stderr; cloud metadata",
-    "                 stays blocked. Devnet mode only: refused with X402_PAY_TO set.",
+    "                 stays blocked. Devnet mode only: refused with X402_PAY_TO set, and",
+    "                 on loopback only: refused with a HOST that is not.",
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {
