@@ -193,6 +193,9 @@ function isDnsServer(s: string): boolean {
 export const NETWORK_IDS = { base: "eip155:8453", "base-sepolia": "eip155:84532" } as const;
 type NetworkName = keyof typeof NETWORK_IDS;
 
+/** Networks whose USDC is worth nothing: offered in production only when X402_NETWORKS names them. */
+export const TEST_NETWORKS: ReadonlySet<string> = new Set<NetworkName>(["base-sepolia"]);
+
 export interface SnapshotConfig {
   timeoutMs: number;
   maxRedirects: number;
@@ -524,11 +527,12 @@ function readRpcUrls(env: Env): Partial<Record<NetworkName, string>> {
 
 export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
   const payTo = read(env, "X402_PAY_TO", payToAddress, "");
+  // Production sells for real USDC unless a test network is named; devnet mode offers its own.
   const networks = read(
     env,
     "X402_NETWORKS",
     list((n) => n in NETWORK_IDS, `networks (${Object.keys(NETWORK_IDS).join(", ")})`),
-    "base,base-sepolia",
+    payTo ? "base" : "base-sepolia",
   ) as NetworkName[];
   if (networks.length === 0)
     throw new ConfigError("X402_NETWORKS", "must name at least one network");
@@ -626,8 +630,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return {
     port,
-    // Any name or address: one that cannot be bound stops the start at listen, naming HOST.
-    host: read(env, "HOST", z.string(), "0.0.0.0"),
+    host: readHost(env, { devnet: payment.payTo === undefined, local: snapshot.allowLocal }),
     publicUrl: read(env, "PUBLIC_URL", publicUrl, ""),
     operatorContact: read(env, "OPERATOR_CONTACT", operatorContact, ""),
     // May carry a password: never echoed in an error.
@@ -638,6 +641,31 @@ export function loadConfig(env: Env = process.env): Config {
     ops: loadOpsConfig(env),
     telemetry,
   };
+}
+
+/**
+ * HOST (docs/contract.md §6.1): every address in production mode; loopback in devnet and local
+ * mode, whose service pays from a public devnet key and, in local mode, fetches this machine's
+ * own network for whoever asks (docs/security.md, "Devnet and local mode"). Devnet mode listens
+ * elsewhere when HOST says so; local mode refuses any address but loopback. Otherwise any name
+ * or address: one that cannot be bound stops the start at listen, naming HOST.
+ */
+function readHost(env: Env, mode: { devnet: boolean; local: boolean }): string {
+  const host = read(env, "HOST", z.string(), mode.devnet ? "127.0.0.1" : "0.0.0.0");
+  if (mode.local && !isLoopbackHost(host)) {
+    throw new ConfigError(
+      "HOST",
+      "must be a loopback address (127.0.0.1, ::1 or localhost) in local mode (SNAPSHOT_ALLOW_LOCAL, " +
+        `serve --allow-local): it fetches this machine's network for whoever reaches it (got ${quoted(host)})`,
+    );
+  }
+  return host;
+}
+
+/** `localhost`, or an address in 127.0.0.0/8 or ::1 (IPv4-mapped included). */
+function isLoopbackHost(host: string): boolean {
+  if (host.toLowerCase() === "localhost") return true;
+  return ipaddr.isValid(host) && ipaddr.process(host).range() === "loopback";
 }
 
 /** Environment of the stand-alone facilitator, `secsnap facilitator` (docs/facilitator.md). */

@@ -1,5 +1,5 @@
 import { StartupError } from "../config-error.js";
-import { NETWORK_IDS, type PaymentConfig } from "../config.js";
+import { NETWORK_IDS, TEST_NETWORKS, type PaymentConfig } from "../config.js";
 import type { ServiceMetrics } from "../http/index.js";
 import type { PaymentRecordStore } from "../store/index.js";
 import type { DevnetAccount } from "../devnet/index.js";
@@ -34,6 +34,16 @@ export interface PaymentSetup {
   howToPay?: (serviceUrl: string) => string;
   /** Stops the devnet when this start brought it up; after the server has closed. */
   close(): Promise<void>;
+}
+
+/**
+ * What the first line adds when production offers a test network (named in X402_NETWORKS): a
+ * client paying there pays in tokens worth nothing, so the operator must not miss it.
+ */
+function testNetworkWarning(networks: readonly string[]): string {
+  const test = networks.filter((name) => TEST_NETWORKS.has(name));
+  if (test.length === 0) return "";
+  return ` (TEST NETWORK ${test.join(", ")}: its USDC is worth nothing)`;
 }
 
 /**
@@ -76,7 +86,7 @@ export async function setupPayment(
       devnet: false,
       facilitatorUrl: gateOptions.facilitatorUrl,
       payTo: config.payTo,
-      mode: `x402 on ${config.networks.join(", ")}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
+      mode: `x402 on ${config.networks.join(", ")}${testNetworkWarning(config.networks)}, ${config.priceUsdc} USDC per snapshot to ${config.payTo}, facilitator ${config.facilitatorUrl}`,
       close: async () => {},
     };
   }

@@ -11,6 +11,7 @@ import {
   createApp,
   createChallengeFastPath,
   createRequestObserver,
+  formScansPerClient,
   metricsApp,
   startServer,
   type NodeFront,
@@ -33,6 +34,9 @@ import { rateLimitedLog } from "./rate-limited-log.js";
 import { announceLocalMode, withLocalMode } from "./local-mode.js";
 import { livenessChecks } from "./serve-liveness.js";
 import { setupPayment, type PaymentSetup } from "./serve-payment.js";
+
+/** The addresses a listener binds to listen on every address of the machine. */
+const WILDCARD_ADDRESSES: ReadonlySet<string> = new Set(["0.0.0.0", "::"]);
 
 /** In-flight requests get the whole snapshot deadline plus this much to finish on shutdown. */
 export const SHUTDOWN_MARGIN_MS = 5_000;
@@ -99,7 +103,8 @@ function stopNowLine(paidInFlight: number, config: Config): string {
 interface Service {
   /** The public listener's app, behind the request observer and the unpaid-challenge fast path. */
   app: ReturnType<typeof createApp>;
-  front: NodeFront;
+  /** None in devnet mode: its answers carry the production CORS and skip the app's Host rule. */
+  front: NodeFront | undefined;
   observe: RequestObserver;
   /** Served by the metrics listener. */
   metrics: ServiceMetrics;
@@ -163,7 +168,10 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     networks: payment.networks,
     devnet: payment.devnet,
     payTo: payment.payTo,
-    ...(payment.devnetPayer && { devnetPayer: payment.devnetPayer }),
+    ...(payment.devnetPayer && {
+      devnetPayer: payment.devnetPayer,
+      failingFormScansPerClient: formScansPerClient(config.payment.refusedPerPayerPerMinute),
+    }),
     ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
     ...(config.operatorContact !== undefined && { operatorContact: config.operatorContact }),
     log: appLog,
@@ -173,13 +181,17 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     rateLimit,
     trustedProxies: config.ops.trustedProxies,
   });
-  const front = createChallengeFastPath({
-    urlPolicy,
-    unpaidChallenge: gate.unpaidChallenge,
-    log: appLog,
-    rateLimit,
-    trustedProxies: config.ops.trustedProxies,
-  });
+  // Devnet mode's answers are for this machine's own origins and hosts (docs/security.md,
+  // "Devnet and local mode"): every request goes through the app, which applies both.
+  const front = payment.devnet
+    ? undefined
+    : createChallengeFastPath({
+        urlPolicy,
+        unpaidChallenge: gate.unpaidChallenge,
+        log: appLog,
+        rateLimit,
+        trustedProxies: config.ops.trustedProxies,
+      });
   const observe = createRequestObserver({
     routes: ROUTES,
     metrics,
@@ -298,11 +310,17 @@ async function listen(
   return { server, metricsServer };
 }
 
-/** The first output line: the version, the URL and the payment mode; then where the metrics are. */
+/**
+ * The first output line: the version, the URL and the payment mode; then where the metrics are.
+ * A listener on every address says so: its URL alone (loopback) would hide who can reach it.
+ */
 function announce({ server, metricsServer }: Listeners, payment: PaymentSetup, stdout: CliOutput) {
   const howToPay = payment.howToPay ? `; ${payment.howToPay(server.url)}` : "";
+  const everywhere = WILDCARD_ADDRESSES.has(server.address)
+    ? ` and every other address of this machine (HOST ${server.address})`
+    : "";
   stdout.write(
-    `secsnap ${SERVICE_VERSION} listening on ${server.url} (mode: ${payment.mode})${howToPay}\n`,
+    `secsnap ${SERVICE_VERSION} listening on ${server.url}${everywhere} (mode: ${payment.mode})${howToPay}\n`,
   );
   if (metricsServer) stdout.write(`metrics on ${metricsServer.url}/metrics\n`);
 }
@@ -347,7 +365,8 @@ export const serveCommand: Command = {
   usage: [
     "Usage: secsnap serve [--allow-local]",
     "",
-    "Starts the API on HOST:PORT (default 0.0.0.0:8080; PORT=0 picks a free port).",
+    "Starts the API on HOST:PORT (default 0.0.0.0:8080 with X402_PAY_TO, 127.0.0.1:8080 in",
+    "devnet mode; PORT=0 picks a free port).",
     "The first output line states the payment mode and the URL; then one JSON log line per",
     "request on stdout (LOG_LEVEL). Metrics: GET /metrics on METRICS_HOST:METRICS_PORT",
     "(default 127.0.0.1:9464; off: none), never on the public port.",
@@ -359,7 +378,8 @@ export const serveCommand: Command = {
     "Options:",
     "  --allow-local  development only: snapshots of loopback and private targets on any",
     "                 port (SNAPSHOT_ALLOW_LOCAL=1), said loudly on stderr; cloud metadata",
-    "                 stays blocked. Devnet mode only: refused with X402_PAY_TO set.",
+    "                 stays blocked. Devnet mode only: refused with X402_PAY_TO set, and",
+    "                 on loopback only: refused with a HOST that is not.",
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {

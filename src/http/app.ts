@@ -24,9 +24,10 @@ import { DEFAULT_PRICE_USDC, NETWORK_IDS, type OperatorContact } from "../config
 import { SnapshotAdmission } from "./admission.js";
 import { readBodyText } from "./body.js";
 import { TrustedProxies, clientAddress } from "./client-ip.js";
-import { CORS_HEADERS, CORS_PREFLIGHT } from "./cors.js";
+import { CORS_EXPOSED, CORS_HEADERS, CORS_PREFLIGHT, ownOrigin } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { llmsTxt, wellKnownX402 } from "./agent-documents.js";
+import { hostGuard } from "./host-rule.js";
 import { mcpHostGuard } from "./mcp-host.js";
 import { MCP_PATH, addMcpRoute, type McpCallBudget } from "./mcp.js";
 import { FAVICON_CACHE_CONTROL, FAVICON_ICO, FAVICON_SVG } from "./favicon.js";
@@ -81,13 +82,22 @@ export interface AppDeps {
   operatorContact?: OperatorContact;
   /** The networks the challenge offers, as CAIP-2 ids, for the page; default the configuration's default. */
   networks?: readonly string[];
-  /** The networks are the embedded devnet (docs/contract.md §7.7), for the page. */
+  /**
+   * Devnet mode, local mode included (docs/contract.md §7.7): the page says the networks are the
+   * embedded devnet; every route applies the Host rule and CORS answers only the service's own
+   * origins (docs/security.md, "Devnet and local mode").
+   */
   devnet?: boolean;
   /**
    * Devnet mode: the funded devnet account (a public anvil key) the page names, and its scan form
    * pays from on the server's side (POST /demo/pay-and-scan, served only with it).
    */
   devnetPayer?: { index: number; address: `0x${string}`; privateKey: `0x${string}` };
+  /**
+   * Devnet mode: failing scans the page's form pays for per client and minute (formScansPerClient
+   * of the payer budget); default that of the budget's default.
+   */
+  failingFormScansPerClient?: number;
   /** Who is paid (X402_PAY_TO, or the devnet's payee), for the 402's example in /openapi.json. */
   payTo?: `0x${string}`;
   /** Where bugs (response schema drift, unexpected exceptions) are reported; default console.error. */
@@ -136,8 +146,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const checkShape = shapeChecker(log);
   const app = new Hono<AppEnv>();
   const admission = deps.admission ?? new SnapshotAdmission();
-  app.use("*", corsMiddleware());
   const speaksMcp = deps.mcpPayment !== undefined || !deps.paymentMiddleware;
+  const devnet = deps.devnet === true;
+  if (devnet) app.use("*", hostGuard(deps.publicUrl, speaksMcp ? MCP_PATH : undefined));
+  app.use("*", devnet ? ownOriginCors(deps.publicUrl) : corsMiddleware());
   const { rateLimit } = deps;
   const trusted = new TrustedProxies(deps.trustedProxies ?? []);
   if (rateLimit) app.use("*", rateLimitMiddleware(rateLimit, trusted, speaksMcp));
@@ -157,7 +169,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     });
   }
   addFreeRoutes(app, deps, admission, checkShape);
-  addPageRoutes(app, deps);
+  addPageRoutes(app, deps, trusted);
   addAgentRoutes(app, deps);
   addFallbacks(app, log, deps.devnet === true && deps.devnetPayer !== undefined);
   return app;
@@ -260,6 +272,30 @@ function corsMiddleware(): MiddlewareHandler<AppEnv> {
     await next();
     // After the handler, so answers built as plain Responses get them too.
     if (!outgoing) for (const [name, value] of CORS_HEADER_ENTRIES) c.header(name, value);
+  };
+}
+
+/**
+ * CORS in devnet and local mode: the headers of corsMiddleware, with the request's `Origin` in
+ * place of `*`, and only for the service's own origins (cors.ts, ownOrigin); other origins get
+ * none, and their preflight allows nothing.
+ */
+function ownOriginCors(publicUrl: string | undefined): MiddlewareHandler<AppEnv> {
+  const own = ownOrigin(publicUrl);
+  const preflight = cors({
+    ...CORS_PREFLIGHT,
+    origin: (origin, c) => (own(origin, c.req.url) ? origin : null),
+  });
+  return async (c, next) => {
+    if (c.req.method === "OPTIONS") {
+      return Object.hasOwn(ALLOWED_METHODS, c.req.path) ? preflight(c, next) : next();
+    }
+    const origin = c.req.header("origin");
+    await next();
+    c.header("Vary", "Origin", { append: true });
+    if (origin === undefined || !own(origin, c.req.url)) return;
+    c.header("Access-Control-Allow-Origin", origin);
+    c.header("Access-Control-Expose-Headers", CORS_EXPOSED);
   };
 }
 
@@ -411,7 +447,7 @@ function addAgentRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
  * GET / (the page), its scan form's routes (page-scan.ts) and GET /reference (the interactive
  * API reference); HTML, not JSON.
  */
-function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
+function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps, trusted: TrustedProxies): void {
   // The devnet's account is named, and pays, only in devnet mode.
   const devnetPayer = deps.devnet === true ? deps.devnetPayer : undefined;
   const facts = {
@@ -438,6 +474,10 @@ function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
   addScanRoutes(app, {
     facts: (c) => ({ ...facts, serviceUrl: baseUrlOf(deps, c) }),
     app,
+    clientOf: (c) => clientOf(c, trusted),
+    ...(deps.failingFormScansPerClient !== undefined && {
+      failingScansPerClient: deps.failingFormScansPerClient,
+    }),
     ...(devnetPayer && { devnetPayer }),
     ...(deps.publicUrl !== undefined && { publicUrl: deps.publicUrl }),
   });

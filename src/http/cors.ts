@@ -1,7 +1,9 @@
 /**
- * CORS for browser x402 clients (docs/contract.md §7.6): any origin, and the payment headers
- * readable by the page. One definition for the Hono app and the Node fast path.
+ * CORS for browser x402 clients (docs/contract.md §7.6): in production any origin, and the
+ * payment headers readable by the page; in devnet and local mode only the service's own origins.
+ * One definition for the Hono app and the Node fast path.
  */
+import { mcpHostAllowed } from "./mcp-host.js";
 
 /**
  * Response headers browser x402 clients must be able to read (v2 and v1 receipts); Retry-After
@@ -14,10 +16,13 @@ const CORS_EXPOSED_HEADERS = [
   "Retry-After",
 ];
 
+/** Response headers the page may read, as `Access-Control-Expose-Headers` lists them. */
+export const CORS_EXPOSED = CORS_EXPOSED_HEADERS.join(",");
+
 /** The CORS headers of every answer except the preflight. */
 export const CORS_HEADERS: Readonly<Record<string, string>> = {
   "Access-Control-Allow-Origin": "*",
-  "Access-Control-Expose-Headers": CORS_EXPOSED_HEADERS.join(","),
+  "Access-Control-Expose-Headers": CORS_EXPOSED,
 };
 
 /** What the preflight allows (hono/cors options). */
@@ -30,3 +35,23 @@ export const CORS_PREFLIGHT = {
   exposeHeaders: CORS_EXPOSED_HEADERS,
   maxAge: 600,
 };
+
+/**
+ * Devnet and local mode (docs/security.md, "Devnet and local mode"): whether a page of `origin`
+ * may read answers through CORS. Only the service's own origins may: PUBLIC_URL's, and the one a
+ * request reached at a host the Host rule allows (mcp-host.ts). Any other page gets no CORS
+ * headers, so it can neither send a paid request signed with the public devnet key nor read an
+ * answer.
+ */
+export function ownOrigin(
+  publicUrl: string | undefined,
+): (origin: string | undefined, requestUrl: string) => boolean {
+  const publicOrigin = publicUrl === undefined ? undefined : new URL(publicUrl).origin;
+  const publicHostname = publicUrl === undefined ? undefined : new URL(publicUrl).hostname;
+  return (origin, requestUrl) => {
+    if (origin === undefined || origin === "") return false;
+    if (origin === publicOrigin) return true;
+    const reached = new URL(requestUrl);
+    return origin === reached.origin && mcpHostAllowed(reached.host, publicHostname);
+  };
+}

@@ -9,6 +9,7 @@ export { createChallengeFastPath } from "./challenge-fast-path.js";
 export type { NodeFront } from "./challenge-fast-path.js";
 export { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "./mcp-tools.js";
 export { createOpenApiDocument } from "./openapi.js";
+export { formScansPerClient } from "./page-scan.js";
 export {
   DemoSnapshotResultSchema,
   SnapshotErrorBodySchema,

@@ -4,8 +4,9 @@
  * server to refuse such a Host (the conformance suite's `localhost-host-rebinding-rejected`).
  * Accepted: no Host (HTTP/1.0, never a browser), an IP literal (no name to rebind), `localhost`
  * and its subdomains, and PUBLIC_URL's host name. A service reached under another name sets
- * PUBLIC_URL to it. The HTTP routes need no guard: they answer any origin through CORS anyway,
- * and hold no session or state a rebinding page could borrow.
+ * PUBLIC_URL to it. In production the HTTP routes need no guard: they answer any origin through
+ * CORS anyway, and hold no session or state a rebinding page could borrow; in devnet and local
+ * mode they do, and every route applies this rule (host-rule.ts).
  */
 import { isIP } from "node:net";
 import type { MiddlewareHandler } from "hono";

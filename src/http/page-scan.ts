@@ -7,12 +7,18 @@
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import type { Context, Env, Hono } from "hono";
-import { csrf } from "hono/csrf";
+import type { Context, Env, Hono, MiddlewareHandler } from "hono";
 import { privateKeyToAccount } from "viem/accounts";
-import { NO_STORE } from "../payment/index.js";
+import {
+  NO_STORE,
+  carriesProof,
+  jsonAnswer,
+  memoryPayerBudget,
+  toResponse,
+} from "../payment/index.js";
 import type { SnapshotResult } from "../snapshot/index.js";
 import { readBodyText } from "./body.js";
+import { ownOrigin } from "./cors.js";
 import { CHALLENGE_PATH, PAY_AND_SCAN_PATH } from "./page-paths.js";
 import { PAGE_SECURITY_HEADERS, renderPage, type PageFacts, type ScanOutcome } from "./page.js";
 
@@ -40,15 +46,38 @@ export interface ScanRoutes {
   devnetPayer?: { privateKey: `0x${string}` };
   /** Origins the form may be posted from besides the request's own (PUBLIC_URL's). */
   publicUrl?: string;
+  /** The address a request is counted under (client-ip.ts), for the form's budget. */
+  clientOf(c: Context): string;
+  /** Failing scans the paying form runs per client and minute; default formScansPerClient(60). */
+  failingScansPerClient?: number;
 }
+
+/**
+ * One client's share of the devnet payer's unpaid budget (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE):
+ * the paying form pays from one account for every visitor, and that account may cause only so
+ * many unpaid snapshots a minute; one client's failing scans must not spend them all and lock
+ * the form for everyone (docs/security.md, "Devnet and local mode").
+ */
+export function formScansPerClient(refusedPerPayerPerMinute: number): number {
+  return Math.max(1, Math.floor(refusedPerPayerPerMinute / CLIENTS_SHARING_THE_PAYER));
+}
+
+/** The paying form's budget is this many clients' worth of the payer's. */
+const CLIENTS_SHARING_THE_PAYER = 6;
+
+/** The payer budget's default (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE). */
+const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
 
 /** Mounts the form's routes; POST /demo/pay-and-scan only when a devnet payer is given. */
 export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): void {
   const publicOrigin = routes.publicUrl !== undefined ? new URL(routes.publicUrl).origin : "";
-  // A form post from another site is refused: it could spend the devnet's money or the budget.
-  const sameOrigin = csrf({
-    origin: (origin, c) => origin === new URL(c.req.url).origin || origin === publicOrigin,
-  });
+  // A form post from another site is refused: it could spend the client's budget.
+  const sameOrigin = formOriginCheck(
+    (origin, requestUrl) =>
+      origin !== undefined &&
+      origin !== "" &&
+      (origin === publicOrigin || origin === new URL(requestUrl).origin),
+  );
   const selfFetch =
     (outer: Context): typeof fetch =>
     (input, init) =>
@@ -81,12 +110,28 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
   if (!payer) return;
   const client = new x402Client();
   registerExactEvmScheme(client, { signer: privateKeyToAccount(payer.privateKey) });
-  app.post(PAY_AND_SCAN_PATH, sameOrigin, async (c) => {
+  // Only a page of this service, at a host the Host rule allows, spends the devnet's money: not
+  // a page on a name its attacker rebinds to this machine, whose origin is the request's own.
+  const ownPage = formOriginCheck(ownOrigin(routes.publicUrl));
+  const budget = memoryPayerBudget(
+    routes.failingScansPerClient ?? formScansPerClient(DEFAULT_REFUSED_PER_PAYER_PER_MINUTE),
+  );
+  app.post(PAY_AND_SCAN_PATH, ownPage, async (c) => {
     const url = await formUrl(c);
     const facts = routes.facts(c);
     if (url === undefined) return page(facts, missingUrl(), 400);
-    const pay = wrapFetchWithPayment(selfFetch(c), client);
+    const visitor = routes.clientOf(c);
+    const reserved = await budget.reserve(visitor);
+    if (!reserved.ok) return page(facts, overBudget(url, reserved.retryAfterMs), 429);
+    let proofSent = false;
+    const pay = wrapFetchWithPayment((input, init) => {
+      const request = new Request(input, init);
+      proofSent ||= carriesProof((name) => request.headers.get(name) ?? undefined);
+      return selfFetch(c)(request);
+    }, client);
     const res = await pay(`${facts.serviceUrl}/v1/snapshot`, snapshotRequest(url));
+    // Counted only when the payer's budget was: a proof was sent and nothing was paid.
+    if (!proofSent || res.status === 200) await budget.refund(visitor);
     if (res.status !== 200) return page(facts, await refused(url, res), res.status);
     const report = (await res.json()) as SnapshotResult;
     const receipt = res.headers.get("payment-response");
@@ -107,6 +152,37 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
       200,
     );
   });
+}
+
+/**
+ * The form is posted only from the service's own page: its `Origin` must be there (browsers send
+ * it with every form post) and `allowed`. Any content type: the body is read as a form anyway.
+ */
+function formOriginCheck(
+  allowed: (origin: string | undefined, requestUrl: string) => boolean,
+): MiddlewareHandler {
+  return async (c, next) => {
+    const origin = c.req.header("origin");
+    if (allowed(origin, c.req.url)) return next();
+    const error =
+      "The form is posted only from this service's own page (its Origin header, " +
+      `${JSON.stringify(origin?.slice(0, 100) ?? null)}, is not this service's).`;
+    return toResponse(jsonAnswer(403, { error, error_type: "foreign_origin" }));
+  };
+}
+
+/** The visitor's failing scans have spent its share of the devnet payer's unpaid budget. */
+function overBudget(url: string, retryAfterMs: number): ScanOutcome {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return {
+    kind: "refused",
+    url,
+    status: 429,
+    message:
+      `This address has had its share of failing scans paid by the form this minute; retry in ${seconds} s. ` +
+      "Others can still use the form.",
+    errorType: "rate_limited",
+  };
 }
 
 function snapshotRequest(url: string): RequestInit {

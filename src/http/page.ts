@@ -116,7 +116,9 @@ export const PAGE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   ].join("; "),
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
+  // Not no-referrer: under it a browser sends `Origin: null` with the page's own form post, and
+  // the form is taken only from the page's own origin (page-scan.ts). Nothing leaves this origin.
+  "referrer-policy": "same-origin",
   "permissions-policy": "camera=(), microphone=(), geolocation=(), payment=()",
 };
 

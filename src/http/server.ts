@@ -15,6 +15,8 @@ export interface FetchApp {
 export interface RunningServer {
   /** Base URL clients can use, e.g. `http://127.0.0.1:8080` (a wildcard host is shown as loopback). */
   url: string;
+  /** The address bound, as the OS says: `0.0.0.0` or `::` for every address of the machine. */
+  address: string;
   port: number;
   /**
    * Graceful stop: no new connections, in-flight requests may finish for `graceMs`, then any
@@ -142,5 +144,5 @@ export async function startServer(opts: {
       server.closeIdleConnections();
     }));
 
-  return { url: `http://${displayHost(address)}:${port}`, port, close };
+  return { url: `http://${displayHost(address)}:${port}`, address, port, close };
 }

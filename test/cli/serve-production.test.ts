@@ -17,6 +17,7 @@ import { closedPort } from "../fixtures/targets.js";
 import { cleanEnv, spawnCli } from "./run.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+const BASE = "eip155:8453";
 const BASE_SEPOLIA = "eip155:84532";
 
 interface Served {
@@ -205,11 +206,48 @@ describe("serve with PUBLIC_URL, and hostile payment headers", () => {
   }, 120_000);
 });
 
+describe("the networks production sells on", () => {
+  let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>>;
+  beforeAll(async () => {
+    facilitator = await startSupportedFacilitator([BASE, BASE_SEPOLIA]);
+  });
+  afterAll(() => facilitator?.close());
+
+  /** The first line and the networks the challenge offers, of a start with `env`. */
+  async function offered(env: Record<string, string>) {
+    const served = serve({ X402_FACILITATOR_URL: facilitator.url, ...env });
+    try {
+      const first = await served.first;
+      const base = baseUrl(first);
+      expect(base, served.lines.join("\n")).toBeDefined();
+      const networks = challengeOf(await postSnapshot(base!)).accepts.map((a) => a.network);
+      return { first: first ?? "", networks };
+    } finally {
+      served.child.kill("SIGKILL");
+    }
+  }
+
+  it("is Base alone when X402_NETWORKS is unset: no test network for real money", async () => {
+    const { first, networks } = await offered({});
+    expect(networks).toEqual([BASE]);
+    expect(first).toMatch(/\(mode: x402 on base, /);
+    expect(first).not.toMatch(/TEST NETWORK|sepolia/i);
+  }, 60_000);
+
+  it("offers a test network only when named, and the first line says so", async () => {
+    const { first, networks } = await offered({ X402_NETWORKS: "base,base-sepolia" });
+    expect(networks).toEqual([BASE, BASE_SEPOLIA]);
+    expect(first).toMatch(
+      /\(mode: x402 on base, base-sepolia \(TEST NETWORK base-sepolia: its USDC is worth nothing\), /,
+    );
+  }, 60_000);
+});
+
 describe("serve checks the facilitator at start", () => {
   it("stops with one line naming the network and the variables when the facilitator lacks a network", async () => {
     const facilitator = await startSupportedFacilitator([BASE_SEPOLIA]);
     try {
-      // X402_NETWORKS defaults to base,base-sepolia; this facilitator is testnet-only.
+      // X402_NETWORKS defaults to base with X402_PAY_TO; this facilitator is testnet-only.
       const served = serve({ X402_FACILITATOR_URL: facilitator.url });
       const first = await Promise.race([served.first, served.exited.then(() => undefined)]);
       served.child.kill("SIGKILL");

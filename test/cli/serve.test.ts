@@ -42,7 +42,8 @@ it(
       // Unpaid: the x402 v2 challenge, as the OpenAPI document describes it.
       const unpaid = await fetch(`${base}/v1/snapshot`, {
         method: "POST",
-        headers: { "content-type": "application/json", origin: "https://app.example" },
+        // A page of the service itself: devnet mode answers no other origin through CORS.
+        headers: { "content-type": "application/json", origin: base },
         body: JSON.stringify({ url: target.url }),
       });
       expect(unpaid.status).toBe(402);

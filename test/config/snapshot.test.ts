@@ -27,7 +27,8 @@ describe("snapshot configuration (docs/contract.md §6.1)", () => {
     expect(config.maxRequests).toBe(32);
     expect(config.maxNames).toBe(16);
     const all = loadConfig({});
-    expect([all.port, all.host]).toEqual([8080, "0.0.0.0"]);
+    // Devnet mode (no X402_PAY_TO) listens on loopback (test/config/host.test.ts).
+    expect([all.port, all.host]).toEqual([8080, "127.0.0.1"]);
   });
 
   it("reads every variable", () => {

@@ -2,10 +2,17 @@
  * The README's sample report is one the service could send: the response schema accepts it (every
  * field, §9's sections included), and rebuilding it from its own parts gives it back unchanged —
  * the same key order, `checks` equal to the fields, and the score and grade its findings earn.
- * Each finding is the registry's, with its check, severity and recommendation.
+ * Each finding is the registry's, with its check, severity and recommendation. Its MCP host
+ * snippets run the checkout's own `bin/secsnap.js`, never a package fetched by name, and each
+ * starts the MCP server as a host would.
  */
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { expect, it } from "vitest";
+import { ROOT, cleanEnv } from "../cli/run.js";
+import { closedPort } from "../fixtures/targets.js";
 import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
 import { ALL_FINDINGS } from "../../src/snapshot/rules/registry.js";
 import { buildReport, type SnapshotResult } from "../../src/snapshot/result.js";
@@ -54,3 +61,71 @@ it("the README's sample findings are the registry's", () => {
     });
   }
 });
+
+/** The path the snippets give for the checkout, which the user replaces with theirs. */
+const CHECKOUT_PLACEHOLDER = "/path/to/secsnap";
+
+interface HostServer {
+  command: string;
+  args: string[];
+  env?: Record<string, string>;
+}
+
+/** The `secsnap` server of every ```json block in "## MCP hosts", in any host's shape. */
+function mcpHostSnippets(): HostServer[] {
+  const start = README.indexOf("## MCP hosts");
+  const section = README.slice(start, README.indexOf("\n## ", start + 1));
+  return [...section.matchAll(/```json\n([\s\S]*?)```/g)].map((block) => {
+    const config = JSON.parse(block[1]!) as {
+      mcpServers?: { secsnap?: HostServer };
+      servers?: { secsnap?: HostServer };
+    };
+    const server = config.mcpServers?.secsnap ?? config.servers?.secsnap;
+    if (!server) throw new Error(`a snippet without a secsnap server: ${block[1]}`);
+    return server;
+  });
+}
+
+it("the README's MCP host snippets run the checkout's bin/secsnap.js, never npx", () => {
+  const snippets = mcpHostSnippets();
+  expect(snippets.length).toBeGreaterThanOrEqual(3);
+  for (const server of snippets) {
+    expect(server.command).toBe("node");
+    expect(server.args[0]).toBe(`${CHECKOUT_PLACEHOLDER}/bin/secsnap.js`);
+    expect(server.args[1]).toBe("mcp");
+    expect(JSON.stringify(server)).not.toMatch(/npx/);
+  }
+});
+
+it("each MCP host snippet, with this checkout's path, starts the server a host lists tools of", async () => {
+  // No network: the snippets' --api is replaced by a closed local port (listing asks no API).
+  const api = `http://127.0.0.1:${await closedPort("127.0.0.1")}`;
+  for (const server of mcpHostSnippets()) {
+    const args = server.args.map((arg, i) =>
+      arg.startsWith(CHECKOUT_PLACEHOLDER)
+        ? join(ROOT, arg.slice(CHECKOUT_PLACEHOLDER.length))
+        : server.args[i - 1] === "--api"
+          ? api
+          : arg,
+    );
+    const env = Object.fromEntries(
+      Object.entries(cleanEnv()).filter(
+        (entry): entry is [string, string] =>
+          entry[1] !== undefined && entry[0] !== "SECSNAP_PRIVATE_KEY",
+      ),
+    );
+    const transport = new StdioClientTransport({ command: process.execPath, args, env, cwd: ROOT });
+    const client = new Client({ name: "readme-snippet", version: "1.0.0" });
+    try {
+      await client.connect(transport);
+      const { tools } = await client.listTools();
+      expect(tools.map((tool) => tool.name).sort()).toEqual([
+        "demo_snapshot",
+        "snapshot",
+        "wallet",
+      ]);
+    } finally {
+      await client.close();
+    }
+  }
+}, 120_000);

@@ -94,6 +94,44 @@ describe("the scan form in devnet mode", () => {
   });
 });
 
+describe("the devnet form's budget of failing scans", () => {
+  it("is each client's own: one client's failing scans do not lock the form for another", async () => {
+    // The devnet payer may cause 4 unpaid snapshots a minute; each client's form scans 2.
+    const base = await services.serveDevnet({
+      refusedPerPayerPerMinute: 4,
+      failingFormScansPerClient: 2,
+    });
+    // Two clients behind the trusted proxy on 127.0.0.1 (TRUSTED_PROXIES), as X-Forwarded-For says.
+    const scan = (client: string, url: string) =>
+      fetch(`${base}/demo/pay-and-scan`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/x-www-form-urlencoded",
+          origin: base,
+          "x-forwarded-for": client,
+        },
+        body: new URLSearchParams({ url }).toString(),
+      });
+    const before = await services.balance(services.payer);
+    // Client A scans a closed port until the form refuses it: each one paid for, never charged.
+    const statuses: number[] = [];
+    let last: Response | undefined;
+    while (statuses.length < 6 && last?.status !== 429) {
+      last = await scan("192.0.2.1", services.closedUrl);
+      statuses.push(last.status);
+    }
+    // Client B's scan is still paid from the devnet account and served.
+    const other = await scan("192.0.2.2", services.hostileUrl);
+    expect(other.status).toBe(200);
+    expect(await other.text()).toContain('data-outcome="report"');
+    expect(statuses).toEqual([400, 400, 429]);
+    const refused = await last!.text();
+    expect(refused).toContain("<code>rate_limited</code>");
+    expect(refused).toContain("Nothing was charged.");
+    expect(await services.balance(services.payer)).toBe(before - PRICE_UNITS);
+  });
+});
+
 describe("the scan form in production mode", () => {
   it("shows the decoded 402 challenge and how to pay, charging nothing", async () => {
     const before = await services.balance(services.payer);

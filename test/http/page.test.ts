@@ -114,7 +114,8 @@ describe("GET / (the page)", () => {
     );
     expect(res.headers.get("x-frame-options")).toBe("DENY");
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
-    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+    // The form's post keeps its Origin (null under no-referrer); other origins learn nothing.
+    expect(res.headers.get("referrer-policy")).toBe("same-origin");
     expect(res.headers.get("permissions-policy")).toContain("camera=()");
     const csp = directives(res.headers.get("content-security-policy") ?? "");
     expect(csp.get("default-src")).toEqual(["'none'"]);

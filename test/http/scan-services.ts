@@ -37,9 +37,21 @@ export interface ScanServices {
   productionUrl: string;
   /** A site on a local address the services may scan, whose headers carry `<script>`. */
   hostileUrl: string;
+  /** A URL the services may scan whose port is closed: a failing scan, left unpaid. */
+  closedUrl: string;
+  /** Another devnet-mode service with these budgets, behind a proxy on 127.0.0.1. */
+  serveDevnet(budgets: DevnetBudgets): Promise<string>;
   payer: Address;
   balance(owner: Address): Promise<bigint>;
   close(): Promise<void>;
+}
+
+/** The budgets of a devnet-mode service in front of which 127.0.0.1 is a trusted proxy. */
+export interface DevnetBudgets {
+  /** SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE: the devnet payer's unpaid snapshots a minute. */
+  refusedPerPayerPerMinute: number;
+  /** The form's failing scans per client and minute. */
+  failingFormScansPerClient: number;
 }
 
 export async function startScanServices(opts: { perMinute: number }): Promise<ScanServices> {
@@ -75,8 +87,14 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
     closers.push(() => engine.close());
     const urlPolicy = createUrlPolicy({ allowedPorts, allowCidrs: PUBLIC_CIDRS });
 
-    const serve = async (mode: "devnet" | "production"): Promise<RunningServer> => {
-      const gate = createPaymentGate(devnetGate(devnet));
+    const serve = async (
+      mode: "devnet" | "production",
+      budgets?: DevnetBudgets,
+    ): Promise<RunningServer> => {
+      const gate = createPaymentGate({
+        ...devnetGate(devnet),
+        ...(budgets && { refusedPerPayerPerMinute: budgets.refusedPerPayerPerMinute }),
+      });
       if (!(await gate.warmUp())) throw new Error("the devnet's facilitator did not answer");
       const rateLimit = new ClientRateLimit(
         new RateLimiterMemory({ points: opts.perMinute, duration: 60 }),
@@ -90,6 +108,10 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
         rateLimit,
         log: () => {},
         ...(mode === "devnet" && { devnet: true, devnetPayer: DEFAULT_PAYER }),
+        ...(budgets && {
+          trustedProxies: ["127.0.0.1"],
+          failingFormScansPerClient: budgets.failingFormScansPerClient,
+        }),
       });
       const front = createChallengeFastPath({
         urlPolicy,
@@ -107,6 +129,8 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
       devnetUrl: devnetServer.url,
       productionUrl: productionServer.url,
       hostileUrl: site.url("/"),
+      closedUrl: `http://${new URL(site.url("/")).hostname}:${probePort}/`,
+      serveDevnet: async (budgets) => (await serve("devnet", budgets)).url,
       payer: DEFAULT_PAYER.address,
       balance: (owner) => usdcBalance(chain, devnet.usdcAddress, owner),
       close,

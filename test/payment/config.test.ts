@@ -13,7 +13,9 @@ const production = {
 
 describe("payment configuration", () => {
   it("turns the environment into one accepts network per configured name", () => {
-    const options = paymentGateOptionsFromConfig(loadPaymentConfig(production));
+    const options = paymentGateOptionsFromConfig(
+      loadPaymentConfig({ ...production, X402_NETWORKS: "base,base-sepolia" }),
+    );
     expect(options).toEqual({
       payTo: PAY_TO,
       networks: ["eip155:8453", "eip155:84532"],
@@ -22,6 +24,12 @@ describe("payment configuration", () => {
     });
     const one = loadPaymentConfig({ ...production, X402_NETWORKS: "base" });
     expect(paymentGateOptionsFromConfig(one).networks).toEqual(["eip155:8453"]);
+  });
+
+  it("sells on Base alone in production unless a test network is named; devnet mode on its own", () => {
+    expect(loadPaymentConfig(production).networks).toEqual(["base"]);
+    expect(loadPaymentConfig({ ...production, X402_NETWORKS: " " }).networks).toEqual(["base"]);
+    expect(loadPaymentConfig({}).networks).toEqual(["base-sepolia"]);
   });
 
   it("devnet mode offers only eip155:84532 with the devnet's payTo and facilitator", () => {
