@@ -15,6 +15,6 @@ export function withLocalMode(env: NodeJS.ProcessEnv, on: boolean | undefined): 
 export function announceLocalMode(stderr: CliOutput, { serving }: { serving: boolean }): void {
   const warning = serving ? " — never expose this service" : "";
   stderr.write(
-    `secsnap: LOCAL MODE: private and loopback targets on any port are allowed (cloud metadata stays blocked)${warning}\n`,
+    `secsnap: LOCAL MODE: private and loopback targets on any port are allowed (cloud host services stay blocked)${warning}\n`,
   );
 }

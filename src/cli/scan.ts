@@ -25,7 +25,7 @@ export const scanCommand: Command = {
     "Options:",
     "  --json   always print JSON (the exact body the API would send)",
     "  --local  a site on your machine or network: loopback and private targets on any",
-    "           port (SNAPSHOT_ALLOW_LOCAL=1); cloud metadata stays blocked",
+    "           port (SNAPSHOT_ALLOW_LOCAL=1); cloud host services stay blocked",
     "",
     "Exit codes: 0 report printed, 2 the URL was rejected (SnapshotError JSON printed),",
     "1 bad usage or configuration.",

@@ -377,8 +377,8 @@ export const serveCommand: Command = {
     "",
     "Options:",
     "  --allow-local  development only: snapshots of loopback and private targets on any",
-    "                 port (SNAPSHOT_ALLOW_LOCAL=1), said loudly on stderr; cloud metadata",
-    "                 stays blocked. Devnet mode only: refused with X402_PAY_TO set, and",
+    "                 port (SNAPSHOT_ALLOW_LOCAL=1), said loudly on stderr; cloud host",
+    "                 services stay blocked. Devnet mode only: refused with X402_PAY_TO set, and",
     "                 on loopback only: refused with a HOST that is not.",
   ].join("\n"),
 

@@ -56,7 +56,7 @@ describe("secsnap scan", () => {
     // No SNAPSHOT_ALLOW_CIDRS nor SNAPSHOT_ALLOWED_PORTS: the target's port is a random one.
     const { code, stdout, stderr } = await runCli(["scan", "--local", target.url, "--json"]);
     expect(stderr.split("\n")[0]).toBe(
-      "secsnap: LOCAL MODE: private and loopback targets on any port are allowed (cloud metadata stays blocked)",
+      "secsnap: LOCAL MODE: private and loopback targets on any port are allowed (cloud host services stay blocked)",
     );
     expect(code).toBe(0);
     const report = SnapshotResultSchema.parse(JSON.parse(stdout));
