@@ -80,6 +80,7 @@ export async function setupPayment(
     // A facilitator lacking a configured network stops the start (one line, a ConfigError);
     // one that is unreachable is one warning line, then 503 until it answers.
     await gate.warmUp();
+    warnUnreadableChains(config, log);
     return {
       gate,
       networks: config.networks.map((name) => NETWORK_IDS[name]),
@@ -138,5 +139,20 @@ export async function setupPayment(
   } catch (err) {
     await devnet.close();
     throw err;
+  }
+}
+
+/**
+ * Without an RPC for a network, a settlement whose answer was lost cannot be told apart from the
+ * payer spending its own nonce, so it stays a 503 (docs/payment.md, "Who decides unknown"): the
+ * operator hears it at start, once per network.
+ */
+function warnUnreadableChains(config: PaymentConfig, log: (line: string) => void): void {
+  for (const name of config.networks) {
+    if (config.rpcUrls[name]) continue;
+    const variable = `X402_RPC_URL_${name.toUpperCase().replace(/-/g, "_")}`;
+    log(
+      `${variable} is unset: a settlement on ${name} whose answer is lost stays 503 until the chain can be read; set it (docs/payment.md)`,
+    );
   }
 }

@@ -221,7 +221,7 @@ describe("the networks production sells on", () => {
       const base = baseUrl(first);
       expect(base, served.lines.join("\n")).toBeDefined();
       const networks = challengeOf(await postSnapshot(base!)).accepts.map((a) => a.network);
-      return { first: first ?? "", networks };
+      return { first: first ?? "", networks, lines: [...served.lines] };
     } finally {
       served.child.kill("SIGKILL");
     }
@@ -232,6 +232,16 @@ describe("the networks production sells on", () => {
     expect(networks).toEqual([BASE]);
     expect(first).toMatch(/\(mode: x402 on base, /);
     expect(first).not.toMatch(/TEST NETWORK|sepolia/i);
+  }, 60_000);
+
+  it("says at start, once per network, when no RPC can decide a lost settlement on chain", async () => {
+    const unset = (await offered({ X402_NETWORKS: "base,base-sepolia" })).lines;
+    const rpcLines = (lines: string[]) => lines.filter((l) => /X402_RPC_URL_/.test(l));
+    expect(rpcLines(unset)).toHaveLength(2);
+    expect(rpcLines(unset)[0]).toMatch(/X402_RPC_URL_BASE is unset: a settlement on base whose/);
+    expect(rpcLines(unset)[1]).toMatch(/X402_RPC_URL_BASE_SEPOLIA is unset/);
+    const set = await offered({ X402_RPC_URL_BASE: "http://127.0.0.1:9/rpc" });
+    expect(rpcLines(set.lines)).toEqual([]);
   }, 60_000);
 
   it("offers a test network only when named, and the first line says so", async () => {
