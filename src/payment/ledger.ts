@@ -32,8 +32,8 @@ import type { PaymentEvents, ProtocolVersion } from "./telemetry.js";
  * Every write lands before the outside step it prepares (verify, run, settle), and a write that
  * fails stops the call with a 503 before that step: money never moves on an unrecorded step. An
  * outcome the service cannot prove (time-out, 5xx, lost answer, `settlement_pending`, a failure
- * carrying a transaction, a refusal for a reason that can come after a send) stays `settling`
- * until the chain says what happened.
+ * carrying a transaction, a refusal for a reason that can come after a send, any refusal once a
+ * settle went out) stays `settling` until the chain says what happened.
  */
 
 /** How long a claim lives unrenewed: a dead request or a stalled store holds a proof no longer. */
@@ -435,6 +435,14 @@ export class PaymentLedger {
       case "settled":
         return this.settled(call, lease, settling, answer.settlement);
       case "refused":
+        // After a settle of ours went out, a refusal proves nothing: @x402/evm checks validBefore
+        // (and a hosted facilitator the balance) before the nonce, so the transfer that landed
+        // can be what is refused. The chain decides, as for any unknown outcome.
+        if (sentBefore) {
+          log(`x402 settlement outcome unknown: ${answer.reason} after an earlier settle`);
+          events.payment(call.version, "unknown_settlement");
+          return unknownOutcome();
+        }
         events.payment(call.version, "refused");
         // A clear refusal: nothing moved, and it was not the payer's doing: not counted.
         await lease

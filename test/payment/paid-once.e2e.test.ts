@@ -201,6 +201,35 @@ describe("settlement with no known outcome", () => {
     expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
   });
 
+  it("without an RPC URL, a refusal of the retry's settle after a lost answer is no proof: 503 again, never freed", async () => {
+    const base = await startService();
+    const account = devnet.payer(3);
+    const before = await devnet.balanceOf(account.address);
+    const headers = await proof(base, account);
+    const hitsBefore = target.hits();
+
+    proxy.failNextSettle("settle-then-drop");
+    expect((await post(base, target.url, headers)).status).toBe(503);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
+    // What @x402/evm's settle answers to any retry within 6 s of validBefore or after it: it
+    // checks the time before it looks at the nonce, so it refuses a proof it already settled.
+    proxy.failNextSettle("refuse", "invalid_exact_evm_payload_authorization_valid_before");
+    const retry = await post(base, target.url, headers);
+    expect(retry.status).toBe(503);
+    expect(Number(retry.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await retry.json()).not.toHaveProperty("requested_url");
+
+    // Still settling, the report kept: the next retry settles again (a freed record would be
+    // verified again instead, and refused as already used by its verify).
+    const settlesBefore = proxy.settles.seen;
+    const verifiesBefore = proxy.verifies.seen;
+    expect((await post(base, target.url, headers)).status).toBe(503);
+    expect(proxy.settles.seen).toBe(settlesBefore + 1);
+    expect(proxy.verifies.seen).toBe(verifiesBefore);
+    expect(target.hits() - hitsBefore).toBe(1);
+    expect(before - (await devnet.balanceOf(account.address))).toBe(PRICE_UNITS);
+  });
+
   it("the settle never reached the facilitator: 503, nothing moved; the retry settles, one transfer", async () => {
     const base = await startService({ rpcUrls: { [devnet.network]: devnet.rpcUrl } });
     const account = devnet.payer(5);
