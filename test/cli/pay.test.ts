@@ -58,7 +58,8 @@ async function startService(offer: {
     payTo: bed.devnet.payTo,
     networks: offer.networks ?? [bed.devnet.network],
     facilitatorUrl: offer.facilitatorUrl,
-    ...(offer.devnet && { devnet: true }),
+    // Devnet mode reads its own anvil, as `serve` does: an unknown outcome is the chain's to say.
+    ...(offer.devnet && { devnet: true, rpcUrl: bed.devnet.rpcUrl }),
   });
   opened.push({ close: () => server.close(1_000) });
   return server;

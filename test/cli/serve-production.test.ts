@@ -295,6 +295,8 @@ describe("serve checks the facilitator at start", () => {
     const served = serve({
       X402_FACILITATOR_URL: `http://127.0.0.1:${port}`,
       X402_NETWORKS: "base-sepolia",
+      // An RPC named, so the only events are the facilitator's (none is read here).
+      X402_RPC_URL_BASE_SEPOLIA: "http://127.0.0.1:9/",
     });
     let facilitator: Awaited<ReturnType<typeof startSupportedFacilitator>> | undefined;
     try {
