@@ -13,7 +13,7 @@ import { formatTally, runSoak, violationsOf } from "../fixtures/soak.js";
 
 /** A seed whose 50 calls draw every fault, every place a crash strikes, and all 16 mixes of
  * generation, route, store and payment id. */
-const SEED = 68;
+const SEED = 82;
 const CALLS = 50;
 
 describe("the money soak, short run", () => {
