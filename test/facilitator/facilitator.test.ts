@@ -13,7 +13,7 @@ import { startFacilitator, type RunningFacilitator } from "../../src/facilitator
 import { authorizationTypes } from "@x402/evm";
 import { GAS_PAYER } from "../../src/devnet/constants.js";
 import { startForwardingProxy } from "../fixtures/forwarding-proxy.js";
-import { freshGasKey, holdMining, logWatch, startNodeProxy } from "../fixtures/node-proxy.js";
+import { holdMining, startFacilitatorOverNode } from "../fixtures/node-proxy.js";
 import { spendOwnNonce } from "../fixtures/usdc.js";
 
 let devnet: Devnet;
@@ -330,17 +330,7 @@ describe("concurrent settlements from one gas wallet", () => {
   });
 
   it("a settle again while the first waits for its receipt gets the first's answer, never a refusal", async () => {
-    const node = await startNodeProxy(devnet.rpcUrl);
-    const said = logWatch();
-    const facilitator = await startFacilitator({
-      rpcUrl: node.url,
-      privateKey: await freshGasKey(devnet.rpcUrl),
-      networks: [devnet.network],
-      host: "127.0.0.1",
-      port: 0,
-      pollingIntervalMs: 50,
-      log: said.log,
-    });
+    const { node, facilitator, said } = await startFacilitatorOverNode(devnet);
     try {
       const payment = await pay(5);
       const payToBefore = await balanceOf(devnet.payTo);

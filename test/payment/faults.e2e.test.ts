@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { createPublicClient, http, type PublicClient } from "viem";
 import { afterAll, afterEach, beforeAll, describe, it } from "vitest";
 import { startDevnet, type Devnet } from "../../src/devnet/index.js";
-import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/index.js";
+import type { RunningFacilitator } from "../../src/facilitator/index.js";
 import { startFaultProxy, type FaultProxy } from "../fixtures/fault-proxy.js";
 import {
   ONE_INSTANCE_CASES,
@@ -23,7 +23,7 @@ import {
   type World,
 } from "../fixtures/fault-matrix.js";
 import { startHeldSite, type HeldSite } from "../fixtures/held-site.js";
-import { freshGasKey, logWatch, startNodeProxy, type NodeProxy } from "../fixtures/node-proxy.js";
+import { startFacilitatorOverNode, type NodeProxy } from "../fixtures/node-proxy.js";
 import { fleetEnv, startInstance, type ServiceInstance } from "../fixtures/service-instance.js";
 import { PUBLIC_CIDRS } from "../fixtures/targets.js";
 
@@ -42,18 +42,9 @@ beforeAll(async () => {
   devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   chain = createPublicClient({ transport: http(devnet.rpcUrl) });
   // The devnet's chain under a facilitator of its own, so that faults can strike below it too.
-  node = await startNodeProxy(devnet.rpcUrl);
-  const said = logWatch();
-  facilitator = await startFacilitator({
-    rpcUrl: node.url,
-    privateKey: await freshGasKey(devnet.rpcUrl),
-    networks: [devnet.network],
-    host: "127.0.0.1",
-    port: 0,
-    pollingIntervalMs: 50,
-    confirmationTimeoutMs: 30_000,
-    log: said.log,
-  });
+  const started = await startFacilitatorOverNode(devnet, { confirmationTimeoutMs: 30_000 });
+  ({ node, facilitator } = started);
+  const said = started.said;
   proxy = await startFaultProxy(facilitator.url);
   site = await startHeldSite();
   dataDir = mkdtempSync(join(tmpdir(), "secsnap-faults-data-"));
