@@ -5,6 +5,7 @@
 export { NO_STORE, jsonAnswer, toResponse } from "./answer.js";
 export type { Answer } from "./answer.js";
 export {
+  ANSWER_CATALOGUE,
   DRAINING,
   INSTANCE_BUSY,
   INTERNAL_ERROR,
@@ -17,6 +18,7 @@ export {
   requestRefused,
   tooManyRefusedProofs,
 } from "./answer-catalogue.js";
+export type { AnswerCode } from "./answer-catalogue.js";
 export { SnapshotRequestSchema } from "./discovery.js";
 export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator-client.js";
 export { createPaymentGate, whenSent } from "./gate.js";
