@@ -1,18 +1,4 @@
-import { errorAnswer, type Answer } from "../payment/index.js";
-
-/** `Retry-After` (seconds) of a paid request turned away by back-pressure or draining. */
-const RETRY_AFTER_SECONDS = "1";
-
-const BUSY: Answer = errorAnswer(
-  503,
-  "Too many snapshots in progress on this instance; retry shortly. Nothing was charged.",
-  { "retry-after": RETRY_AFTER_SECONDS },
-);
-const DRAINING: Answer = errorAnswer(
-  503,
-  "This instance is shutting down; retry (another instance answers). Nothing was charged.",
-  { "retry-after": RETRY_AFTER_SECONDS },
-);
+import { DRAINING, INSTANCE_BUSY, type Answer } from "../payment/index.js";
 
 /**
  * Which snapshot requests run (docs/operations.md, "Back-pressure" and "Readiness and
@@ -44,7 +30,7 @@ export class SnapshotAdmission {
   /** Takes a slot (undefined; call `leave` once answered), or the 503 that refuses the request. */
   enter(): Answer | undefined {
     if (this.stopping) return DRAINING;
-    if (this.running >= this.maxInFlight) return BUSY;
+    if (this.running >= this.maxInFlight) return INSTANCE_BUSY;
     this.running++;
     return undefined;
   }

@@ -5,9 +5,11 @@ import { etag } from "hono/etag";
 import { HTTPException } from "hono/http-exception";
 import type * as z from "zod";
 import {
+  NOT_FOUND,
   carriesProof,
-  errorAnswer,
   jsonAnswer,
+  methodNotAllowed,
+  requestRefused,
   toResponse,
   type Answer,
   type McpPayment,
@@ -489,19 +491,15 @@ function addFallbacks(app: Hono<AppEnv>, log: Logger, paysAndScans: boolean): vo
   const allowed = Object.entries(ALLOWED_METHODS);
   if (paysAndScans) allowed.push([PAY_AND_SCAN_PATH, "POST"]);
   for (const [path, allow] of allowed) {
-    app.all(path, (c) =>
-      toResponse(errorAnswer(405, `method ${c.req.method} not allowed`, { allow })),
-    );
+    app.all(path, (c) => toResponse(methodNotAllowed(c.req.method, allow)));
   }
   app.notFound(() => toResponse(NOT_FOUND));
   app.onError((err, c) => {
     // A middleware (the payment layer) may signal an HTTP status by exception: keep it, as JSON.
     if (err instanceof HTTPException && err.status < 500) {
-      return toResponse(errorAnswer(err.status, err.message || "request refused"));
+      return toResponse(requestRefused(err.status, err.message));
     }
     log(`unhandled error on ${c.req.method} ${c.req.path}`, err);
     return toResponse(INTERNAL_ERROR);
   });
 }
-
-const NOT_FOUND: Answer = errorAnswer(404, "not found");

@@ -6,7 +6,7 @@
  * signed with the public devnet key. A production service takes any `Host`.
  */
 import type { MiddlewareHandler } from "hono";
-import { jsonAnswer, toResponse } from "../payment/index.js";
+import { hostNotAllowed, toResponse } from "../payment/index.js";
 import { mcpHostAllowed } from "./mcp-host.js";
 
 /**
@@ -18,9 +18,6 @@ export function hostGuard(publicUrl: string | undefined, ownGuardPath?: string):
   return async (c, next) => {
     const host = c.req.header("host");
     if (c.req.path === ownGuardPath || mcpHostAllowed(host, publicHostname)) return next();
-    const error =
-      `Host ${JSON.stringify(host?.slice(0, 100))} is not served in devnet mode: open the service ` +
-      "at localhost or an IP address, or set PUBLIC_URL to the name it is reached under.";
-    return toResponse(jsonAnswer(403, { error, error_type: "host_not_allowed" }));
+    return toResponse(hostNotAllowed(host));
   };
 }

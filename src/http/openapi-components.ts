@@ -4,7 +4,7 @@
  */
 import * as z from "zod";
 import { NETWORK_IDS } from "../config.js";
-import { SnapshotRequestSchema } from "../payment/index.js";
+import { ANSWER_CATALOGUE, SnapshotRequestSchema, type AnswerCode } from "../payment/index.js";
 import {
   DemoSnapshotResultSchema,
   SnapshotErrorBodySchema,
@@ -30,6 +30,7 @@ export const ReadinessSchema = z.union([
         .array(z.string())
         .min(1)
         .describe("What is down: `draining`, `facilitator`, or a store's name."),
+      code: z.literal("not_ready"),
     })
     .strict(),
 ]);
@@ -38,15 +39,29 @@ export const ReadinessSchema = z.union([
 const RateLimitedSchema = z
   .object({
     error: z.string().describe("Human-readable message."),
-    error_type: z.literal("rate_limited"),
+    code: z.literal("rate_limited"),
+    error_type: z.literal("rate_limited").describe("Its name before `code`, kept."),
   })
   .strict()
   .describe("Too many free answers (402, 400, demo, OpenAPI) for this client address.");
 
-/** Every non-report error: 404, 405, 500 and the payment layer's 402, 409, 429 and 503. */
+/** Every code of the catalogue of answers (docs/contract.md §1.3, "Error answers"). */
+const ANSWER_CODES = Object.keys(ANSWER_CATALOGUE) as [AnswerCode, ...AnswerCode[]];
+
+/** Every error that is not about the submitted URL: 404, 405, 409, 429, 500 and 503. */
 const ServiceErrorSchema = z
-  .object({ error: z.string().describe("Human-readable message.") })
+  .object({
+    error: z.string().describe("Human-readable message; its words may change."),
+    code: z
+      .enum(ANSWER_CODES)
+      .describe("What happened, stable: branch on it (docs/contract.md §1.3, “Error answers”)."),
+  })
   .describe("Error that is not about the submitted URL.");
+
+/** A 402 that refuses a proof without the x402 v1 body: the reason, in x402's own words. */
+const PaymentRefusedSchema = z
+  .object({ error: z.string().describe("Why the proof was refused.") })
+  .describe("x402's answer to a refused proof; the challenge is in `PAYMENT-REQUIRED`.");
 
 /** The x402 v1 names of the networks (`base`, `base-sepolia`). */
 type V1Network = keyof typeof NETWORK_IDS;
@@ -108,6 +123,7 @@ function components(v1Networks: readonly V1Network[]) {
     Readiness: ReadinessSchema,
     RateLimited: RateLimitedSchema,
     ServiceError: ServiceErrorSchema,
+    PaymentRefused: PaymentRefusedSchema,
     PaymentRequiredV1: paymentRequiredV1Schema(v1Networks),
   } as const;
 }

@@ -112,11 +112,15 @@ function componentExamples(challengeV1: unknown): ComponentExamples {
     Readiness: { status: "ready" },
     RateLimited: {
       error: "Too many requests from this address; retry in 60 s. Paid requests are not limited.",
+      code: "rate_limited",
       error_type: "rate_limited",
     },
     ServiceError: {
-      error: "Payment infrastructure unavailable (facilitator unreachable); retry later.",
+      error:
+        "Payment infrastructure unavailable (facilitator unreachable or failing); retry later.",
+      code: "facilitator_unavailable",
     },
+    PaymentRefused: { error: "Payment rejected: invalid_exact_evm_payload_signature" },
     PaymentRequiredV1: challengeV1,
   };
 }
@@ -196,6 +200,7 @@ function snapshotOperation(priceUsdc: string, challengeHeaderExample: string) {
       "405": notAllowed(),
       "409": paymentAlreadyUsed(),
       "429": payerOverBudget(),
+      "500": snapshotFailedInternally(),
       "503": snapshotUnavailable(),
     },
   };
@@ -242,7 +247,7 @@ function readyOperation() {
     responses: {
       "200": jsonResponse('Ready: `{"status":"ready"}`.', cacheControl(NO_STORE), "Readiness"),
       "503": jsonResponse(
-        "Not ready: `down` names what is down, or `draining` after SIGTERM.",
+        "Not ready (`code` `not_ready`): `down` names what is down, or `draining` after SIGTERM.",
         cacheControl(NO_STORE),
         "Readiness",
       ),
@@ -293,7 +298,7 @@ function paymentRequired(priceUsdc: string, challengeHeaderExample: string) {
       "Payment required; never charged. One answer serves both protocol generations: " +
       "the x402 v2 challenge is in the `PAYMENT-REQUIRED` header, the x402 v1 " +
       "challenge is the body (`PaymentRequiredV1`, the same offers). A refused proof, " +
-      "an unreadable proof and a failed settlement answer `ServiceError`, whose " +
+      "an unreadable proof and a failed settlement answer `PaymentRefused`, whose " +
       "`error` says which: `Unreadable payment proof: <why>.` (size, encoding, " +
       "shape, payment id); `Payment rejected: <reason>` (the facilitator's verify " +
       "reason, `payment_already_used` for a proof already served without a payment " +
@@ -301,16 +306,17 @@ function paymentRequired(priceUsdc: string, challengeHeaderExample: string) {
       "`Payment settlement failed: <reason>` (the facilitator refused the " +
       "settlement, or the authorization was canceled).",
     headers: challengeHeader(priceUsdc, challengeHeaderExample),
-    content: jsonAnyOf("PaymentRequiredV1", "ServiceError"),
+    content: jsonAnyOf("PaymentRequiredV1", "PaymentRefused"),
   };
 }
 
 /** 409: paying once; a payment id or proof is another request's, or its request is under way. */
 function paymentAlreadyUsed() {
   return serviceError(
-    "The payment id (`payment-identifier`) or proof was already used with another " +
-      "proof or request body; or, with `Retry-After`, a request with it is still in " +
-      "progress: retry then to get its answer. Nothing more is charged.",
+    "`payment_id_conflict`: the payment id (`payment-identifier`) was already used with " +
+      "another proof or request body. `payment_proof_conflict`: the proof's report is kept " +
+      "for another request body. `payment_in_progress`, with `Retry-After`: a request with " +
+      "it is still in progress; retry then to get its answer. Nothing more is charged.",
     retryAfter("Seconds to wait (only while the first request is in progress).", {
       required: false,
     }),
@@ -321,10 +327,11 @@ function paymentAlreadyUsed() {
 function payerOverBudget() {
   return {
     description:
-      "The payer (the proof's `from`) had too many unpaid snapshots (refused targets, " +
-      "closed connections) in the last minute. Answered before the snapshot runs; " +
-      "nothing is charged and the proof is not used up. Or, without a proof, " +
-      "`RateLimited`: too many free answers (402, 400) for this client address.",
+      "`payer_over_budget`: the payer (the proof's `from`) had too many unpaid snapshots " +
+      "(refused targets, closed connections) in the last minute. Answered before the " +
+      "snapshot runs; nothing is charged and the proof is not used up. Or `rate_limited` " +
+      "(`RateLimited`): too many free answers (402, 400), or refused proofs, for this " +
+      "client address.",
     headers: retryAfter("Seconds until the payer may be served again."),
     content: jsonAnyOf("ServiceError", "RateLimited"),
   };
@@ -333,13 +340,24 @@ function payerOverBudget() {
 /** 503 of POST /v1/snapshot: payment or capacity unavailable for now; never charged twice. */
 function snapshotUnavailable() {
   return serviceError(
-    "The payment facilitator (or a store) is unreachable or failing: nothing was " +
-      "charged; retry later. Or this instance is at its limit of snapshots in flight " +
+    "`facilitator_unavailable` or `store_unavailable`: the payment facilitator or the " +
+      "payment record store is unreachable or failing: nothing was charged; retry later. " +
+      "`instance_busy` or `draining`: this instance is at its limit of snapshots in flight " +
       "(`SNAPSHOT_MAX_CONCURRENCY`) or shutting down: refused before the payment is " +
-      "verified, nothing charged, the proof still usable. Or the settlement's outcome is " +
-      "unknown: the report is kept, and a retry with the same proof (or payment id) and body " +
-      "gets it once the payment is known to be made, never charging twice.",
+      "verified, nothing charged, the proof still usable. `settlement_unknown`: the " +
+      "settlement's outcome is unknown: the report is kept, and a retry with the same proof " +
+      "(or payment id) and body gets it once the payment is known to be made, never " +
+      "charging twice.",
     retryAfter("Seconds to wait before retrying.", { minimum: 0 }),
+  );
+}
+
+/** 500 of POST /v1/snapshot: a bug, or the payment layer unable to build the challenge. */
+function snapshotFailedInternally() {
+  return serviceError(
+    "`internal_error`: a bug, its cause logged, never sent. `payment_failed`: the payment " +
+      "layer could not build the challenge. Never charged.",
+    cacheControl(NO_STORE),
   );
 }
 

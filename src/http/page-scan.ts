@@ -12,7 +12,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import {
   NO_STORE,
   carriesProof,
-  jsonAnswer,
+  foreignOrigin,
   memoryPayerBudget,
   toResponse,
 } from "../payment/index.js";
@@ -164,10 +164,7 @@ function formOriginCheck(
   return async (c, next) => {
     const origin = c.req.header("origin");
     if (allowed(origin, c.req.url)) return next();
-    const error =
-      "The form is posted only from this service's own page (its Origin header, " +
-      `${JSON.stringify(origin?.slice(0, 100) ?? null)}, is not this service's).`;
-    return toResponse(jsonAnswer(403, { error, error_type: "foreign_origin" }));
+    return toResponse(foreignOrigin(origin));
   };
 }
 

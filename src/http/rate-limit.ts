@@ -4,7 +4,7 @@ import {
   RateLimiterRes,
   type RateLimiterAbstract,
 } from "rate-limiter-flexible";
-import { jsonAnswer, type Answer } from "../payment/index.js";
+import { rateLimited, tooManyRefusedProofs, type Answer } from "../payment/index.js";
 
 /** A shared store slower than this counts as failed: a free answer never waits on it longer. */
 const STORE_TIMEOUT_MS = 500;
@@ -195,30 +195,6 @@ const REFUSED_PROOF_PREFIX = "proof|";
 
 /** Bound on the local memory of blocked clients (shared store only). */
 const MAX_BLOCKED = 100_000;
-
-function rateLimited(msBeforeNext: number): Answer {
-  const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
-  return jsonAnswer(
-    429,
-    {
-      error: `Too many requests from this address; retry in ${seconds} s. Paid requests are not limited.`,
-      error_type: "rate_limited",
-    },
-    { "retry-after": String(seconds) },
-  );
-}
-
-function tooManyRefusedProofs(msBeforeNext: number): Answer {
-  const seconds = Math.max(1, Math.ceil(msBeforeNext / 1000));
-  return jsonAnswer(
-    429,
-    {
-      error: `Too many refused payment proofs from this address; retry in ${seconds} s.`,
-      error_type: "rate_limited",
-    },
-    { "retry-after": String(seconds) },
-  );
-}
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

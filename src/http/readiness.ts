@@ -1,5 +1,5 @@
 import { performance } from "node:perf_hooks";
-import { jsonAnswer, type Answer } from "../payment/index.js";
+import { jsonAnswer, notReady, type Answer } from "../payment/index.js";
 import type { SnapshotAdmission } from "./admission.js";
 
 /** Something paid work depends on: the facilitator's /supported, a shared store. */
@@ -27,9 +27,7 @@ export async function readinessAnswer(
   checks.forEach((c, i) => {
     if (!results[i]) down.push(c.name);
   });
-  return down.length === 0
-    ? jsonAnswer(200, { status: "ready" })
-    : jsonAnswer(503, { status: "not_ready", down });
+  return down.length === 0 ? jsonAnswer(200, { status: "ready" }) : notReady(down);
 }
 
 async function passes(check: ReadinessCheck): Promise<boolean> {

@@ -27,7 +27,10 @@ export function jsonAnswer(
   };
 }
 
-/** The `{"error": "..."}` answer of everything that is not about the submitted URL. */
+/**
+ * A bare `{"error": "..."}` answer: a 402 without a challenge to send. Every other error answer
+ * is the catalogue's (answer-catalogue.ts), with its `code`.
+ */
 export function errorAnswer(
   status: number,
   message: string,

@@ -3,7 +3,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import { encodePaymentResponseHeader } from "@x402/core/http";
 import type { x402HTTPResourceServer, x402ResourceServer } from "@x402/core/server";
 import { HonoAdapter } from "@x402/hono";
-import { answerOf, errorAnswer, toResponse, type Answer } from "./answer.js";
+import { CLIENT_GONE, PAYMENT_FAILED, paymentConflict } from "./answer-catalogue.js";
+import { answerOf, toResponse, type Answer } from "./answer.js";
 import { paymentIdOf } from "./authorization.js";
 import { RpcChainReader } from "./chain.js";
 import {
@@ -18,7 +19,7 @@ import { describeError } from "./describe-error.js";
 import { snapshotOutputSchemaV1 } from "./discovery.js";
 import { FacilitatorReadiness } from "./facilitator-readiness.js";
 import { requiredKinds } from "./facilitator-support.js";
-import { GateAnswers, PAYMENT_FAILED } from "./gate-answers.js";
+import { GateAnswers } from "./gate-answers.js";
 import {
   DEFAULT_PAID_RECORD_TTL_MS,
   DEFAULT_PROOF_RELEASES,
@@ -186,7 +187,7 @@ function paidRouteMiddleware(parts: GateParts): MiddlewareHandler {
   const { readiness, challenges, httpServer, answers, events, log, ledger } = parts;
   return async (c, next) => {
     if (!(await readiness.check())) {
-      return toResponse(answers.unavailable("facilitator unreachable"));
+      return toResponse(answers.unavailable("facilitator_unavailable"));
     }
     const header = (name: string) => c.req.header(name);
     const prepared = challenges.get(c.req.url, header);
@@ -312,23 +313,15 @@ function answerFor(c: Context, outcome: PaidOutcome, context: AnswerContext): Re
       return toResponse(outcome.answer);
     case "client_gone":
       // Nobody receives it; the status is for the log.
-      return toResponse(errorAnswer(499, "client closed the connection"));
+      return toResponse(CLIENT_GONE);
     case "refused":
       return toResponse(refusalAnswer(offered, outcome.reason, outcome.message, v1Body));
     case "conflict":
-      return toResponse(
-        errorAnswer(
-          409,
-          outcome.message,
-          outcome.retryAfterSeconds !== undefined
-            ? { "retry-after": String(outcome.retryAfterSeconds) }
-            : {},
-        ),
-      );
+      return toResponse(paymentConflict(outcome.code, outcome.retryAfterSeconds));
     case "over_budget":
       return toResponse(answers.overBudget(outcome.retryAfterMs));
     case "unavailable":
-      return toResponse(answers.unavailable(outcome.why));
+      return toResponse(answers.unavailable(outcome.code));
     case "store_down":
       return toResponse(answers.storeDown());
   }

@@ -2,8 +2,23 @@
  * The payment layer's public face: x402 for the paid route, its answers, and the stores a
  * shared deployment replaces. Other folders import only from here.
  */
-export { NO_STORE, errorAnswer, jsonAnswer, toResponse } from "./answer.js";
+export { NO_STORE, jsonAnswer, toResponse } from "./answer.js";
 export type { Answer } from "./answer.js";
+export {
+  ANSWER_CATALOGUE,
+  DRAINING,
+  INSTANCE_BUSY,
+  INTERNAL_ERROR,
+  NOT_FOUND,
+  foreignOrigin,
+  hostNotAllowed,
+  methodNotAllowed,
+  notReady,
+  rateLimited,
+  requestRefused,
+  tooManyRefusedProofs,
+} from "./answer-catalogue.js";
+export type { AnswerCode } from "./answer-catalogue.js";
 export { SnapshotRequestSchema } from "./discovery.js";
 export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator-client.js";
 export { createPaymentGate, whenSent } from "./gate.js";

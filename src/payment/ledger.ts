@@ -15,6 +15,7 @@ import {
   paymentIdKey,
   type Authorization,
 } from "./authorization.js";
+import type { ConflictCode } from "./answer-catalogue.js";
 import type { ChainReader } from "./chain.js";
 import { describeError } from "./describe-error.js";
 import type { PaidRequestTimings } from "./gate-options.js";
@@ -92,10 +93,10 @@ export type PaidOutcome =
       /** The facilitator refused the settlement (after the report was made), not the proof. */
       settlement?: true;
     }
-  | { kind: "conflict"; message: string; retryAfterSeconds?: number }
+  | { kind: "conflict"; code: ConflictCode; retryAfterSeconds?: number }
   | { kind: "over_budget"; retryAfterMs: number }
   /** A 503 with `Retry-After`: nothing moved, or what moved is kept for the retry. */
-  | { kind: "unavailable"; why: string }
+  | { kind: "unavailable"; code: "facilitator_unavailable" | "settlement_unknown" }
   | { kind: "store_down" };
 
 export interface LedgerParts {
@@ -122,8 +123,6 @@ function proofExhaustedMessage(releases: number): string {
   return `this payment proof was already used for ${releases} refused snapshots; sign a new one`;
 }
 const ALREADY_USED = "payment_already_used";
-const PAYMENT_ID_USED =
-  "This payment id was already used with another payment proof or request body.";
 /** The reason of a proof whose nonce another transaction used, paying us nothing. */
 const USED_ELSEWHERE = "authorization_used_elsewhere";
 
@@ -299,9 +298,7 @@ export class PaymentLedger {
     if (!prior) return this.fresh(call, lease, 0);
     const kept = prior.state === "report_kept" || prior.state === "settling";
     if (kept && prior.fingerprint !== call.fingerprint) {
-      return Promise.resolve(
-        conflict("This payment proof was already used with another request body."),
-      );
+      return Promise.resolve(conflict("payment_proof_conflict"));
     }
     switch (prior.state) {
       case "claimed":
@@ -343,7 +340,7 @@ export class PaymentLedger {
         };
       } else {
         log(`x402 facilitator verify failed: ${describeError(error)}`);
-        return { kind: "unavailable", why: "facilitator unreachable or failing" };
+        return { kind: "unavailable", code: "facilitator_unavailable" };
       }
     }
     if (!verdict.isValid) {
@@ -352,7 +349,7 @@ export class PaymentLedger {
       return refused(reason, rejection(reason, verdict.invalidMessage));
     }
     // Only a verified proof binds its id: a forged one naming another's address binds nothing.
-    if (!(await this.bindPaymentId(call))) return conflict(PAYMENT_ID_USED);
+    if (!(await this.bindPaymentId(call))) return conflict("payment_id_conflict");
     // The slot is taken once the proof verified: proofs that fail take none. Refused, the
     // record is still `claimed`, so its release forgets it and the proof stays usable.
     const refusal = input.admission?.enter();
@@ -596,14 +593,14 @@ export class PaymentLedger {
     if (!record.delivered) {
       // Paid, but the answer never reached the client (lost, hung up, instance died).
       if (record.fingerprint !== call.fingerprint) {
-        return conflict("This payment proof was already used with another request body.");
+        return conflict("payment_proof_conflict");
       }
       events.payment(call.version, "recovered");
       return paid(requireReport(record), settlement);
     }
     if (call.idKey !== undefined && record.paymentIdKey === call.idKey) {
       // The id's own proof with another body: what its binding would have said, unverified.
-      if (record.fingerprint !== call.fingerprint) return conflict(PAYMENT_ID_USED);
+      if (record.fingerprint !== call.fingerprint) return conflict("payment_id_conflict");
       events.payment(call.version, "idempotent_hit");
       return paid(requireReport(record), settlement);
     }
@@ -736,8 +733,8 @@ function settlementRefused(reason: string): PaidOutcome {
   };
 }
 
-function conflict(message: string): PaidOutcome {
-  return { kind: "conflict", message };
+function conflict(code: ConflictCode): PaidOutcome {
+  return { kind: "conflict", code };
 }
 
 function inProgress(record: PaymentRecord | undefined): PaidOutcome {
@@ -745,19 +742,13 @@ function inProgress(record: PaymentRecord | undefined): PaidOutcome {
   const seconds = Math.min(MAX_IN_PROGRESS_RETRY_AFTER_S, Math.max(1, Math.ceil(left / 1000)));
   return {
     kind: "conflict",
-    message:
-      "A request with this payment is in progress; retry after it finishes to get its answer.",
+    code: "payment_in_progress",
     retryAfterSeconds: seconds,
   };
 }
 
 function unknownOutcome(): PaidOutcome {
-  return {
-    kind: "unavailable",
-    why:
-      "the settlement's outcome is unknown; retry with the same payment proof to get the " +
-      "report once the payment is known, never charged twice",
-  };
+  return { kind: "unavailable", code: "settlement_unknown" };
 }
 
 /** The settle response the chain vouches for (the transaction found in the token's events). */

@@ -19,6 +19,7 @@ import {
   PAYMENT_IDENTIFIER,
 } from "@x402/extensions/payment-identifier";
 import type { KeptAnswer } from "../store/index.js";
+import { conflictMessage, unavailableReason } from "./answer-catalogue.js";
 import type { Answer } from "./answer.js";
 import { paymentIdOf } from "./authorization.js";
 import { describeError } from "./describe-error.js";
@@ -176,7 +177,7 @@ export function createMcpPayment(parts: McpPaymentParts): McpPayment {
     },
     async call(input) {
       if (!(await parts.readiness.check())) {
-        return { result: answerResult(parts.answers.unavailable("facilitator unreachable")) };
+        return { result: answerResult(parts.answers.unavailable("facilitator_unavailable")) };
       }
       const offered = await required();
       if (!offered) return { result: failure("Payment processing failed; retry later.") };
@@ -256,14 +257,14 @@ function outcomeResult(
     case "conflict": {
       const retry =
         outcome.retryAfterSeconds !== undefined ? ` Retry in ${outcome.retryAfterSeconds} s.` : "";
-      return { result: failure(`${outcome.message}${retry}`) };
+      return { result: failure(`${conflictMessage(outcome.code)}${retry}`) };
     }
     case "over_budget":
       return { result: answerResult(parts.answers.overBudget(outcome.retryAfterMs)) };
     case "unavailable":
       return {
         result: failure(
-          `Payment could not be completed now (${outcome.why}): retry with the same payment ` +
+          `Payment could not be completed now (${unavailableReason(outcome.code)}): retry with the same payment ` +
             "in a few seconds; it is charged at most once and its report is kept.",
         ),
       };

@@ -269,7 +269,7 @@ describe("--api", () => {
     );
     expect(code).toBe(4);
     expect(stderr).toContain(
-      `the API answered 404: {"error":"not found"} (asked ${bed.service.url}/wrong/path/v1/snapshot: ` +
+      `the API answered 404: {"error":"not found","code":"not_found"} (asked ${bed.service.url}/wrong/path/v1/snapshot: ` +
         "--api is the service's base URL, /v1/snapshot is added to it)",
     );
     expect(lastLine(stderr)).toBe("secsnap pay: nothing was charged (nothing was signed)");

@@ -80,7 +80,7 @@ it(
       const { base } = await listeningLine(child);
       expect(await ready(base)).toEqual({
         status: 503,
-        body: { status: "not_ready", down: ["facilitator"] },
+        body: { status: "not_ready", down: ["facilitator"], code: "not_ready" },
       });
       expect(await (await fetch(`${base}/health`)).json()).toEqual({
         status: "ok",
@@ -126,7 +126,7 @@ it(
       await facilitator.close();
       expect(await untilStatus(base, 503)).toEqual({
         status: 503,
-        body: { status: "not_ready", down: ["facilitator"] },
+        body: { status: "not_ready", down: ["facilitator"], code: "not_ready" },
       });
 
       facilitator = await startSupportedFacilitator(["eip155:84532"], facilitatorPort);
@@ -245,7 +245,7 @@ it(
 
       expect(await ready(base)).toEqual({
         status: 503,
-        body: { status: "not_ready", down: ["draining"] },
+        body: { status: "not_ready", down: ["draining"], code: "not_ready" },
       });
       expect((await fetch(`${base}/health`)).status).toBe(200);
       const refused = await post(base, lateProof);

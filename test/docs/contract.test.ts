@@ -7,6 +7,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
+import { ANSWER_CATALOGUE } from "../../src/payment/index.js";
 import { variablesRead } from "../fixtures/config-variables.js";
 import { ScriptedEngine, sampleResult, serveApp, type Served } from "../http/helpers.js";
 
@@ -46,6 +47,22 @@ function endpointAnswers(): Map<string, string> {
   return answers;
 }
 
+/** §1.3's "Error answers" table: each code as `status code [added headers]`. */
+function errorAnswerRows(): string[] {
+  const text = section("1.3");
+  const table = text.slice(text.indexOf("#### Error answers"));
+  return tableRows(table).map(([status = "", code = "", , adds = ""]) =>
+    [status, code.replaceAll("`", ""), adds.replaceAll("`", "")].join(" ").trim(),
+  );
+}
+
+/** The catalogue in the same form. */
+function catalogueRows(): string[] {
+  return Object.entries(ANSWER_CATALOGUE).map(([code, { status, headers }]) =>
+    [String(status), code, headers.join(", ")].join(" ").trim(),
+  );
+}
+
 /** Every variable §6.1's first column names. */
 function configurationVariables(): Set<string> {
   const names = new Set<string>();
@@ -57,11 +74,29 @@ function configurationVariables(): Set<string> {
 
 let served: Served;
 let paths: Record<string, Record<string, { responses: Record<string, unknown> }>>;
+let schemas: Record<string, Schema>;
+
+interface Schema {
+  properties?: Record<string, { enum?: string[]; const?: string }>;
+  anyOf?: Schema[];
+}
+
+/** The codes a body schema allows, in any of its branches. */
+function codesOf(schema: Schema | undefined): string[] {
+  if (!schema) return [];
+  const code = schema.properties?.code;
+  const own = code ? (code.enum ?? (code.const !== undefined ? [code.const] : [])) : [];
+  return [...own, ...(schema.anyOf ?? []).flatMap(codesOf)];
+}
 
 beforeAll(async () => {
   served = await serveApp({ engine: new ScriptedEngine(async (raw) => sampleResult(raw)) });
-  const doc = (await (await fetch(`${served.url}/openapi.json`)).json()) as { paths: typeof paths };
+  const doc = (await (await fetch(`${served.url}/openapi.json`)).json()) as {
+    paths: typeof paths;
+    components: { schemas: typeof schemas };
+  };
   paths = doc.paths;
+  schemas = doc.components.schemas;
 });
 afterAll(() => served.stop());
 
@@ -89,6 +124,32 @@ describe("docs/contract.md", () => {
       }
     }
     expect(missing).toEqual([]);
+  });
+
+  it("§1.3's error answers are the catalogue's, row for row: status, code, added headers", () => {
+    expect(errorAnswerRows()).toEqual(catalogueRows());
+  });
+
+  it("the OpenAPI document's error codes are the catalogue's, and every error answer states one", () => {
+    const codes = Object.keys(ANSWER_CATALOGUE);
+    expect(schemas.ServiceError?.properties?.code?.enum).toEqual(codes);
+    // The other error bodies with a code name one of the catalogue's.
+    expect(codes).toContain(schemas.RateLimited?.properties?.code?.const);
+    const uncoded: string[] = [];
+    for (const [path, methods] of Object.entries(paths)) {
+      for (const [method, { responses }] of Object.entries(methods)) {
+        for (const [status, response] of Object.entries(responses)) {
+          // Reports, 304, the 400 SnapshotError (§2.5) and the 402 (x402's) are not error answers.
+          if (["200", "304", "400", "402"].includes(status)) continue;
+          const refs = JSON.stringify(response).match(/#\/components\/schemas\/\w+/g) ?? [];
+          const named = refs.flatMap((ref) => codesOf(schemas[ref.split("/").pop()!]));
+          if (named.length === 0 || !named.every((code) => codes.includes(code))) {
+            uncoded.push(`${method.toUpperCase()} ${path} ${status}`);
+          }
+        }
+      }
+    }
+    expect(uncoded).toEqual([]);
   });
 
   it("§6.1 has a row for every variable config.ts reads", () => {

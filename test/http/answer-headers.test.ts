@@ -189,6 +189,7 @@ describe("every header of each answer, each name once and each value exact", () 
     });
     const conflict = await post(service.url, JSON.stringify({ url: `${target.url}?other` }), proof);
     expectHeaders(conflict, 409, { "cache-control": "no-store", "content-type": JSON_TYPE });
+    expect(JSON.parse(conflict.body)).toMatchObject({ code: "payment_id_conflict" });
   });
 
   it("429 past the client's budget", async () => {
@@ -199,6 +200,7 @@ describe("every header of each answer, each name once and each value exact", () 
       "content-type": JSON_TYPE,
       "retry-after": /^[1-9]\d*$/,
     });
+    expect(JSON.parse(over.body)).toMatchObject({ code: "rate_limited" });
   });
 
   it("503 from a draining instance", async () => {
@@ -208,5 +210,6 @@ describe("every header of each answer, each name once and each value exact", () 
       "content-type": JSON_TYPE,
       "retry-after": "1",
     });
+    expect(JSON.parse(draining.body)).toMatchObject({ code: "draining" });
   });
 });

@@ -87,7 +87,7 @@ describe("unknown paths and methods", () => {
       const res = await fetch(`${served.url}${path}`);
       expect(res.status).toBe(404);
       expectJson(res);
-      expect(await res.json()).toEqual({ error: "not found" });
+      expect(await res.json()).toEqual({ error: "not found", code: "not_found" });
     },
   );
 
@@ -208,7 +208,7 @@ describe("CORS for browser x402 clients", () => {
     const res = await fetch(`${served.url}/nope`, { method: "OPTIONS", headers });
     expect(res.status).toBe(404);
     expectJson(res);
-    expect(await res.json()).toEqual({ error: "not found" });
+    expect(await res.json()).toEqual({ error: "not found", code: "not_found" });
   });
 });
 
@@ -416,7 +416,7 @@ describe("engine outcomes through the API", () => {
       expect(res.status).toBe(500);
       expectJson(res);
       const text = await res.text();
-      expect(JSON.parse(text)).toEqual({ error: "internal error" });
+      expect(JSON.parse(text)).toEqual({ error: "internal error", code: "internal_error" });
       expect(text).not.toContain("secret");
       expect(s.logged.map((l) => l.error)).toEqual([expect.any(TypeError)]);
     } finally {

@@ -104,10 +104,14 @@ describe("the Host rule on every route", () => {
       const res = await ask(devnet, method, path, { host, origin, "content-type": type }, body);
       expect(res.status, `${method} ${path}`).toBe(403);
       expect(res.headers["access-control-allow-origin"], path).toBeUndefined();
-      const answer = JSON.parse(res.body) as { error_type?: string; error?: { code: number } };
+      const answer = JSON.parse(res.body) as { code?: string; error?: { code: number } };
       // POST /mcp answers in JSON-RPC (its own guard); every other route names the refusal.
       if (path === "/mcp") expect(answer.error?.code).toBe(-32000);
-      else expect(answer.error_type, path).toBe("host_not_allowed");
+      else
+        expect(answer, path).toMatchObject({
+          code: "host_not_allowed",
+          error_type: "host_not_allowed",
+        });
       expect(engine.calls.length, `${path} fetched nothing`).toBe(calls);
     }
   });
@@ -203,7 +207,10 @@ describe("the scan form's Origin check", () => {
     ];
     for (const res of refusals) {
       expect(res.status).toBe(403);
-      expect(JSON.parse(res.body)).toMatchObject({ error_type: "foreign_origin" });
+      expect(JSON.parse(res.body)).toMatchObject({
+        code: "foreign_origin",
+        error_type: "foreign_origin",
+      });
     }
     expect(engine.calls.length).toBe(calls);
   });

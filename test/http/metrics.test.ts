@@ -209,7 +209,7 @@ describe("the metrics listener", () => {
 
     const publicAnswer = await fetch(`${service.url}/metrics`);
     expect(publicAnswer.status).toBe(404);
-    expect(await publicAnswer.json()).toEqual({ error: "not found" });
+    expect(await publicAnswer.json()).toEqual({ error: "not found", code: "not_found" });
     expect((await fetch(`${metricsServer.url}/v1/snapshot`)).status).toBe(404);
   });
 });

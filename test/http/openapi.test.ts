@@ -98,7 +98,7 @@ describe("real responses match their published schemas", () => {
   it("ready, and not ready", async () => {
     const body: unknown = await (await fetch(`${served.url}/ready`)).json();
     expect(validate("Readiness", body)).toEqual({ ok: true, errors: null });
-    const down = { status: "not_ready", down: ["draining", "facilitator"] };
+    const down = { status: "not_ready", down: ["draining", "facilitator"], code: "not_ready" };
     expect(validate("Readiness", down)).toEqual({ ok: true, errors: null });
     expect(validate("Readiness", { status: "not_ready", down: [] }).ok).toBe(false);
   });

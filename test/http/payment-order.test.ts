@@ -76,5 +76,5 @@ it("an HTTPException from the payment middleware keeps its status and becomes JS
   const res = await post("https://example.com/", { "payment-signature": "malformed" });
   expect(res.status).toBe(422);
   expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-  expect(await res.json()).toEqual({ error: "malformed payment" });
+  expect(await res.json()).toEqual({ error: "malformed payment", code: "request_refused" });
 });

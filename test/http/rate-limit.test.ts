@@ -133,7 +133,11 @@ async function expectRateLimited(response: Response): Promise<void> {
   expect(response.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
   expect(Number(response.headers.get("retry-after"))).toBeLessThanOrEqual(60);
   expect(response.headers.get("access-control-allow-origin")).toBe("*");
-  expect(await response.json()).toEqual({ error: expect.any(String), error_type: "rate_limited" });
+  expect(await response.json()).toEqual({
+    error: expect.any(String),
+    code: "rate_limited",
+    error_type: "rate_limited",
+  });
 }
 
 describe("a budget of N free answers per client and minute", () => {

@@ -92,7 +92,7 @@ describe("GET /ready", () => {
     expect(await ready(base)).toEqual({
       status: 503,
       type: "application/json",
-      body: { status: "not_ready", down: ["facilitator"] },
+      body: { status: "not_ready", down: ["facilitator"], code: "not_ready" },
     });
     await expectHealth(base);
 
@@ -169,7 +169,7 @@ describe("/ready follows what it depends on after the start", () => {
       await facilitator.close();
       expect(await untilStatus(base, 503)).toMatchObject({
         status: 503,
-        body: { status: "not_ready", down: ["facilitator"] },
+        body: { status: "not_ready", down: ["facilitator"], code: "not_ready" },
       });
       facilitator = await startSupportedFacilitator(["eip155:84532"], port);
       expect(await untilStatus(base, 200)).toMatchObject({

@@ -343,7 +343,10 @@ describe("facilitator outage", () => {
     expect(down.status).toBe(503);
     expect(down.headers.get("retry-after")).toMatch(/^\d+$/);
     expect(down.headers.get("access-control-allow-origin")).toBe("*");
-    expect(await down.json()).toEqual({ error: expect.any(String) });
+    expect(await down.json()).toEqual({
+      error: expect.any(String),
+      code: "facilitator_unavailable",
+    });
     expect((await fetch(`${own.url}/health`)).status).toBe(200);
     expect((await fetch(`${own.url}/demo/snapshot`)).status).toBe(200);
     expect(await devnet.balanceOf(account.address)).toBe(before);

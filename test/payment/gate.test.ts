@@ -287,6 +287,7 @@ describe("misuse", () => {
     });
     const response = await app.request("/other", { method: "POST", body: "{}" });
     expect(response.status).toBe(500);
+    expect(await response.json()).toMatchObject({ code: "payment_failed" });
     expect(ran).toBe(false);
   });
 });
@@ -301,7 +302,10 @@ describe("facilitator trouble", () => {
     const down = await post(service, "https://example.com");
     expect(down.status).toBe(503);
     expect(down.headers.get("retry-after")).toMatch(/^\d+$/);
-    expect(await down.json()).toEqual({ error: expect.stringContaining("unavailable") });
+    expect(await down.json()).toEqual({
+      error: expect.stringContaining("unavailable"),
+      code: "facilitator_unavailable",
+    });
     expect((await fetch(`${service.url}/health`)).status).toBe(200);
 
     facilitator.supportedUp = true;
@@ -328,6 +332,7 @@ describe("facilitator trouble", () => {
     const response = await post(service, "https://example.com");
     expect(response.status).toBe(503);
     expect(response.headers.get("retry-after")).toBeTruthy();
+    expect(await response.json()).toMatchObject({ code: "facilitator_unavailable" });
   });
 
   it("verify failing with 500 or hanging past the timeout is 503, never the report", async () => {
@@ -339,6 +344,7 @@ describe("facilitator trouble", () => {
     facilitator.verify = () => ({ status: 500, json: { error: "boom" } });
     const failing = await post(service, "https://example.com", await signedHeaders(challenge));
     expect(failing.status).toBe(503);
+    expect(await failing.json()).toMatchObject({ code: "facilitator_unavailable" });
 
     facilitator.verify = () => "hang";
     const slow = await post(service, "https://example.com", await signedHeaders(challenge));
@@ -386,7 +392,10 @@ describe("facilitator failing at settlement", () => {
       expect(response.status).toBe(503);
       expect(response.headers.get("retry-after")).toMatch(/^\d+$/);
       expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
-      expect(await response.json()).toEqual({ error: expect.any(String) });
+      expect(await response.json()).toEqual({
+        error: expect.any(String),
+        code: "settlement_unknown",
+      });
     }
 
     facilitator.settle = () => ({
@@ -499,6 +508,7 @@ describe("order of work", () => {
       expect(response.status, errorReason).toBe(503);
       expect(response.headers.get("retry-after")).toMatch(/^\d+$/);
       expect(response.headers.get("PAYMENT-RESPONSE")).toBeNull();
+      expect(await response.json()).toMatchObject({ code: "settlement_unknown" });
     }
   });
 });
@@ -558,9 +568,10 @@ describe("the payment record store failing", () => {
       const refused = await post(service, "https://example.com", headers);
       expect(refused.status).toBe(503);
       expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
-      expect(((await refused.json()) as { error: string }).error).toContain(
-        "payment state store unavailable",
-      );
+      expect(await refused.json()).toEqual({
+        error: expect.stringContaining("payment state store unavailable"),
+        code: "store_unavailable",
+      });
       expect(facilitator.calls.verify).toBe(verifies);
       expect(facilitator.calls.settle).toBe(settles);
       down = false;
@@ -581,9 +592,10 @@ describe("the payment record store failing", () => {
       const refused = await post(service, "https://example.com", await signedHeaders(challenge));
       expect(refused.status).toBe(503);
       expect(refused.headers.get("retry-after")).toBeTruthy();
-      expect(((await refused.json()) as { error: string }).error).toContain(
-        "payment state store unavailable",
-      );
+      expect(await refused.json()).toEqual({
+        error: expect.stringContaining("payment state store unavailable"),
+        code: "store_unavailable",
+      });
       expect(service.handlerRuns).toBe(0);
       expect(facilitator.calls.settle).toBe(settles);
     } finally {
@@ -746,6 +758,7 @@ describe("unpaid work per proof and per payer", () => {
     expect(service.handlerRuns).toBe(3);
     const over = responses.find((r) => r.status === 429)!;
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(((await over.json()) as { code: string }).code).toBe("payer_over_budget");
     expect(facilitator.calls.settle).toBe(0);
 
     // A 429 burns nothing: that proof was not counted as a release.

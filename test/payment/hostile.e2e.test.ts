@@ -242,7 +242,10 @@ describe("a payer's budget of unpaid snapshots", () => {
     expect(Number(over.headers.get("retry-after"))).toBeLessThanOrEqual(60);
     expect(over.headers.get("content-type")).toMatch(/^application\/json/);
     expect(over.headers.get("PAYMENT-RESPONSE")).toBeNull();
-    expect(await over.json()).toEqual({ error: expect.stringMatching(/unpaid snapshots/) });
+    expect(await over.json()).toEqual({
+      error: expect.stringMatching(/unpaid snapshots/),
+      code: "payer_over_budget",
+    });
     expect(silent.requests).toBe(requestsBefore);
     expect(await balances(account)).toEqual(before);
     expect(await authorizationUsed(third.payload)).toBe(false);

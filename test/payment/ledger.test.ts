@@ -200,7 +200,7 @@ describe("a paid call", () => {
     expect(again).toMatchObject({ kind: "paid", report: REPORT });
     if (again.kind === "paid") await again.finish(true);
     const other = await call(h, payload, { paymentId: "pay_0123456789abcdef", body: "other" });
-    expect(other).toMatchObject({ kind: "conflict", message: expect.stringMatching(/payment id/) });
+    expect(other).toMatchObject({ kind: "conflict", code: "payment_id_conflict" });
     expect(h.calls.settle).toBe(1);
   });
 });
