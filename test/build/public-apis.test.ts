@@ -17,15 +17,6 @@ const SRC = join(ROOT, "src");
  */
 const PUBLIC_UNDERSCORE_FIELDS = new Set(["_meta"]);
 
-/**
- * The one private internal still in use, to be replaced: the engine's per-origin pools swap
- * undici's preallocated request queue through its own symbol (src/snapshot/net/pool-queue.ts;
- * undici offers no option for it). Each entry names the file and the rules it still breaks.
- */
-const REMAINING: Readonly<Record<string, readonly string[]>> = {
-  "snapshot/net/pool-queue.ts": ["symbol lookup", "symbol found by its description"],
-};
-
 interface Rule {
   name: string;
   pattern: RegExp;
@@ -94,20 +85,9 @@ describe("public runtime APIs only", () => {
   it("no source file under src/ uses a private symbol or field of Node or a dependency", () => {
     const offenders: Record<string, string[]> = {};
     for (const file of sourceFiles(SRC)) {
-      const name = relative(SRC, file);
-      const remaining = REMAINING[name] ?? [];
-      const uses = privateUses(readFileSync(file, "utf8")).filter(
-        (use) => !remaining.some((rule) => use.startsWith(`${rule}: `)),
-      );
-      if (uses.length > 0) offenders[name] = uses;
+      const uses = privateUses(readFileSync(file, "utf8"));
+      if (uses.length > 0) offenders[relative(SRC, file)] = uses;
     }
     expect(offenders).toEqual({});
-  });
-
-  it("every remaining exception is still there (else it leaves the list)", () => {
-    for (const [name, rules] of Object.entries(REMAINING)) {
-      const uses = privateUses(readFileSync(join(SRC, name), "utf8"));
-      expect(uses.map((use) => use.slice(0, use.indexOf(": ")))).toEqual(rules);
-    }
   });
 });
