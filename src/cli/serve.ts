@@ -103,8 +103,7 @@ function stopNowLine(paidInFlight: number, config: Config): string {
 interface Service {
   /** The public listener's app, behind the request observer and the unpaid-challenge fast path. */
   app: ReturnType<typeof createApp>;
-  /** None in devnet mode: its answers carry the production CORS and skip the app's Host rule. */
-  front: NodeFront | undefined;
+  front: NodeFront;
   observe: RequestObserver;
   /** Served by the metrics listener. */
   metrics: ServiceMetrics;
@@ -182,16 +181,16 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     trustedProxies: config.ops.trustedProxies,
   });
   // Devnet mode's answers are for this machine's own origins and hosts (docs/security.md,
-  // "Devnet and local mode"): every request goes through the app, which applies both.
-  const front = payment.devnet
-    ? undefined
-    : createChallengeFastPath({
-        urlPolicy,
-        unpaidChallenge: gate.unpaidChallenge,
-        log: appLog,
-        rateLimit,
-        trustedProxies: config.ops.trustedProxies,
-      });
+  // "Devnet and local mode"): the fast path applies the app's rules for the mode.
+  const front = createChallengeFastPath({
+    urlPolicy,
+    unpaidChallenge: gate.unpaidChallenge,
+    log: appLog,
+    rateLimit,
+    trustedProxies: config.ops.trustedProxies,
+    devnet: payment.devnet,
+    ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }),
+  });
   const observe = createRequestObserver({
     routes: ROUTES,
     metrics,

@@ -4,6 +4,7 @@ import type { UrlPolicy } from "../snapshot/index.js";
 import type { Answer } from "../payment/index.js";
 import { readNodeBody, type BodyText } from "./body.js";
 import { TrustedProxies, clientAddress } from "./client-ip.js";
+import { nodeCors } from "./cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { sendNodeAnswer } from "./node-answer.js";
 import type { ClientRateLimit } from "./rate-limit.js";
@@ -24,6 +25,14 @@ export interface ChallengeFastPathOptions {
   rateLimit?: ClientRateLimit;
   /** CIDRs of the proxies whose X-Forwarded-For names the client (TRUSTED_PROXIES); default none. */
   trustedProxies?: readonly string[];
+  /**
+   * Devnet and local mode, as the app's `devnet` (docs/security.md, "Devnet and local mode"):
+   * the answers carry the app's own-origin CORS instead of `*`. The app's Host rule needs no
+   * copy here: a Host it refuses never reaches the gate, so no challenge is prepared for it.
+   */
+  devnet?: boolean;
+  /** PUBLIC_URL: its origin is the service's own too (devnet mode). */
+  publicUrl?: string;
 }
 
 const SNAPSHOT_PATH = "/v1/snapshot";
@@ -79,9 +88,9 @@ function joinedHeader(req: IncomingMessage, name: string): string | undefined {
  * The unpaid POST /v1/snapshot without the framework: Hono's POST costs too much for the one hot
  * unpaid answer to reach its throughput target (docs/benchmarks-history.md, payment). It is served here,
  * in front of Hono, from the same parts the route uses: checkSnapshotRequest for
- * docs/contract.md §3 (so a bad input gets the route's own 400) and the gate's prepared
- * challenge (so the 402 is byte for byte the SDK's). Everything else, and the first unpaid
- * request per URL, goes through Hono.
+ * docs/contract.md §3 (so a bad input gets the route's own 400), the gate's prepared
+ * challenge (so the 402 is byte for byte the SDK's) and the app's CORS for the mode (cors.ts).
+ * Everything else, and the first unpaid request per URL, goes through Hono.
  */
 export function createChallengeFastPath(options: ChallengeFastPathOptions): NodeFront {
   const log = options.log ?? ((message, error) => console.error(message, error ?? ""));
@@ -89,10 +98,13 @@ export function createChallengeFastPath(options: ChallengeFastPathOptions): Node
   const { rateLimit } = options;
   const trusted = new TrustedProxies(options.trustedProxies ?? []);
   const noLimit = Promise.resolve(undefined);
+  const corsFor = nodeCors(options.devnet === true, options.publicUrl);
 
   return (req, res, requestId) => {
     const challenge = preparedChallengeFor(req, options.unpaidChallenge);
     if (!challenge) return false;
+    // The URL the app sees for this request (PLAIN_HOST), which its CORS checks the origin against.
+    const cors = corsFor(joinedHeader(req, "origin"), `http://${req.headers.host}${SNAPSHOT_PATH}`);
 
     // Counted while the body arrives: one consume, no extra wait for the memory limiter.
     const limited = rateLimit
@@ -101,10 +113,10 @@ export function createChallengeFastPath(options: ChallengeFastPathOptions): Node
     void Promise.all([readNodeBody(req, MAX_BODY_BYTES), limited]).then(([read, tooMany]) => {
       try {
         const refusal = tooMany ?? verdicts.refusal(joinedHeader(req, "content-type"), read);
-        sendNodeAnswer(res, refusal ?? challenge, requestId);
+        sendNodeAnswer(res, refusal ?? challenge, requestId, cors);
       } catch (err) {
         log("unhandled error on the unpaid challenge path", err);
-        sendNodeAnswer(res, INTERNAL_ERROR, requestId);
+        sendNodeAnswer(res, INTERNAL_ERROR, requestId, cors);
       }
     });
     return true;

@@ -25,6 +25,9 @@ export const CORS_HEADERS: Readonly<Record<string, string>> = {
   "Access-Control-Expose-Headers": CORS_EXPOSED,
 };
 
+/** CORS_HEADERS as a flat list `[name, value, …]`, as Node's writeHead takes headers. */
+export const ANY_ORIGIN_CORS: readonly string[] = Object.entries(CORS_HEADERS).flat();
+
 /** What the preflight allows (hono/cors options). */
 export const CORS_PREFLIGHT = {
   origin: "*",
@@ -54,4 +57,29 @@ export function ownOrigin(
     const reached = new URL(requestUrl);
     return origin === reached.origin && mcpHostAllowed(reached.host, publicHostname);
   };
+}
+
+/**
+ * The CORS headers of an answer written without the app (the Node fast path), as a flat list
+ * `[name, value, …]`: the headers the app's CORS middleware gives the same request (app.ts).
+ * In production CORS_HEADERS; in devnet and local mode `Vary: Origin`, and the request's own
+ * origin with the exposed headers when ownOrigin allows it.
+ */
+export function nodeCors(
+  devnet: boolean,
+  publicUrl: string | undefined,
+): (origin: string | undefined, requestUrl: string) => readonly string[] {
+  if (!devnet) return () => ANY_ORIGIN_CORS;
+  const own = ownOrigin(publicUrl);
+  const otherOrigin = ["Vary", "Origin"];
+  return (origin, requestUrl) =>
+    origin !== undefined && own(origin, requestUrl)
+      ? [
+          ...otherOrigin,
+          "Access-Control-Allow-Origin",
+          origin,
+          "Access-Control-Expose-Headers",
+          CORS_EXPOSED,
+        ]
+      : otherOrigin;
 }

@@ -3,7 +3,8 @@
  * real connection (node:http's `rawHeaders`, so a value sent twice or joined shows): each name
  * once, each value exact. The service as `serve` wires it (the unpaid challenge's fast path in
  * front), paid on the real devnet; a budget of one free answer for the 429, a draining instance
- * for the 503.
+ * for the 503. The answers the fast path gives (402, 400, 429) are pinned from it and from the
+ * Hono route alike: a chunked body is left to the route.
  */
 import { request } from "node:http";
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
@@ -54,11 +55,20 @@ interface Raw {
   body: string;
 }
 
-function post(base: string, body: string, headers: Record<string, string> = {}): Promise<Raw> {
+/** How the request body is framed: the fast path takes a Content-Length, Hono a chunked one too. */
+type Framing = "length" | "chunked";
+
+function post(
+  base: string,
+  body: string,
+  headers: Record<string, string> = {},
+  framing: Framing = "length",
+): Promise<Raw> {
   return new Promise((resolve, reject) => {
+    const chunked = framing === "chunked" ? { "transfer-encoding": "chunked" } : {};
     const req = request(
       `${base}/v1/snapshot`,
-      { method: "POST", headers: { "content-type": "application/json", ...headers } },
+      { method: "POST", headers: { "content-type": "application/json", ...chunked, ...headers } },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -121,6 +131,23 @@ function expectHeaders(answer: Raw, status: number, pinned: Record<string, Pinne
 }
 
 /** The decoded PAYMENT-REQUIRED of an answer (x402 v2). */
+/**
+ * The same request answered by the fast path and by the Hono route, each checked to be so by the
+ * service's count of the fast path's answers (the fast path needs the challenge prepared first).
+ */
+async function fromBothPaths(
+  on: GatedService,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<Raw[]> {
+  const before = on.fastAnswers;
+  const fast = await post(on.url, body, headers);
+  expect(on.fastAnswers, "answered by the fast path").toBe(before + 1);
+  const route = await post(on.url, body, headers, "chunked");
+  expect(on.fastAnswers, "answered by the route").toBe(before + 1);
+  return [fast, route];
+}
+
 function requiredOf(answer: Raw): { x402Version: number; error?: string } {
   const value = answer.headers.find(([name]) => name.toLowerCase() === "payment-required")![1];
   return JSON.parse(Buffer.from(value, "base64").toString("utf8")) as {
@@ -137,13 +164,16 @@ describe("every header of each answer, each name once and each value exact", () 
   const body = () => JSON.stringify({ url: target.url });
 
   it("402 without a proof (x402 v2), for a JSON client and for a browser", async () => {
-    const json = await post(service.url, body());
-    expectHeaders(json, 402, {
-      "cache-control": "no-store",
-      "content-type": JSON_TYPE,
-      "payment-required": BASE64,
-    });
-    expect(requiredOf(json)).toMatchObject({ x402Version: 2, error: "Payment required" });
+    const first = await post(service.url, body());
+    // The route's first answer prepares the challenge; then the fast path's and the route's.
+    for (const json of [first, ...(await fromBothPaths(service, body()))]) {
+      expectHeaders(json, 402, {
+        "cache-control": "no-store",
+        "content-type": JSON_TYPE,
+        "payment-required": BASE64,
+      });
+      expect(requiredOf(json)).toMatchObject({ x402Version: 2, error: "Payment required" });
+    }
     // A browser gets the same challenge, the x402 v1 JSON body, labelled as JSON.
     const browser = await post(service.url, body(), BROWSER);
     expectHeaders(browser, 402, {
@@ -174,9 +204,11 @@ describe("every header of each answer, each name once and each value exact", () 
     }
   });
 
-  it("400 for an invalid URL", async () => {
-    const invalid = await post(service.url, JSON.stringify({ url: "not a url" }));
-    expectHeaders(invalid, 400, { "cache-control": "no-store", "content-type": JSON_TYPE });
+  it("400 for an invalid URL, from the fast path and from the route", async () => {
+    await post(service.url, body());
+    for (const invalid of await fromBothPaths(service, JSON.stringify({ url: "not a url" }))) {
+      expectHeaders(invalid, 400, { "cache-control": "no-store", "content-type": JSON_TYPE });
+    }
   });
 
   it("200 paid, and 409 for its payment id with another body", async () => {
@@ -192,15 +224,16 @@ describe("every header of each answer, each name once and each value exact", () 
     expect(JSON.parse(conflict.body)).toMatchObject({ code: "payment_id_conflict" });
   });
 
-  it("429 past the client's budget", async () => {
+  it("429 past the client's budget, from the fast path and from the route", async () => {
     expect((await post(limited.url, body())).status).toBe(402);
-    const over = await post(limited.url, body());
-    expectHeaders(over, 429, {
-      "cache-control": "no-store",
-      "content-type": JSON_TYPE,
-      "retry-after": /^[1-9]\d*$/,
-    });
-    expect(JSON.parse(over.body)).toMatchObject({ code: "rate_limited" });
+    for (const over of await fromBothPaths(limited, body())) {
+      expectHeaders(over, 429, {
+        "cache-control": "no-store",
+        "content-type": JSON_TYPE,
+        "retry-after": /^[1-9]\d*$/,
+      });
+      expect(JSON.parse(over.body)).toMatchObject({ code: "rate_limited" });
+    }
   });
 
   it("503 from a draining instance", async () => {

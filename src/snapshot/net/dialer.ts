@@ -9,7 +9,7 @@ import { BlockedAddressError, BlockedPortError } from "./dial-errors.js";
 import { dialOne, plainHttpConnector } from "./dial-one.js";
 import type { DialTools } from "./dial-one.js";
 import { errorCodes } from "./error-chain.js";
-import { poolWithLightQueue } from "./pool-queue.js";
+import { originConnections } from "./pool-queue.js";
 import { HostNotFoundError } from "./resolver.js";
 import type { ResolveHost } from "./resolver.js";
 import { secureContextFor } from "./target-tls.js";
@@ -109,7 +109,7 @@ export function createTargetDispatcher(opts: TargetDispatcherOptions): Dispatche
     allowH2: false,
     connections: CONNECTIONS_PER_ORIGIN,
     keepAliveMaxTimeout: KEEP_ALIVE_MAX_MS,
-    factory: poolWithLightQueue,
+    factory: originConnections,
     connect: (params, callback) => {
       target.connect(params).then(
         (socket) => callback(null, socket),

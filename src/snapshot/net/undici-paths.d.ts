@@ -3,9 +3,13 @@ declare module "undici/lib/dispatcher/agent.js" {
   import { Agent } from "undici";
   export = Agent;
 }
-declare module "undici/lib/dispatcher/pool.js" {
-  import { Pool } from "undici";
-  export = Pool;
+declare module "undici/lib/dispatcher/client.js" {
+  import { Client } from "undici";
+  export = Client;
+}
+declare module "undici/lib/dispatcher/dispatcher.js" {
+  import { Dispatcher } from "undici";
+  export = Dispatcher;
 }
 declare module "undici/lib/core/connect.js" {
   import { buildConnector } from "undici";

@@ -8,7 +8,8 @@ import type { Dispatcher } from "undici";
 import api from "undici/lib/api/index.js";
 
 export { default as Agent } from "undici/lib/dispatcher/agent.js";
-export { default as Pool } from "undici/lib/dispatcher/pool.js";
+export { default as Client } from "undici/lib/dispatcher/client.js";
+export { default as Dispatcher } from "undici/lib/dispatcher/dispatcher.js";
 export { default as buildConnector } from "undici/lib/core/connect.js";
 export { default as errors } from "undici/lib/core/errors.js";
 export { default as UnwrapHandler } from "undici/lib/handler/unwrap-handler.js";

@@ -3,7 +3,7 @@ import { createServer as createHttpServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { TLSSocket } from "node:tls";
-import { Pool, fetch, request } from "undici";
+import { fetch, request } from "undici";
 import type { Dispatcher } from "undici";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startCanary, startWithCanaryOnSamePort } from "../../fixtures/canary.js";
@@ -22,7 +22,7 @@ import {
   findConnectPhase,
 } from "../../../src/snapshot/net/dial-errors.js";
 import { createTargetDispatcher } from "../../../src/snapshot/net/dialer.js";
-import { lightenPoolQueue } from "../../../src/snapshot/net/pool-queue.js";
+import { OriginConnections } from "../../../src/snapshot/net/pool-queue.js";
 import type { TargetDispatcherOptions } from "../../../src/snapshot/net/dialer.js";
 import { errorChain, errorCodes } from "../../../src/snapshot/net/error-chain.js";
 import { HostNotFoundError, createResolver } from "../../../src/snapshot/net/resolver.js";
@@ -568,14 +568,27 @@ describe("pinned dialler: one deadline, cancellable", () => {
 });
 
 describe("pinned dialler: requests waiting for one origin's connections", () => {
-  it("this undici's pool queue is found and replaced (else every origin costs 16 KiB up front)", async () => {
-    const pool = new Pool(`http://${TARGET_IP}:${target.port}`);
+  it("an origin's connections: at most the limit, reused, all requests answered, then closed", async () => {
+    const server = createHttpServer((_req, res) => res.end("held target"));
+    let connections = 0;
+    server.on("connection", () => connections++);
+    await new Promise<void>((r) => server.listen(0, TARGET_IP, r));
+    const { port } = server.address() as { port: number };
+    const origin = new OriginConnections(`http://${TARGET_IP}:${port}`, {}, 2);
     try {
-      expect(lightenPoolQueue(pool)).toBe(true);
-      const body = await (await pool.request({ path: "/", method: "GET" })).body.text();
-      expect(body).toBe("target");
+      const ask = async () => (await origin.request({ path: "/", method: "GET" })).body.text();
+      // Six at once over two connections: four wait, then take the freed connections.
+      expect(await Promise.all(Array.from({ length: 6 }, ask))).toEqual(
+        Array.from({ length: 6 }, () => "held target"),
+      );
+      expect(connections).toBe(2);
+      await origin.close();
+      expect(origin.closed).toBe(true);
+      await expect(ask()).rejects.toThrow(/closed/i);
     } finally {
-      await pool.close();
+      await origin.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
     }
   });
 
