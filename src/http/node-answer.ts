@@ -44,7 +44,7 @@ const OUT_HEADERS: symbol | undefined = Object.getOwnPropertySymbols(
  * own latin1 chunk. The headers are handed over in Node's own slot, as setHeader would leave
  * them, checked once when the answer was first sent: Node checks every character of each value
  * it is given by writeHead or setHeader, on every call, and the 402's PAYMENT-REQUIRED is
- * ≈ 3.6 KB (docs/benchmarks-history.md, "The 402 with the output example"). Without that slot (another
+ * ≈ 3.6 KB (docs/benchmarks.md "Payment", "402 head writing"). Without that slot (another
  * Node, or headers already set on this response) the answer goes through the checking writeHead.
  */
 export function sendNodeAnswer(res: ServerResponse, answer: Answer, requestId?: string): void {

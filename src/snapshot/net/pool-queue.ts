@@ -3,7 +3,7 @@ import { Pool } from "./undici.js";
 /**
  * Requests waiting for a free connection of one origin: the three methods undici's Pool uses on
  * its queue. Hand-written because Pool's own queue allocates a large buffer up front, paid by
- * every origin of every snapshot though a snapshot rarely queues a request (docs/benchmarks-history.md
+ * every origin of every snapshot though a snapshot rarely queues a request (docs/benchmarks.md
  * "Fleet").
  */
 class WaitingRequests<T> {
