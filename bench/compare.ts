@@ -74,8 +74,8 @@ function scoredFindings(r: SnapshotResult): string[] {
 }
 
 /**
- * Our engine on the bare name, as Observatory is given it. Until the scheme-less input falls
- * back to http:// (SPEC §8) a site without HTTPS is a SnapshotError there, so it is then
+ * Our engine on the bare name, as Observatory is given it. A bare name whose https:// is refused
+ * falls back to http:// (docs/contract.md §3.2 rule 2); one that is still a SnapshotError is then
  * scanned as http://<name>/ and the row says so.
  */
 async function scanOurs(engine: SnapshotEngine, name: string): Promise<Side | string> {

@@ -3,7 +3,7 @@ import { availableParallelism } from "node:os";
 import { resolve } from "node:path";
 import ipaddr from "ipaddr.js";
 // zod's tree-shakable build: `scan` reads its settings here, and full zod costs it ≈ 25 ms at
-// start (docs/benchmarks-history.md, "Start-up").
+// start (docs/benchmarks.md "Start-up").
 import * as z from "zod/mini";
 import { ConfigError } from "./config-error.js";
 

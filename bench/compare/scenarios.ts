@@ -102,7 +102,7 @@ export const SCENARIOS: readonly Scenario[] = [
     securityTxt: false,
   }),
   best("untrusted-cert", "self-signed certificate, `http://` serves the page", "more", {
-    why: "Observatory grades the headers of the unverified HTTPS answer; no working HTTPS is F (SPEC §8)",
+    why: "Observatory grades the headers of the unverified HTTPS answer; no working HTTPS is F (docs/findings.md, Score and grade)",
     https: "untrusted",
     http: "serve",
   }),

@@ -12,7 +12,7 @@ interface Output {
 /**
  * Paths pino censors whatever a caller passes (docs/operations.md, "Logs"): the service never
  * logs headers or keys, and this is the safety net if a future line does. Explicit paths only:
- * a wildcard path made every line ~10× dearer (docs/benchmarks-history.md, telemetry).
+ * a wildcard path made every line ~10× dearer (docs/benchmarks.md "Telemetry").
  */
 const REDACT = [
   "headers.authorization",

@@ -47,7 +47,7 @@ export const scanCommand: Command = {
 
     // One snapshot ends long before V8's optimizing compile of undici's WebAssembly HTTP parser
     // would pay off, and the process would wait for it at exit: baseline code only
-    // (docs/benchmarks-history.md, "Start-up").
+    // (docs/benchmarks.md "Start-up").
     setFlagsFromString("--liftoff-only");
     const config = loadSnapshotConfig(withLocalMode(env, values.local));
     if (config.allowLocal) announceLocalMode(stderr, { serving: false });

@@ -9,7 +9,7 @@ import type { Abi, Hex } from "viem";
  * Compiles the devnet's Solidity contracts (contracts/*.sol) with the `solc` npm package and
  * caches the result under `.cache/devnet-contracts/`, keyed by a hash of the sources, the solc
  * version and the compiler settings. soljson (emscripten) is slow to load and run, so it is
- * only imported on a cache miss (docs/benchmarks-history.md, "Start-up").
+ * only imported on a cache miss (docs/benchmarks.md "Start-up").
  */
 
 const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");

@@ -27,7 +27,7 @@ export interface DevnetAccount {
 /**
  * Accounts 0–9 of ANVIL_MNEMONIC (m/44'/60'/0'/0/i, as anvil derives them): 0 pays settlement
  * gas, 1 is payTo, 2–9 are payers. Written out rather than derived, so that importing them
- * costs no key derivation (`secsnap pay`); test/devnet/devnet.test.ts derives them again.
+ * costs no key derivation (`secsnap pay`); test/devnet/devnet.e2e.test.ts derives them again.
  */
 export const DEVNET_ACCOUNTS: readonly DevnetAccount[] = (
   [

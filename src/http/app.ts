@@ -256,7 +256,7 @@ const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
  * CORS (docs/contract.md §7.6). hono/cors answers the preflight, for the paths that exist. On
  * every other request the headers go on the Node response, which merges them into whatever the
  * handler answers: setting them through `c.res` or `c.header()` makes Hono rebuild or copy
- * every answer, which cost most of the throughput (docs/benchmarks-history.md, payment, item 1). Without
+ * every answer, which cost most of the throughput (docs/benchmarks.md "Payment"). Without
  * a Node response (`app.request()` in tests, other runtimes) `c.header()` after the handler does
  * the same job.
  */

@@ -22,7 +22,7 @@ type ReadOutcome = "ok" | "too_large" | "unreadable";
 /**
  * Collects one Node request body up to `max` bytes. A class with bound methods rather than
  * closures: esbuild's keepNames wraps every named closure made per request, a cost the hot 402
- * path shows (docs/benchmarks-history.md).
+ * path shows (docs/benchmarks.md "Payment").
  */
 class NodeBodyReader {
   readonly chunks: Buffer[] = [];
@@ -82,7 +82,7 @@ async function readWebBody(body: ReadableStream<Uint8Array>, max: number): Promi
  * Reads a request body as UTF-8, refusing it as soon as it passes `max` bytes (a larger
  * Content-Length is refused without reading). The Node stream is read directly, not through
  * hono/body-limit and `c.req.text()`, which build a WHATWG Request and stream per request
- * (docs/benchmarks-history.md, payment, item 2); other runtimes (and `app.request()` in tests) read the
+ * (docs/benchmarks.md "Payment"); other runtimes (and `app.request()` in tests) read the
  * web body with the same limit.
  */
 export async function readBodyText(c: Context, max: number): Promise<BodyText> {

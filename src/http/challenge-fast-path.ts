@@ -86,7 +86,7 @@ function joinedHeader(req: IncomingMessage, name: string): string | undefined {
 
 /**
  * The unpaid POST /v1/snapshot without the framework: Hono's POST costs too much for the one hot
- * unpaid answer to reach its throughput target (docs/benchmarks-history.md, payment). It is served here,
+ * unpaid answer to reach its throughput target (docs/benchmarks.md "Payment"). It is served here,
  * in front of Hono, from the same parts the route uses: checkSnapshotRequest for
  * docs/contract.md §3 (so a bad input gets the route's own 400), the gate's prepared
  * challenge (so the 402 is byte for byte the SDK's) and the app's CORS for the mode (cors.ts).

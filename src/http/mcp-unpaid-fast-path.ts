@@ -1,7 +1,7 @@
 /**
  * The unpaid `tools/call snapshot` on POST /mcp without the SDK's transport and McpServer: the
  * one hot unpaid MCP answer (an agent asking the price), which through the SDK cost ≈ 1.7× the
- * HTTP 402 (docs/benchmarks-history.md, "POST /mcp"). Its answer depends only on the configuration (the
+ * HTTP 402 (docs/benchmarks.md "MCP"). Its answer depends only on the configuration (the
  * payment's prepared PaymentRequired result) and the request's id, so it is serialized once, the
  * way the SDK serializes it, and the id spliced in.
  *

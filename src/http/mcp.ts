@@ -5,8 +5,8 @@
  * as POST /v1/snapshot) and `demo_snapshot` (free), with the definitions `secsnap mcp` shares.
  *
  * A new transport per request (the SDK's stateless pattern), on an McpServer reused from a small
- * idle pool (building one costs more than the request, docs/benchmarks-history.md); the request reaches
- * the tool handlers through async context, so a paid answer tells the ledger once it was written.
+ * idle pool (building one costs more than the request, docs/benchmarks.md "MCP"); the request
+ * reaches the tool handlers through async context, so a paid answer tells the ledger once it was written.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";

@@ -37,7 +37,7 @@ type MetricText = MetricObjectWithValues<MetricValueWithName<string>>;
 /**
  * secsnap_http_requests_total and its duration histogram, tallied by hand in plain numbers and
  * formatted by prom-client's registry: prom-client hashes the labels on every inc/observe, even
- * of a bound child, which cost ~14 µs a request (docs/benchmarks-history.md, telemetry); here a request
+ * of a bound child, which cost ~14 µs a request (docs/benchmarks.md "Telemetry"); here a request
  * is two Map lookups and three additions.
  */
 class RequestTallies {

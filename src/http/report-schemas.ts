@@ -12,7 +12,7 @@ import {
 /**
  * The report shapes of docs/contract.md §2 as zod schemas: answers are checked against them and
  * the OpenAPI document is generated from them. They live here, not in the engine, so `scan`
- * loads no zod (docs/benchmarks-history.md, "Start-up"); the engine's types (src/snapshot/result.ts) are
+ * loads no zod (docs/benchmarks.md "Start-up"); the engine's types (src/snapshot/result.ts) are
  * held to them below, both ways, so the description cannot drift from the code. Key order is
  * that of docs/contract.md §2.1; the check fields and `checks` follow the rules registry, which
  * a test holds them to.

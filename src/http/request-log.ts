@@ -15,7 +15,7 @@ export interface Logger {
  * Sees each request as it arrives (startServer calls it before anything answers) and returns
  * its request id, which the answer's sender puts in `X-Request-Id`: set with the answer's own
  * headers rather than before them, a header set early sends Node's writeHead down its slow path
- * (every header of the ≈ 3 KB 402 set one by one; docs/benchmarks-history.md, payment).
+ * (every header of the ≈ 3 KB 402 set one by one; docs/benchmarks.md "Payment").
  */
 export type RequestObserver = (req: IncomingMessage, res: ServerResponse) => string;
 

@@ -42,8 +42,8 @@ export function errorAnswer(
 /**
  * The Hono (fetch) adapter. A plain header record rather than a Headers object: @hono/node-server
  * hands it to writeHead as it is, where a Headers object would check every character of the
- * challenge's long PAYMENT-REQUIRED value (docs/benchmarks-history.md). Copied, because a later `c.res`
- * access may modify it.
+ * challenge's long PAYMENT-REQUIRED value (docs/benchmarks.md "Payment"). Copied, because a later
+ * `c.res` access may modify it.
  */
 export function toResponse(answer: Answer): Response {
   return new Response(answer.body, { status: answer.status, headers: { ...answer.headers } });

@@ -85,7 +85,7 @@ export async function parsePage(
   pageUrl: URL,
   baseUri: readonly string[][] = [],
 ): Promise<PageEvidence> {
-  // Loaded with the first page: not part of the CLI's start-up (docs/benchmarks-history.md, "Start-up").
+  // Loaded with the first page: not part of the CLI's start-up (docs/benchmarks.md "Start-up").
   const { Parser } = await (htmlparser ??= import("htmlparser2"));
   const metaCsp: string[] = [];
   const scripts: PageEvidence["scripts"] = [];

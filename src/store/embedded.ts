@@ -94,9 +94,9 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
         path: join(dir, "payments"),
         // A write's promise resolves once its commit is written (in the OS's cache: it survives
         // the process being killed); lmdb flushes it to disk right after, overlapping the next
-        // commit. Waiting for each fsync cost paid calls 17 % of their rate (docs/benchmarks-history.md,
-        // "Payment record stores"); a power loss may lose the last moment, as with Redis's
-        // `appendfsync everysec` (docs/operations.md, "Where payment records live").
+        // commit. Waiting for each fsync cost paid calls 17 % of their rate; a power loss may lose
+        // the last moment, as with Redis's `appendfsync everysec` (docs/operations.md, "Where
+        // payment records live").
         overlappingSync: true,
         maxDbs: 8,
       });

@@ -1,7 +1,7 @@
 /**
  * Which chain `secsnap pay` reads once a signed proof got no report: `--rpc` first, the devnet's
  * anvil for a devnet offer of an API on this machine, Base's public RPC otherwise (never read by
- * the tests: test/cli/pay.test.ts always passes `--rpc` to its own devnet).
+ * the tests: test/cli/pay.e2e.test.ts always passes `--rpc` to its own devnet).
  */
 import type { PaymentRequirements } from "@x402/core/types";
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { mkdtempSync } from "node:fs";
 import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runCli as runCliInProcess } from "../../src/cli/run.js";
 import type { Devnet } from "../../src/devnet/devnet.js";
@@ -15,9 +18,15 @@ export interface CliRun {
   stderr: string;
 }
 
+/** A DATA_DIR nobody else uses, in the suite's scratch directory (test/fixtures/global-setup.ts). */
+function freshDataDir(): string {
+  return mkdtempSync(join(process.env.SECSNAP_TEST_SCRATCH ?? tmpdir(), "data-"));
+}
+
 /**
  * Environment for the CLI: no inherited SNAPSHOT_/X402_/METRICS_/REDIS_URL settings, no colour; the
- * metrics listener on a free port, so services started side by side never collide.
+ * metrics listener on a free port and a DATA_DIR of its own (not the checkout's `.secsnap`, which
+ * one embedded store at a time may hold), so services started side by side never collide.
  */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -29,7 +38,7 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
     )
       env[k] = v;
   }
-  return { ...env, METRICS_PORT: "0", ...extra };
+  return { ...env, METRICS_PORT: "0", DATA_DIR: freshDataDir(), ...extra };
 }
 
 /**

@@ -95,7 +95,7 @@ describe("serve with PUBLIC_URL, and hostile payment headers", () => {
       PUBLIC_URL: "https://api.example.com/secsnap/",
       OPERATOR_CONTACT: "ops@example.com",
       // Room for the 1,000 refused proofs below: this is the gate's answer to each, not the
-      // refused-proof budget (test/http/rate-limit.test.ts).
+      // refused-proof budget (test/http/rate-limit.e2e.test.ts).
       RATE_LIMIT_PER_MINUTE: "1000",
     });
     base = baseUrl(await served.first) ?? "";

@@ -1,5 +1,5 @@
 /**
- * A command loads only what it needs (docs/benchmarks-history.md, "Start-up"): `scan` the engine, not
+ * A command loads only what it needs (docs/benchmarks.md "Start-up"): `scan` the engine, not
  * payment, the devnet, the facilitator or the JWT library; `--version` none of the packages; and
  * what the engine needs only for some reports (the HTML parser, the public suffix list, undici's
  * fetch and WebSocket) not before its network work, and no full zod (the report's schemas are the

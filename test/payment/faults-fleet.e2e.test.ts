@@ -1,6 +1,6 @@
 /**
- * SPEC §6.1 on chain, a fleet: two `secsnap serve` processes (each with its own DATA_DIR) behind a
- * real HAProxy with the plain `option httpchk GET /ready` (HTTP/1.0, no Host; SPEC §6.2), sharing
+ * Contract §7.3–7.4 on chain, a fleet: two `secsnap serve` processes (each with its own DATA_DIR) behind a
+ * real HAProxy with the plain `option httpchk GET /ready` (HTTP/1.0, no Host; contract §2.7), sharing
  * a real redis-server with AOF on its own directory, paid through the devnet's facilitator behind
  * a proxy whose faults strike one authorization. Each case's first call goes to instance a; the
  * fault strikes (a crashed or drained, Redis crashed and restarted on the same AOF, or hung and
@@ -64,7 +64,7 @@ function rawStatusLine(port: number, request: string): Promise<string> {
 const bothUp = () => Promise.all([lb.waitFor("a", "UP", 30_000), lb.waitFor("b", "UP", 30_000)]);
 
 describe.skipIf(!redisServerBinary || !haproxy)(
-  "money under faults, two instances behind HAProxy sharing Redis (SPEC §6.1)",
+  "money under faults, two instances behind HAProxy sharing Redis (contract §7.3–7.4)",
   () => {
     beforeAll(async () => {
       redis = await startDurableRedis();
@@ -97,7 +97,7 @@ describe.skipIf(!redisServerBinary || !haproxy)(
       const check = await rawStatusLine(a.port, "GET /ready HTTP/1.0\r\n\r\n");
       if (!/^HTTP\/1\.[01] 200 /.test(check)) {
         throw new Error(
-          `GET /ready over HTTP/1.0 without Host answered "${check}": HAProxy's plain check keeps the instances down (SPEC §6.2)`,
+          `GET /ready over HTTP/1.0 without Host answered "${check}": HAProxy's plain check keeps the instances down (contract §2.7)`,
         );
       }
       await bothUp();

@@ -1,5 +1,5 @@
 /**
- * SPEC §6.1 on chain, one instance: `secsnap serve` as a real process with its embedded store on
+ * Contract §7.3–7.4 on chain, one instance: `secsnap serve` as a real process with its embedded store on
  * its own DATA_DIR, paid through a real facilitator (the project's, on the devnet's chain through
  * a node proxy, behind a proxy: the faults of both strike one authorization) by the official x402
  * clients, v1 and v2, with and without a payment id. Each case strikes one fault (docs/faults.md), restarts the instance with the same
@@ -103,7 +103,7 @@ afterEach(async () => {
   if (instance.pid === undefined) await instance.start();
 }, 60_000);
 
-describe("money under faults, one instance (SPEC §6.1)", () => {
+describe("money under faults, one instance (contract §7.3–7.4)", () => {
   for (const c of ONE_INSTANCE_CASES) {
     it(caseName(c), { timeout: 150_000 }, () => runCase(world, topology, c));
   }

@@ -1,5 +1,5 @@
 /**
- * The grade's caps (docs/findings.md "Score and grade", SPEC §8) through the engine, on real
+ * The grade's caps (docs/findings.md "Score and grade") through the engine, on real
  * targets: no working HTTPS is F, a site with no security header is D at best, and a check our
  * own settings stopped (the HTTPS probe's port not allowed) is not held against the site.
  */

@@ -2,8 +2,7 @@
  * Content-Encoding chains aimed at memory, the event loop and the CPU. Each case runs ten
  * snapshots at once in a CHILD process (test/fixtures/hostile-load.ts), so its peak memory,
  * event-loop block and CPU time are the engine's alone; the hostile target runs here.
- * The bounds sit far from what a decoder per coding, or a middle stage without a bound, cost
- * (figures in docs/benchmarks-history.md).
+ * The bounds sit far from what a decoder per coding, or a middle stage without a bound, cost.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDnsServer } from "../fixtures/dns-server.js";

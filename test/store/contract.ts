@@ -1,7 +1,7 @@
 /**
  * The payment record store's contract (src/store/records.ts), one suite run against every
  * implementation: memory (test/store/memory.test.ts), the embedded database
- * (test/store/embedded.test.ts) and Redis (test/store/redis.test.ts). Leases and TTLs run on
+ * (test/store/embedded.test.ts) and Redis (test/store/redis.e2e.test.ts). Leases and TTLs run on
  * the real clock with short lifetimes; the tests wait well past an expiry and never measure
  * how long anything took.
  */

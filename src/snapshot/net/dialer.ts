@@ -99,7 +99,7 @@ const CONNECTIONS_PER_ORIGIN = 16;
  * spare, where the wait costs less than the full handshake's CPU it saves. Farther away it makes
  * its own handshake at once, so a distant site's snapshot waits no extra round trip; on a busy
  * loop too, where waiting queues the probes behind the main handshake and slows the neighbours'
- * snapshots (docs/benchmarks-history.md "TLS handshakes").
+ * snapshots (docs/snapshot-engine.md "TLS handshakes").
  */
 const SESSION_WAIT: SessionWaitOptions = { nearConnectMs: 2, maxWaitMs: 50 };
 
@@ -195,7 +195,7 @@ class PinnedConnector {
    * The host's addresses, resolved within the time left. Literals take the same path: the
    * resolver returns them unchanged. One controller and one timer, released as soon as the name
    * is resolved: AbortSignal.timeout + AbortSignal.any would leave a signal, a timer and weak
-   * references on the snapshot's signal per connection until collected (docs/benchmarks-history.md
+   * references on the snapshot's signal per connection until collected (docs/benchmarks.md
    * "Fleet").
    */
   private async resolveInTime(host: string, startedAt: number): Promise<string[]> {

@@ -7,7 +7,7 @@ type DispatchHandler = UndiciDispatcher.DispatchHandler;
 /**
  * Requests waiting for a free connection of one origin, in order. Hand-written because undici's
  * Pool keeps its queue in a buffer of 2,048 slots allocated up front, paid by every origin of
- * every snapshot though a snapshot rarely queues a request (docs/benchmarks-history.md "Fleet").
+ * every snapshot though a snapshot rarely queues a request (docs/benchmarks.md, "Changelog").
  */
 class WaitingRequests<T> {
   private items: (T | undefined)[] = [];

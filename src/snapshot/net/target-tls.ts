@@ -39,8 +39,8 @@ const chainCertificate = TLSSocket.prototype.getPeerCertificate;
 /**
  * Node's check of the server's name after a handshake asks for the whole chain as objects
  * (`getPeerCertificate(true)`) only to read the leaf's names; OpenSSL has verified the chain
- * already. Building the chain is a large share of a client handshake's CPU (docs/benchmarks-history.md
- * "Hostile neighbours"), so a target socket answers with the leaf alone.
+ * already. Building the chain is a large share of a client handshake's CPU (docs/snapshot-engine.md
+ * "TLS handshakes"), so a target socket answers with the leaf alone.
  */
 function leafCertificate(this: TLSSocket): PeerCertificate {
   return chainCertificate.call(this, false);

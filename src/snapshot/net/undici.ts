@@ -1,7 +1,7 @@
 /**
  * The parts of undici the engine uses, each loaded by its own path: undici's index.js loads the
  * whole package (fetch, WebSocket, caches, mocks), which cost more start-up than the rest of
- * `secsnap scan` (docs/benchmarks-history.md, "Start-up"). They are the same modules the index exports,
+ * `secsnap scan` (docs/benchmarks.md "Start-up"). They are the same modules the index exports,
  * so errors and classes are the ones undici's users see.
  */
 import type { Dispatcher } from "undici";

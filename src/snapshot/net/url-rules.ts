@@ -134,7 +134,7 @@ function isValidHostName(name: string, labels: readonly string[]): boolean {
  * Shared checks for the input and for every redirect hop, in the order of docs/contract.md §3.3:
  * scheme → userinfo → host syntax (invalid_url) → localhost, blocked literal, port (ssrf).
  * Returns what is wrong rather than throwing through a callback: this runs on every request,
- * the unpaid 402 path included, so it builds no closure per call (docs/benchmarks-history.md).
+ * the unpaid 402 path included, so it builds no closure per call (docs/benchmarks.md "Payment").
  */
 function validateParsed(url: URL, policy: UrlPolicy): Violation | undefined {
   const early = schemeAndUserinfo(url);

@@ -1,6 +1,7 @@
 /**
- * Software versions the final response discloses (SPEC §8): `Server` and `X-Powered-By` naming a
- * product with its version, which tells an attacker which known flaws to try.
+ * Software versions the final response discloses (docs/contract.md §9.3): `Server` and
+ * `X-Powered-By` naming a product with its version, which tells an attacker which known flaws to
+ * try.
  */
 import { finalHeader } from "./evidence.js";
 import type { Evidence } from "./evidence.js";

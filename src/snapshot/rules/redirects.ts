@@ -37,7 +37,7 @@ function requestedUrls(chain: Chain): string[] {
 }
 
 // tldts (the public suffix list, 180 KB) is required on the first redirect to another host, not
-// at start-up (docs/benchmarks-history.md, "Start-up"); require() because the judges are synchronous.
+// at start-up (docs/benchmarks.md "Start-up"); require() because the judges are synchronous.
 const requireCjs = createRequire(import.meta.url);
 let tldts: typeof Tldts | undefined;
 

@@ -43,7 +43,7 @@ export type CheckSpec = HeaderCheckSpec | FileCheckSpec | HttpsCheckSpec;
 export type Judge = (e: Evidence) => Finding[];
 
 /**
- * A section of the report of the topic's own (docs/contract.md §8), after SERVICE.md's fields and
+ * A section of the report of the topic's own (docs/contract.md §9), after the fields of §2.1 and
  * the grade, in registry order. Its type is a member of `ReportSections` (result.ts) and its zod
  * schema sits beside the report's in src/http/report-schemas.ts (the engine loads no schema
  * library); `tsc` holds the three together.

@@ -35,7 +35,10 @@ export const GRADE_SCALE = [
 export const GRADES = GRADE_SCALE.map(([grade]) => grade);
 export type Grade = (typeof GRADE_SCALE)[number][0];
 
-/** The best grade of a site that answered without any of the six security headers (SPEC §8). */
+/**
+ * The best grade of a site that answered without any of the six security headers
+ * (docs/findings.md "Score and grade").
+ */
 const NO_SECURITY_HEADER_CAP: Grade = "D";
 
 const PENALTY_OF_ID = new Map(
