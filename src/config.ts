@@ -6,6 +6,7 @@ import ipaddr from "ipaddr.js";
 // start (docs/benchmarks-history.md, "Start-up").
 import * as z from "zod/mini";
 import { ConfigError } from "./config-error.js";
+import { NETWORK_IDS, USDC_DECIMALS, type NetworkName } from "./networks.js";
 
 /**
  * All environment in one typed, validated place (docs/contract.md §6.1): the service's, and the
@@ -14,6 +15,7 @@ import { ConfigError } from "./config-error.js";
  */
 
 export { ConfigError };
+export { NETWORK_IDS, TEST_NETWORKS } from "./networks.js";
 
 type Env = Record<string, string | undefined>;
 
@@ -189,12 +191,6 @@ function isDnsServer(s: string): boolean {
   if (!host || !ipaddr.isValid(host)) return false;
   return p === undefined || (Number(p) >= 1 && Number(p) <= 65535);
 }
-
-export const NETWORK_IDS = { base: "eip155:8453", "base-sepolia": "eip155:84532" } as const;
-type NetworkName = keyof typeof NETWORK_IDS;
-
-/** Networks whose USDC is worth nothing: offered in production only when X402_NETWORKS names them. */
-export const TEST_NETWORKS: ReadonlySet<string> = new Set<NetworkName>(["base-sepolia"]);
 
 export interface SnapshotConfig {
   timeoutMs: number;
@@ -578,7 +574,10 @@ export function loadPaymentConfig(env: Env = process.env): PaymentConfig {
       env,
       "X402_PRICE_USDC",
       z.string().check(
-        z.regex(/^\d+(\.\d{1,6})?$/, "must be a decimal USDC amount with at most 6 decimals"),
+        z.regex(
+          new RegExp(`^\\d+(\\.\\d{1,${USDC_DECIMALS}})?$`),
+          `must be a decimal USDC amount with at most ${USDC_DECIMALS} decimals`,
+        ),
         z.refine((s) => Number(s) > 0, "must be greater than 0"),
       ),
       DEFAULT_PRICE_USDC,
