@@ -8,7 +8,7 @@ import type { PaymentRequirements } from "@x402/core/types";
 import ipaddr from "ipaddr.js";
 import { createPublicClient, formatUnits, http, parseAbi, parseAbiItem } from "viem";
 import type { Address, Hex } from "viem";
-import { NETWORK_IDS } from "../config.js";
+import { NETWORK_IDS, NETWORKS } from "../networks.js";
 import { DEVNET_NETWORK, USDC_DECIMALS } from "../devnet/index.js";
 
 /** What the chain is asked about: the authorization inside the proof, and where it lives. */
@@ -33,10 +33,9 @@ export type ChainReading =
   | { state: "unreadable"; why: string };
 
 /** Base's documented public RPC endpoints: used only when `--rpc` is not given. */
-const PUBLIC_RPC: Readonly<Record<string, string>> = {
-  [NETWORK_IDS.base]: "https://mainnet.base.org",
-  [NETWORK_IDS["base-sepolia"]]: "https://sepolia.base.org",
-};
+const PUBLIC_RPC: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.values(NETWORKS).map((n) => [n.id, n.publicRpcUrl]),
+);
 /** The devnet's anvil (DEVNET_RPC_PORT's default); it listens on the loopback address only. */
 const DEVNET_RPC_PORT = "8545";
 /** Blocks searched back for the transaction that used the authorization (hours on Base). */

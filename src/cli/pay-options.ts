@@ -4,6 +4,7 @@
  */
 import { ConfigError } from "../config-error.js";
 import { NETWORK_IDS } from "../config.js";
+import { USDC_DECIMALS } from "../networks.js";
 import { UsageError } from "./command.js";
 
 export const MAINNET = NETWORK_IDS.base;
@@ -23,9 +24,12 @@ export function parseNetwork(value: string): string {
   return id;
 }
 
+/** A USDC amount: at most USDC's decimals. */
+const USDC_AMOUNT = new RegExp(`^\\d+(\\.\\d{1,${USDC_DECIMALS}})?$`);
+
 /** A USDC amount option (`--max-usdc`, `--budget-usdc`), checked: at most 6 decimals. */
 export function usdcOption(value: string, option: string): string {
-  if (!/^\d+(\.\d{1,6})?$/.test(value)) throw new UsageError(`${option} must be a USDC amount`);
+  if (!USDC_AMOUNT.test(value)) throw new UsageError(`${option} must be a USDC amount`);
   return value;
 }
 

@@ -1,16 +1,17 @@
 import { parseAbi } from "viem";
 import type { Address, Hex } from "viem";
+import { NETWORKS, USDC_DECIMALS } from "../networks.js";
 
 /** Base Sepolia's chain id: the devnet poses as Base Sepolia so clients need no special case. */
-export const DEVNET_CHAIN_ID = 84532;
-export const DEVNET_NETWORK = "eip155:84532" as const;
+export const DEVNET_CHAIN_ID = NETWORKS["base-sepolia"].chainId;
+export const DEVNET_NETWORK = NETWORKS["base-sepolia"].id;
 
 /** Circle's USDC address on Base Sepolia; the devnet places DevUSDC's runtime code here. */
-export const DEVNET_USDC_ADDRESS: Address = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
+export const DEVNET_USDC_ADDRESS: Address = NETWORKS["base-sepolia"].usdc.address;
 /** The canonical Multicall3 address (present on Base, absent from a fresh anvil). */
 export const MULTICALL3_ADDRESS: Address = "0xcA11bde05977b3631167028862bE2a173976CA11";
 
-export const USDC_DECIMALS = 6;
+export { USDC_DECIMALS };
 
 /** Anvil's default test mnemonic (public; never use these keys on a real network). */
 export const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";

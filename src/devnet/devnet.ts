@@ -42,8 +42,8 @@ export interface DevnetOptions {
 export interface Devnet {
   rpcUrl: string;
   facilitatorUrl: string;
-  chainId: 84532;
-  network: "eip155:84532";
+  chainId: typeof DEVNET_CHAIN_ID;
+  network: typeof DEVNET_NETWORK;
   usdcAddress: Address;
   /** Account 1: receives payments. */
   payTo: Address;

@@ -1,24 +1,16 @@
 import type { RouteConfig } from "@x402/core/server";
 import type { Network, PaymentRequirements } from "@x402/core/types";
-import { getDefaultAsset } from "@x402/evm";
 import {
   declarePaymentIdentifierExtension,
   PAYMENT_IDENTIFIER,
 } from "@x402/extensions/payment-identifier";
 import { parseUnits } from "viem";
-import { NETWORK_IDS } from "../config.js";
+import { networkById, USDC_DECIMALS } from "../networks.js";
 import { snapshotDiscoveryExtension } from "./discovery.js";
 
 /** The one priced route (docs/contract.md §1.2). */
 const PAID_PATH = "/v1/snapshot";
 export const PAID_ROUTE = `POST ${PAID_PATH}`;
-
-/** USDC per network (docs/contract.md §7.1). Devnet puts its token at the Base Sepolia address. */
-const USDC_ADDRESSES: Readonly<Record<string, `0x${string}`>> = {
-  [NETWORK_IDS.base]: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
-  [NETWORK_IDS["base-sepolia"]]: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-};
-const USDC_DECIMALS = 6;
 
 /** A decimal USDC price as the token's integer amount: "0.05" → "50000". */
 export function usdcAmount(priceUsdc: string): string {
@@ -54,7 +46,7 @@ export const RESOURCE_MIME_TYPE = "application/json";
 
 /**
  * USDC on a network with the EIP-712 domain (name, version) the payer signs over, and the
- * devnet marker when the network is the embedded devnet.
+ * devnet marker when the network is the embedded devnet (its token sits at Base Sepolia's address).
  */
 function usdcOn(
   network: Network,
@@ -63,10 +55,13 @@ function usdcOn(
   asset: `0x${string}`;
   extra: { name: string; version: string; devnet?: true };
 } {
-  const asset = USDC_ADDRESSES[network];
-  if (!asset) throw new Error(`no USDC address known for network ${network}`);
-  const { name, version } = getDefaultAsset(network);
-  return { asset, extra: { name, version, ...(devnet && { devnet: true as const }) } };
+  const usdc = networkById(network)?.usdc;
+  if (!usdc) throw new Error(`no USDC address known for network ${network}`);
+  const { name, version } = usdc.domain;
+  return {
+    asset: usdc.address,
+    extra: { name, version, ...(devnet && { devnet: true as const }) },
+  };
 }
 
 /** The requirement the route offers on `network` (undefined when not offered): the 402's entry. */
