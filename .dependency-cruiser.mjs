@@ -2,10 +2,10 @@
  * The layer rule (README "Layout"): a layer imports only layers below it, and another folder is
  * entered only through its index.ts.
  *
- *   cli → http → payment → store → devnet → facilitator → snapshot → config.ts, config-error.ts, version.ts
+ *   cli → http → payment → store → devnet → facilitator → snapshot → config.ts, config-error.ts, routes.ts, version.ts
  */
 const LAYERS = ["cli", "http", "payment", "store", "devnet", "facilitator", "snapshot"];
-const ROOT_FILES = "^src/(config|config-error|version)\\.ts$";
+const ROOT_FILES = "^src/(config|config-error|routes|version)\\.ts$";
 
 const upward = LAYERS.map((layer, rank) => ({
   name: `layer-${layer}`,

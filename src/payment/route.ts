@@ -7,11 +7,11 @@ import {
 } from "@x402/extensions/payment-identifier";
 import { parseUnits } from "viem";
 import { NETWORK_IDS } from "../config.js";
+import { PATHS } from "../routes.js";
 import { snapshotDiscoveryExtension } from "./discovery.js";
 
 /** The one priced route (docs/contract.md §1.2). */
-const PAID_PATH = "/v1/snapshot";
-export const PAID_ROUTE = `POST ${PAID_PATH}`;
+export const PAID_ROUTE = `POST ${PATHS.snapshot}`;
 
 /** USDC per network (docs/contract.md §7.1). Devnet puts its token at the Base Sepolia address. */
 const USDC_ADDRESSES: Readonly<Record<string, `0x${string}`>> = {
@@ -44,7 +44,7 @@ export interface RouteOffer {
 
 /** The paid resource's URL under a public base URL (docs/contract.md §6.1). */
 export function paidResourceUrl(publicUrl: string): string {
-  return `${publicUrl}${PAID_PATH}`;
+  return `${publicUrl}${PATHS.snapshot}`;
 }
 
 const MAX_TIMEOUT_SECONDS = 300;
