@@ -3,12 +3,12 @@
  * entered only through its index.ts.
  *
  *   cli → http → payment → store → devnet → facilitator → snapshot → config.ts, config-error.ts,
- *   networks.ts, version.ts
+ *   networks.ts, routes.ts, version.ts
  *
  * config.ts is the one entry of config/ (one table of variables per concern), which sits as low.
  */
 const LAYERS = ["cli", "http", "payment", "store", "devnet", "facilitator", "snapshot"];
-const ROOT_FILES = "^src/((config|config-error|networks|version)\\.ts$|config/)";
+const ROOT_FILES = "^src/((config|config-error|networks|routes|version)\\.ts$|config/)";
 
 const upward = LAYERS.map((layer, rank) => ({
   name: `layer-${layer}`,

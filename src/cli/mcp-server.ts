@@ -15,6 +15,7 @@ import {
 import * as z from "zod";
 import { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "../http/index.js";
 import { SERVICE_VERSION } from "../version.js";
+import { PATHS } from "../routes.js";
 import type { EarlySession, McpListing } from "./mcp-listing.js";
 import type { McpOptions, McpPayer } from "./mcp-pay.js";
 
@@ -175,7 +176,7 @@ async function guarded(
 
 /** `GET /demo/snapshot` of the API: free, no key or chain needed. */
 async function demo(base: URL, signal: AbortSignal): Promise<CallToolResult> {
-  const url = new URL("demo/snapshot", base);
+  const url = new URL(PATHS.demo.slice(1), base);
   try {
     const response = await fetch(url, {
       headers: { Accept: "application/json" },

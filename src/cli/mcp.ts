@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { PATHS } from "../routes.js";
 import { UsageError, type Command } from "./command.js";
 import { answerFirstRequests, readListing } from "./mcp-listing.js";
 import type { McpOptions } from "./mcp-pay.js";
@@ -25,7 +26,7 @@ export const mcpCommand: Command = {
     "snapshot(url) pays the API for a live report with the key in SECSNAP_PRIVATE_KEY (without",
     "it, only a service in devnet mode, from anvil's funded test account 2); demo_snapshot is the",
     "free demo; wallet says the address, network, USDC balance and what this session spent.",
-    "--api         the service's base URL, path included (a trailing /v1/snapshot is accepted).",
+    `--api         the service's base URL, path included (a trailing ${PATHS.snapshot} is accepted).`,
     `--max-usdc    refuses, before signing, a call that costs more (default ${EXPECTED_PRICE_USDC}).`,
     `--budget-usdc refuses, before signing, a call beyond this session's total (default ${DEFAULT_BUDGET_USDC}):`,
     "              spent, and signed without a report until the chain says used or expired.",

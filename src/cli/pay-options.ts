@@ -5,6 +5,7 @@
 import { ConfigError } from "../config-error.js";
 import { NETWORK_IDS } from "../config.js";
 import { USDC_DECIMALS } from "../networks.js";
+import { PATHS } from "../routes.js";
 import { UsageError } from "./command.js";
 
 export const MAINNET = NETWORK_IDS.base;
@@ -53,16 +54,17 @@ export function httpUrl(value: string, option: string): URL {
  */
 export function apiBase(api: string): URL {
   const base = httpUrl(api, "--api");
-  base.pathname = base.pathname.replace(/\/v1\/snapshot\/?$/, "/");
+  const path = base.pathname.replace(/\/$/, "");
+  if (path.endsWith(PATHS.snapshot)) base.pathname = `${path.slice(0, -PATHS.snapshot.length)}/`;
   if (!base.pathname.endsWith("/")) base.pathname += "/";
   base.search = "";
   base.hash = "";
   return base;
 }
 
-/** `<api>/v1/snapshot`: the paid route under the base of `--api`. */
+/** `<api>/v1/snapshot`: the paid route under the base of `--api` (relative, to keep its path). */
 export function snapshotEndpoint(api: string): URL {
-  return new URL("v1/snapshot", apiBase(api));
+  return new URL(PATHS.snapshot.slice(1), apiBase(api));
 }
 
 /**

@@ -5,6 +5,7 @@ import { parseUnits } from "viem";
 import type { LocalAccount } from "viem/accounts";
 import { USDC_DECIMALS } from "../devnet/index.js";
 import { ConfigError } from "../config-error.js";
+import { PATHS } from "../routes.js";
 import { UsageError, type Command, type CliOutput } from "./command.js";
 import { chargeOnChain as readCharge, networkLabel, usdc } from "./pay-charge.js";
 import {
@@ -54,7 +55,7 @@ function refusal(response: Response, body: unknown, stderr: CliOutput, endpoint:
   // A 404 is a wrong --api far more often than a missing route: say which URL was asked.
   const hint =
     response.status === 404
-      ? ` (asked ${endpoint.href}: --api is the service's base URL, /v1/snapshot is added to it)`
+      ? ` (asked ${endpoint.href}: --api is the service's base URL, ${PATHS.snapshot} is added to it)`
       : "";
   stderr.write(`secsnap pay: the API answered ${response.status}: ${describeBody(body)}${hint}\n`);
   if (response.status === 400) return PAY_EXIT.snapshotError;
@@ -75,7 +76,7 @@ export const payCommand: Command = {
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
     "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the network, amount and payee",
     "(before signing) and the settlement transaction go to stderr.",
-    "--api      the service's base URL, path included; /v1/snapshot is added unless it ends so.",
+    `--api      the service's base URL, path included; ${PATHS.snapshot} is added unless it ends so.`,
     "--network  the network to pay on. Default: a testnet when one is offered; Base mainnet only",
     "           when asked for or when it is the only network offered.",
     "--max-usdc refuses to sign for more than that amount (default 1).",

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { listenError, type ListenTarget } from "../config-error.js";
 import { loadConfig, type Config } from "../config.js";
+import { PATHS } from "../routes.js";
 import {
   ClientRateLimit,
   ROUTES,
@@ -369,7 +370,7 @@ export const serveCommand: Command = {
     "The first output line states the payment mode and the URL; then one JSON log line per",
     "request on stdout (LOG_LEVEL). Metrics: GET /metrics on METRICS_HOST:METRICS_PORT",
     "(default 127.0.0.1:9464; off: none), never on the public port.",
-    "SIGTERM/SIGINT: /ready turns 503 and new paid work is refused; after SHUTDOWN_GRACE_MS",
+    `SIGTERM/SIGINT: ${PATHS.ready} turns 503 and new paid work is refused; after SHUTDOWN_GRACE_MS`,
     "(SIGTERM only) stop accepting, let running requests finish, wait for settlements under",
     "way, exit 0. A second signal a second later stops at once (exit 1), saying in one line",
     "what becomes of the paid calls in flight.",

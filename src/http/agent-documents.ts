@@ -5,25 +5,26 @@
  * OpenAPI document use: PUBLIC_URL, else the request's own.
  */
 import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../config.js";
+import { PATHS } from "../routes.js";
 import { MAX_URL_LENGTH } from "../snapshot/index.js";
 import { SnapshotResultSchema } from "./report-schemas.js";
 import { guidance, networksInWords, type ServiceFacts } from "./openapi.js";
 import { MAX_BODY_BYTES } from "./snapshot-input.js";
 
 /** The one paid resource, as the crawlers' list names it. */
-const PAID = "POST /v1/snapshot";
+const PAID = `POST ${PATHS.snapshot}`;
 
 /** GET /.well-known/x402: the x402 resource list, version 1 (the format crawlers read today). */
 export function wellKnownX402(baseUrl: string, facts: ServiceFacts): Record<string, unknown> {
   const price = `${facts.priceUsdc ?? DEFAULT_PRICE_USDC} USDC`;
   return {
     version: 1,
-    resources: [`POST ${baseUrl}/v1/snapshot`],
+    resources: [`POST ${baseUrl}${PATHS.snapshot}`],
     instructions:
       "A JSON security-hygiene report of one public URL (HTTPS, security headers, " +
       "security.txt, findings with fixes, a score and a grade), paid per call with x402 " +
       `(scheme exact, USDC on ${networksInWords(offered(facts), facts.devnet ?? false)}). ` +
-      `${guidance(price)} Schema: ${baseUrl}/openapi.json; guide for agents: ${baseUrl}/llms.txt.`,
+      `${guidance(price)} Schema: ${baseUrl}${PATHS.openApi}; guide for agents: ${baseUrl}${PATHS.llmsTxt}.`,
   };
 }
 
@@ -61,11 +62,11 @@ export function llmsTxt(baseUrl: string, facts: ServiceFacts): string {
     devnet ? "\n- This instance runs its local devnet: test USDC only, no real money moves." : ""
   }
 - An invalid or blocked URL is refused with a 400 before payment is asked for: never charged.
-- Free: \`GET /demo/snapshot\`, \`GET /health\`, \`GET /openapi.json\`, this file.
+- Free: \`GET ${PATHS.demo}\`, \`GET ${PATHS.health}\`, \`GET ${PATHS.openApi}\`, this file.
 
 ## How to pay over HTTP (x402)
 
-1. \`POST ${baseUrl}/v1/snapshot\` with \`{"url": "https://example.com"}\` (Content-Type
+1. \`POST ${baseUrl}${PATHS.snapshot}\` with \`{"url": "https://example.com"}\` (Content-Type
    \`application/json\`).
 2. The answer is 402. The x402 v2 challenge is the \`PAYMENT-REQUIRED\` header (base64 JSON); the
    x402 v1 challenge is the JSON body (\`accepts\`). Each offer names the network, the amount in
@@ -79,7 +80,7 @@ export function llmsTxt(baseUrl: string, facts: ServiceFacts): string {
 
 ## How to pay over MCP
 
-- \`POST ${baseUrl}/mcp\`: the service as a Model Context Protocol server (Streamable HTTP,
+- \`POST ${baseUrl}${PATHS.mcp}\`: the service as a Model Context Protocol server (Streamable HTTP,
   stateless). Tools: \`snapshot\` ({url}, output SnapshotResult; paid with x402 over MCP: an
   unpaid call returns \`isError: true\` with the PaymentRequired as \`structuredContent\` and as
   JSON text, the retry carries the PaymentPayload in \`params._meta["x402/payment"]\`, and the
@@ -109,9 +110,9 @@ of \`invalid_url\`, \`ssrf\`, \`unreachable\`, \`timeout\`. Never charged.
 
 ## Links
 
-- [Demo report](${baseUrl}/demo/snapshot): a fixed example, free, no site fetched.
-- [OpenAPI 3.1 document](${baseUrl}/openapi.json): every operation, schema and example.
-- [Interactive API reference](${baseUrl}/reference)
-- [x402 resource list](${baseUrl}/.well-known/x402)
+- [Demo report](${baseUrl}${PATHS.demo}): a fixed example, free, no site fetched.
+- [OpenAPI 3.1 document](${baseUrl}${PATHS.openApi}): every operation, schema and example.
+- [Interactive API reference](${baseUrl}${PATHS.reference})
+- [x402 resource list](${baseUrl}${PATHS.wellKnownX402})
 `;
 }

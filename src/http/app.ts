@@ -23,6 +23,7 @@ import {
 } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { DEFAULT_PRICE_USDC, NETWORK_IDS, type OperatorContact } from "../config.js";
+import { PATHS, ROUTE_TABLE } from "../routes.js";
 import { SnapshotAdmission } from "./admission.js";
 import { readBodyText } from "./body.js";
 import { TrustedProxies, clientAddress } from "./client-ip.js";
@@ -31,7 +32,7 @@ import { INTERNAL_ERROR } from "./errors.js";
 import { llmsTxt, wellKnownX402 } from "./agent-documents.js";
 import { hostGuard } from "./host-rule.js";
 import { mcpHostGuard } from "./mcp-host.js";
-import { MCP_PATH, addMcpRoute, type McpCallBudget } from "./mcp.js";
+import { addMcpRoute, type McpCallBudget } from "./mcp.js";
 import { FAVICON_CACHE_CONTROL, FAVICON_ICO, FAVICON_SVG } from "./favicon.js";
 import { STATIC_CACHE_CONTROL, createOpenApiDocument, type ServiceFacts } from "./openapi.js";
 import { HealthSchema, ReadinessSchema } from "./openapi-components.js";
@@ -43,8 +44,7 @@ import {
   SnapshotResultSchema,
 } from "./report-schemas.js";
 import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS, renderPage } from "./page.js";
-import { REFERENCE_PATH, addReferenceRoutes } from "./reference.js";
-import { CHALLENGE_PATH, PAY_AND_SCAN_PATH } from "./page-paths.js";
+import { addReferenceRoutes } from "./reference.js";
 import { addScanRoutes, isSelfCall } from "./page-scan.js";
 import {
   MAX_BODY_BYTES,
@@ -119,28 +119,25 @@ export interface AppDeps {
   trustedProxies?: readonly string[];
 }
 
-/** The x402 crawlers' resource list (docs/contract.md §7.9). */
-const WELL_KNOWN_X402 = "/.well-known/x402";
-
 /** The methods each known path answers; everything else on these paths is 405 with Allow. */
 const ALLOWED_METHODS = {
-  "/v1/snapshot": "POST, OPTIONS",
-  [MCP_PATH]: "POST, OPTIONS",
-  "/demo/snapshot": "GET, HEAD, OPTIONS",
-  "/health": "GET, HEAD, OPTIONS",
-  "/ready": "GET, HEAD, OPTIONS",
-  "/openapi.json": "GET, HEAD, OPTIONS",
-  [WELL_KNOWN_X402]: "GET, HEAD, OPTIONS",
-  "/llms.txt": "GET, HEAD, OPTIONS",
-  "/favicon.ico": "GET, HEAD, OPTIONS",
-  "/favicon.svg": "GET, HEAD, OPTIONS",
-  "/": "GET, HEAD, OPTIONS",
-  [REFERENCE_PATH]: "GET, HEAD, OPTIONS",
-  [CHALLENGE_PATH]: "POST",
+  [PATHS.snapshot]: "POST, OPTIONS",
+  [PATHS.mcp]: "POST, OPTIONS",
+  [PATHS.demo]: "GET, HEAD, OPTIONS",
+  [PATHS.health]: "GET, HEAD, OPTIONS",
+  [PATHS.ready]: "GET, HEAD, OPTIONS",
+  [PATHS.openApi]: "GET, HEAD, OPTIONS",
+  [PATHS.wellKnownX402]: "GET, HEAD, OPTIONS",
+  [PATHS.llmsTxt]: "GET, HEAD, OPTIONS",
+  [PATHS.faviconIco]: "GET, HEAD, OPTIONS",
+  [PATHS.faviconSvg]: "GET, HEAD, OPTIONS",
+  [PATHS.page]: "GET, HEAD, OPTIONS",
+  [PATHS.reference]: "GET, HEAD, OPTIONS",
+  [PATHS.challenge]: "POST",
 } as const;
 
 /** The route patterns the app answers (metrics and logs label requests by these, others "other"). */
-export const ROUTES: readonly string[] = [...Object.keys(ALLOWED_METHODS), PAY_AND_SCAN_PATH];
+export const ROUTES: readonly string[] = ROUTE_TABLE.map((route) => route.path);
 
 /** The HTTP API: CORS, the paid snapshot route, the free routes, then 405/404/500. */
 export function createApp(deps: AppDeps): Hono<AppEnv> {
@@ -150,14 +147,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const admission = deps.admission ?? new SnapshotAdmission();
   const speaksMcp = deps.mcpPayment !== undefined || !deps.paymentMiddleware;
   const devnet = deps.devnet === true;
-  if (devnet) app.use("*", hostGuard(deps.publicUrl, speaksMcp ? MCP_PATH : undefined));
+  if (devnet) app.use("*", hostGuard(deps.publicUrl, speaksMcp ? PATHS.mcp : undefined));
   app.use("*", devnet ? ownOriginCors(deps.publicUrl) : corsMiddleware());
   const { rateLimit } = deps;
   const trusted = new TrustedProxies(deps.trustedProxies ?? []);
   if (rateLimit) app.use("*", rateLimitMiddleware(rateLimit, trusted, speaksMcp));
   addSnapshotRoute(app, deps, admission, checkShape);
   if (speaksMcp) {
-    app.use(MCP_PATH, mcpHostGuard(deps.publicUrl));
+    app.use(PATHS.mcp, mcpHostGuard(deps.publicUrl));
     addMcpRoute(app, {
       engine: deps.engine,
       urlPolicy: deps.urlPolicy,
@@ -211,10 +208,10 @@ function rateLimitMiddleware(
     // The scan form's calls to the service itself: the form post was counted already.
     if (ClientRateLimit.exempt(c.req.path) || isSelfCall(c)) return next();
     // POST /mcp counts itself once it has read what the message is (mcpCallBudget).
-    if (mcpCounts && c.req.path === MCP_PATH && c.req.method === "POST") return next();
+    if (mcpCounts && c.req.path === PATHS.mcp && c.req.method === "POST") return next();
     const client = clientOf(c, trusted);
     // A proof elsewhere than the paid route buys nothing, so it is a free answer like any other.
-    if (c.req.path === PAID_PATH && c.req.method === "POST" && carriesProof(header)) {
+    if (c.req.path === PATHS.snapshot && c.req.method === "POST" && carriesProof(header)) {
       const spent = await limit.refusedProofsSpent(client);
       if (spent) return toResponse(spent);
       await next();
@@ -245,9 +242,6 @@ function mcpCallBudget(limit: ClientRateLimit, client: string): McpCallBudget {
 
 /** How long /ready keeps the store's answer to "writable?" (a load balancer polls often). */
 const STORE_CHECK_TTL_MS = 1_000;
-
-/** The one paid route. */
-const PAID_PATH = "/v1/snapshot";
 
 /** Made once: the CORS middleware runs on every request. */
 const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
@@ -352,7 +346,7 @@ function addSnapshotRoute(
   };
 
   const noPayment: MiddlewareHandler<AppEnv> = (_c, next) => next();
-  app.post(PAID_PATH, validateInput, admit, deps.paymentMiddleware ?? noPayment, runSnapshot);
+  app.post(PATHS.snapshot, validateInput, admit, deps.paymentMiddleware ?? noPayment, runSnapshot);
 }
 
 /** The demo, health and the API description; the first and last are fixed, so built once. */
@@ -368,18 +362,18 @@ function addFreeRoutes(
   const demoAnswer = jsonAnswer(200, demo, cacheable);
   const openApiAnswer = jsonAnswer(200, createOpenApiDocument(serviceFacts(deps)), cacheable);
 
-  app.get("/demo/snapshot", etag(), () => toResponse(demoAnswer));
-  app.get("/health", () => {
+  app.get(PATHS.demo, etag(), () => toResponse(demoAnswer));
+  app.get(PATHS.health, () => {
     const body = { status: "ok", version: SERVICE_VERSION } as const;
     checkShape(HealthSchema, body, "Health");
     return toResponse(jsonAnswer(200, body));
   });
-  app.get("/openapi.json", etag(), () => toResponse(openApiAnswer));
+  app.get(PATHS.openApi, etag(), () => toResponse(openApiAnswer));
   const checks = [
     ...(deps.readinessChecks ?? []),
     ...(deps.storeWritable ? [cachedCheck("store", deps.storeWritable, STORE_CHECK_TTL_MS)] : []),
   ];
-  app.get("/ready", async () => {
+  app.get(PATHS.ready, async () => {
     const answer = await readinessAnswer(checks, admission);
     checkShape(ReadinessSchema, JSON.parse(answer.body), "Readiness");
     return toResponse(answer);
@@ -426,8 +420,8 @@ function addAgentRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
     jsonAnswer(200, wellKnownX402(baseUrl, facts), cacheable),
   );
   const guide = perBaseUrl((baseUrl) => llmsTxt(baseUrl, facts));
-  app.get(WELL_KNOWN_X402, (c) => toResponse(resourceList(baseUrlOf(deps, c))));
-  app.get("/llms.txt", etag(), (c) =>
+  app.get(PATHS.wellKnownX402, (c) => toResponse(resourceList(baseUrlOf(deps, c))));
+  app.get(PATHS.llmsTxt, etag(), (c) =>
     c.body(guide(baseUrlOf(deps, c)), 200, {
       "content-type": "text/plain; charset=utf-8",
       ...cacheable,
@@ -441,8 +435,8 @@ function addAgentRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
         "x-content-type-options": "nosniff",
       },
     });
-  app.get("/favicon.ico", icon(new Uint8Array(FAVICON_ICO), "image/x-icon"));
-  app.get("/favicon.svg", icon(FAVICON_SVG, "image/svg+xml"));
+  app.get(PATHS.faviconIco, icon(new Uint8Array(FAVICON_ICO), "image/x-icon"));
+  app.get(PATHS.faviconSvg, icon(FAVICON_SVG, "image/svg+xml"));
 }
 
 /**
@@ -461,7 +455,7 @@ function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps, trusted: TrustedProxies
   };
   // Without PUBLIC_URL the samples name the URL the page was asked at, as the challenge does.
   let last: { serviceUrl: string; body: string } | undefined;
-  app.get("/", (c) => {
+  app.get(PATHS.page, (c) => {
     const serviceUrl = deps.publicUrl ?? new URL(c.req.url).origin;
     if (last?.serviceUrl !== serviceUrl)
       last = { serviceUrl, body: renderPage({ ...facts, serviceUrl }) };
@@ -483,13 +477,13 @@ function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps, trusted: TrustedProxies
     ...(devnetPayer && { devnetPayer }),
     ...(deps.publicUrl !== undefined && { publicUrl: deps.publicUrl }),
   });
-  addReferenceRoutes(app, "/openapi.json");
+  addReferenceRoutes(app, PATHS.openApi);
 }
 
 /** 405 with Allow on known paths, 404 elsewhere, and the last-resort 500. */
 function addFallbacks(app: Hono<AppEnv>, log: Logger, paysAndScans: boolean): void {
   const allowed = Object.entries(ALLOWED_METHODS);
-  if (paysAndScans) allowed.push([PAY_AND_SCAN_PATH, "POST"]);
+  if (paysAndScans) allowed.push([PATHS.payAndScan, "POST"]);
   for (const [path, allow] of allowed) {
     app.all(path, (c) => toResponse(methodNotAllowed(c.req.method, allow)));
   }

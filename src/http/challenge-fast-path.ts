@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { PaymentGate } from "../payment/index.js";
 import type { UrlPolicy } from "../snapshot/index.js";
+import { PATHS } from "../routes.js";
 import type { Answer } from "../payment/index.js";
 import { readNodeBody, type BodyText } from "./body.js";
 import { TrustedProxies, clientAddress } from "./client-ip.js";
@@ -35,7 +36,7 @@ export interface ChallengeFastPathOptions {
   publicUrl?: string;
 }
 
-const SNAPSHOT_PATH = "/v1/snapshot";
+const SNAPSHOT_PATH = PATHS.snapshot;
 /**
  * Hosts that @hono/node-server puts into the request URL exactly as sent (its own test): for
  * these, `http://<host>/v1/snapshot` is the URL the Hono route sees, so the gate's prepared

@@ -10,6 +10,7 @@
  */
 import { isIP } from "node:net";
 import type { MiddlewareHandler } from "hono";
+import { PATHS } from "../routes.js";
 
 /** Whether a request with this `Host` may reach POST /mcp. */
 export function mcpHostAllowed(host: string | undefined, publicHostname: string | undefined) {
@@ -34,7 +35,7 @@ export function mcpHostGuard(publicUrl: string | undefined): MiddlewareHandler {
     const host = c.req.header("host");
     if (mcpHostAllowed(host, publicHostname)) return next();
     const message =
-      `Host ${JSON.stringify(host?.slice(0, 100))} is not served on /mcp: ` +
+      `Host ${JSON.stringify(host?.slice(0, 100))} is not served on ${PATHS.mcp}: ` +
       "set PUBLIC_URL to the service's public URL to serve MCP under that name.";
     return c.json({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }, 403);
   };

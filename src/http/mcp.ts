@@ -27,14 +27,12 @@ import {
   type UrlPolicy,
 } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
+import { PATHS } from "../routes.js";
 import type { SnapshotAdmission } from "./admission.js";
 import { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "./mcp-tools.js";
 import { batchRefused, isBatch, readMcpBody, snapshotCallMeta } from "./mcp-messages.js";
 import { McpUnpaidFastPath, type McpRequestBody } from "./mcp-unpaid-fast-path.js";
 import { snapshotErrorBody } from "./snapshot-input.js";
-
-/** The MCP endpoint's path. */
-export const MCP_PATH = "/mcp";
 
 export interface McpRouteDeps {
   engine: SnapshotEngine;
@@ -112,7 +110,7 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     payment && deps.unpaidFastPath !== false
       ? new McpUnpaidFastPath(deps.urlPolicy, () => payment.unpaidResult())
       : undefined;
-  app.post(MCP_PATH, async (c) => {
+  app.post(PATHS.mcp, async (c) => {
     let body: McpRequestBody = { read: false };
     let prepared: Response | undefined;
     if (fast) {

@@ -1,5 +1,6 @@
 import { DEFAULT_PRICE_USDC, NETWORK_IDS, type OperatorContact } from "../config.js";
 import { NO_STORE, challengeExample, usdcAmount } from "../payment/index.js";
+import { PATHS } from "../routes.js";
 import { demoSnapshot } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import {
@@ -81,11 +82,11 @@ export function createOpenApiDocument(facts: ServiceFacts = {}): Record<string, 
     ...(facts.publicUrl !== undefined && { servers: [{ url: facts.publicUrl }] }),
     info: documentInfo(priceUsdc, networksInWords(networks, devnet), facts.operatorContact),
     paths: {
-      "/v1/snapshot": { post: snapshotOperation(priceUsdc, challenge.header) },
-      "/demo/snapshot": { get: free(demoOperation()) },
-      "/health": { get: free(healthOperation()) },
-      "/ready": { get: free(readyOperation()) },
-      "/openapi.json": { get: free(openApiOperation()) },
+      [PATHS.snapshot]: { post: snapshotOperation(priceUsdc, challenge.header) },
+      [PATHS.demo]: { get: free(demoOperation()) },
+      [PATHS.health]: { get: free(healthOperation()) },
+      [PATHS.ready]: { get: free(readyOperation()) },
+      [PATHS.openApi]: { get: free(openApiOperation()) },
     },
     components: { schemas: componentSchemas(componentExamples(challenge.v1), networks) },
   };
@@ -136,11 +137,11 @@ function documentInfo(priceUsdc: string, networks: string, contact?: OperatorCon
     version: SERVICE_VERSION,
     summary: "A JSON snapshot of a website's basic security hygiene, paid per call with x402.",
     description:
-      "POST /v1/snapshot fetches one public URL and reports reachability, HTTPS, six security " +
+      `POST ${PATHS.snapshot} fetches one public URL and reports reachability, HTTPS, six security ` +
       `headers and three well-known files. It costs ${price} per call, paid with the x402 ` +
       `protocol version 2 or 1 (scheme \`exact\`, USDC on ${networks}). Input ` +
-      "is checked before payment is asked for, and a 400 is never charged. GET /demo/snapshot, " +
-      "GET /health and GET /ready are free. Every answer is JSON; CORS allows any origin.",
+      `is checked before payment is asked for, and a 400 is never charged. GET ${PATHS.demo}, ` +
+      `GET ${PATHS.health} and GET ${PATHS.ready} are free. Every answer is JSON; CORS allows any origin.`,
     "x-guidance": guidance(price),
     ...(contact !== undefined && { contact }),
     license: { name: "MIT", identifier: "MIT" },
@@ -150,14 +151,14 @@ function documentInfo(priceUsdc: string, networks: string, contact?: OperatorCon
 /** How an agent uses the service, in three sentences (docs/contract.md §7.9). */
 export function guidance(price: string): string {
   return (
-    'POST {"url": "<site>"} to /v1/snapshot: the first answer is a 402 whose x402 challenge ' +
+    `POST {"url": "<site>"} to ${PATHS.snapshot}: the first answer is a 402 whose x402 challenge ` +
     "(v2 in the PAYMENT-REQUIRED header, v1 in the body) an x402 client pays, " +
     `${price} per report, by sending the same request again with PAYMENT-SIGNATURE (v2) or ` +
     "X-PAYMENT (v1). " +
     "A URL that is invalid or blocked gets a 400 SnapshotError before any payment and is never " +
     "charged. " +
     "The report is a SnapshotResult (every field always present; findings with fixes, a score " +
-    "and a grade): GET /demo/snapshot shows one for free."
+    `and a grade): GET ${PATHS.demo} shows one for free.`
   );
 }
 

@@ -17,9 +17,9 @@ import {
   toResponse,
 } from "../payment/index.js";
 import type { SnapshotResult } from "../snapshot/index.js";
+import { PATHS } from "../routes.js";
 import { readBodyText } from "./body.js";
 import { ownOrigin } from "./cors.js";
-import { CHALLENGE_PATH, PAY_AND_SCAN_PATH } from "./page-paths.js";
 import { PAGE_SECURITY_HEADERS, renderPage, type PageFacts, type ScanOutcome } from "./page.js";
 
 /** The form's body: one URL, urlencoded. */
@@ -88,11 +88,11 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
         }),
       );
 
-  app.post(CHALLENGE_PATH, sameOrigin, async (c) => {
+  app.post(PATHS.challenge, sameOrigin, async (c) => {
     const url = await formUrl(c);
     const facts = routes.facts(c);
     if (url === undefined) return page(facts, missingUrl(), 400);
-    const res = await selfFetch(c)(`${facts.serviceUrl}/v1/snapshot`, snapshotRequest(url));
+    const res = await selfFetch(c)(`${facts.serviceUrl}${PATHS.snapshot}`, snapshotRequest(url));
     const header = res.headers.get("payment-required");
     if (res.status === 402 && header) {
       const offers = decodePaymentRequiredHeader(header).accepts.map((a) => ({
@@ -116,7 +116,7 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
   const budget = memoryPayerBudget(
     routes.failingScansPerClient ?? formScansPerClient(DEFAULT_REFUSED_PER_PAYER_PER_MINUTE),
   );
-  app.post(PAY_AND_SCAN_PATH, ownPage, async (c) => {
+  app.post(PATHS.payAndScan, ownPage, async (c) => {
     const url = await formUrl(c);
     const facts = routes.facts(c);
     if (url === undefined) return page(facts, missingUrl(), 400);
@@ -129,7 +129,7 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
       proofSent ||= carriesProof((name) => request.headers.get(name) ?? undefined);
       return selfFetch(c)(request);
     }, client);
-    const res = await pay(`${facts.serviceUrl}/v1/snapshot`, snapshotRequest(url));
+    const res = await pay(`${facts.serviceUrl}${PATHS.snapshot}`, snapshotRequest(url));
     // Counted only when the payer's budget was: a proof was sent and nothing was paid.
     if (!proofSent || res.status === 200) await budget.refund(visitor);
     if (res.status !== 200) return page(facts, await refused(url, res), res.status);

@@ -8,8 +8,8 @@ import { createHash } from "node:crypto";
 import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import { NETWORK_IDS } from "../config.js";
+import { PATHS } from "../routes.js";
 import { CHECKS, SEVERITIES, type SnapshotResult } from "../snapshot/index.js";
-import { PAY_AND_SCAN_PATH, CHALLENGE_PATH } from "./page-paths.js";
 
 type Finding = SnapshotResult["findings"][number];
 type Html = HtmlEscapedString;
@@ -235,7 +235,7 @@ interface Samples {
 }
 
 function samples(facts: PageFacts, target = "https://example.com"): Samples {
-  const endpoint = `${facts.serviceUrl}/v1/snapshot`;
+  const endpoint = `${facts.serviceUrl}${PATHS.snapshot}`;
   // x402 v1 names networks; a testnet when one is offered, as `secsnap pay` chooses.
   const v1Network =
     facts.networks.includes(NETWORK_IDS.base) &&
@@ -304,7 +304,7 @@ public key (anvil's; never use it on a real network)`
 /** The scan form: in devnet mode it pays from the funded account; else it shows the challenge. */
 function scanForm(facts: PageFacts, url: string): Html {
   const payer = facts.devnet ? facts.devnetPayer : undefined;
-  const action = payer ? PAY_AND_SCAN_PATH : CHALLENGE_PATH;
+  const action = payer ? PATHS.payAndScan : PATHS.challenge;
   return h`<form class="scan" method="post" action="${action}">
 <label for="scan-url" class="muted">${
     payer
@@ -366,7 +366,7 @@ export function renderPage(facts: PageFacts, outcome?: ScanOutcome): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark">
 <title>secsnap: a website's security hygiene, paid per call</title>
-<link rel="icon" href="/favicon.svg" type="image/svg+xml">
+<link rel="icon" href="${PATHS.faviconSvg}" type="image/svg+xml">
 <style>${raw(CSS)}</style>
 </head>
 <body>
@@ -376,8 +376,8 @@ export function renderPage(facts: PageFacts, outcome?: ScanOutcome): string {
 whether HTTPS works with a valid certificate, six security headers and how well they are set,
 cookies, CORS, script integrity, the <code>http://</code> side, and security.txt, robots.txt and
 sitemap.xml, with findings that say what to fix, a score and a grade.</p>
-<nav class="top"><a href="/reference">Interactive API reference</a>
-<a href="/openapi.json">OpenAPI document</a> <a href="/llms.txt">llms.txt</a>
+<nav class="top"><a href="${PATHS.reference}">Interactive API reference</a>
+<a href="${PATHS.openApi}">OpenAPI document</a> <a href="${PATHS.llmsTxt}">llms.txt</a>
 <a href="#demo">Demo report</a></nav>
 
 <h2>Scan a site</h2>
@@ -385,24 +385,24 @@ ${scanForm(facts, outcome?.url ?? "")}
 ${outcome ? outcomeSection(facts, outcome) : ""}
 
 <h2>Price</h2>
-<p><strong>${facts.priceUsdc} USDC</strong> per live report (<code>POST /v1/snapshot</code>),
+<p><strong>${facts.priceUsdc} USDC</strong> per live report (<code>POST ${PATHS.snapshot}</code>),
 paid with <a href="https://www.x402.org/">x402</a> on ${networksText(facts)}. Invalid or blocked
-URLs are refused before payment and never charged. The demo, <code>/health</code> and
-<code>/openapi.json</code> are free.</p>
+URLs are refused before payment and never charged. The demo, <code>${PATHS.health}</code> and
+<code>${PATHS.openApi}</code> are free.</p>
 
 <h2>How to pay</h2>
 ${howToPay(facts, code)}
 
 <section id="demo">
 <h2>Demo report</h2>
-<p class="muted">A fixed example (<a href="/demo/snapshot">/demo/snapshot</a>); no site was
+<p class="muted">A fixed example (<a href="${PATHS.demo}">${PATHS.demo}</a>); no site was
 fetched.</p>
 ${renderReport(facts.report, "h3")}
 </section>
 
 <h2>API</h2>
-<p>The interactive <a href="/reference">reference</a> over the
-<a href="/openapi.json">OpenAPI 3.1 document</a>.</p>
+<p>The interactive <a href="${PATHS.reference}">reference</a> over the
+<a href="${PATHS.openApi}">OpenAPI 3.1 document</a>.</p>
 </main>
 </body>
 </html>

@@ -5,12 +5,13 @@ import {
   type RateLimiterAbstract,
 } from "rate-limiter-flexible";
 import { rateLimited, tooManyRefusedProofs, type Answer } from "../payment/index.js";
+import { PATHS } from "../routes.js";
 
 /** A shared store slower than this counts as failed: a free answer never waits on it longer. */
 const STORE_TIMEOUT_MS = 500;
 
 /** Paths a load balancer polls: never limited, or a busy client could take an instance out. */
-const EXEMPT_PATHS: ReadonlySet<string> = new Set(["/health", "/ready"]);
+const EXEMPT_PATHS: ReadonlySet<string> = new Set([PATHS.health, PATHS.ready]);
 
 /**
  * The per-client budget of free answers (docs/operations.md, "Rate limits"): 402 challenges,

@@ -11,9 +11,8 @@ import { Parser } from "htmlparser2";
 import type { Context, Env, Hono } from "hono";
 import { accepts } from "hono/accepts";
 import { toResponse, type Answer } from "../payment/index.js";
+import { PATHS } from "../routes.js";
 import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS } from "./page.js";
-
-export const REFERENCE_PATH = "/reference";
 
 /** The standalone bundle and its content-addressed path, read once per process, when first asked. */
 interface Bundle {
@@ -31,7 +30,7 @@ function scalarBundle(): Bundle {
     const body = new Uint8Array(readFileSync(file));
     // The content's hash in the path lets browsers keep it for a year: a new version is a new URL.
     const hash = createHash("sha256").update(body).digest("hex").slice(0, 16);
-    const made: Bundle = { path: `${REFERENCE_PATH}/scalar.${hash}.js`, body };
+    const made: Bundle = { path: `${PATHS.reference}/scalar.${hash}.js`, body };
     gzip(body, (err, out) => {
       if (!err) made.gzipped = out;
     });
@@ -78,7 +77,7 @@ export function addReferenceRoutes<E extends Env>(app: Hono<E>, documentPath: st
       // Everything from our origin: no web fonts, no telemetry, no request proxy.
       withDefaultFonts: false,
       telemetry: false,
-      favicon: "/favicon.svg",
+      favicon: PATHS.faviconSvg,
     });
     const rendered = await render(c, async () => {});
     const document = rendered ? await rendered.text() : "";
@@ -93,9 +92,9 @@ export function addReferenceRoutes<E extends Env>(app: Hono<E>, documentPath: st
       body: document,
     };
   };
-  app.get(REFERENCE_PATH, async (c) => toResponse(await (page ??= renderOnce(c))));
+  app.get(PATHS.reference, async (c) => toResponse(await (page ??= renderOnce(c))));
   // The bundle (3 MB) is read on the first request that needs it, not at start.
-  app.get(`${REFERENCE_PATH}/:file`, async (c, next) => {
+  app.get(`${PATHS.reference}/:file`, async (c, next) => {
     const script = scalarBundle();
     if (c.req.path !== script.path) return next();
     const headers: Record<string, string> = {

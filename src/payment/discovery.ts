@@ -1,5 +1,6 @@
 import { declareDiscoveryExtension } from "@x402/extensions/bazaar";
 import * as z from "zod";
+import { PATHS } from "../routes.js";
 import { MAX_URL_LENGTH, demoSnapshot, type SnapshotResult } from "../snapshot/index.js";
 
 /**
@@ -40,8 +41,7 @@ function embeddedJsonSchema(schema: z.ZodType): Record<string, unknown> {
  * `outputSchema.output.format`): its published schema and the free demo. The example beside it
  * (COMPACT_EXAMPLE) shows the shape; the reference has every field's type and meaning.
  */
-const REPORT_FORMAT =
-  "SnapshotResult: schema GET /openapi.json (components.schemas.SnapshotResult), example GET /demo/snapshot";
+const REPORT_FORMAT = `SnapshotResult: schema GET ${PATHS.openApi} (components.schemas.SnapshotResult), example GET ${PATHS.demo}`;
 
 /**
  * The demo report (docs/contract.md §2.4) as the challenge's output example: every field of a

@@ -18,6 +18,7 @@ import {
   declarePaymentIdentifierExtension,
   PAYMENT_IDENTIFIER,
 } from "@x402/extensions/payment-identifier";
+import { MCP_SNAPSHOT_RESOURCE } from "../routes.js";
 import type { KeptAnswer } from "../store/index.js";
 import { conflictMessage, unavailableReason } from "./answer-catalogue.js";
 import type { Answer } from "./answer.js";
@@ -36,9 +37,6 @@ import {
 } from "./route.js";
 import type { PaymentEvents } from "./telemetry.js";
 import { v1Challenge } from "./v1.js";
-
-/** The resource the MCP challenge names (as in the x402 MCP transport's examples). */
-export const MCP_SNAPSHOT_RESOURCE = "mcp://tool/snapshot";
 
 /** The `_meta` keys of the x402 MCP transport, and of the x402-mcp 0.0.x (v1) form. */
 export const MCP_PAYMENT_META = "x402/payment";

@@ -6,11 +6,11 @@ import {
 } from "@x402/extensions/payment-identifier";
 import { parseUnits } from "viem";
 import { networkById, USDC_DECIMALS } from "../networks.js";
+import { PATHS } from "../routes.js";
 import { snapshotDiscoveryExtension } from "./discovery.js";
 
 /** The one priced route (docs/contract.md §1.2). */
-const PAID_PATH = "/v1/snapshot";
-export const PAID_ROUTE = `POST ${PAID_PATH}`;
+export const PAID_ROUTE = `POST ${PATHS.snapshot}`;
 
 /** A decimal USDC price as the token's integer amount: "0.05" → "50000". */
 export function usdcAmount(priceUsdc: string): string {
@@ -36,7 +36,7 @@ export interface RouteOffer {
 
 /** The paid resource's URL under a public base URL (docs/contract.md §6.1). */
 export function paidResourceUrl(publicUrl: string): string {
-  return `${publicUrl}${PAID_PATH}`;
+  return `${publicUrl}${PATHS.snapshot}`;
 }
 
 const MAX_TIMEOUT_SECONDS = 300;

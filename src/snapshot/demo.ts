@@ -2,6 +2,7 @@
  * The fixed demo of docs/contract.md §2.4: a pre-made report of a sample site, never a live
  * fetch. Its notes come from the same table as live reports, so the wording cannot drift.
  */
+import { PATHS } from "../routes.js";
 import { headerFindings, headerNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
 import { buildReport } from "./result.js";
@@ -25,8 +26,7 @@ const DEMO_TLS: Pick<ReportSections, "tls"> = {
   },
 };
 
-const DEMO_NOTE =
-  "This is a static example report; no site was fetched. The live operation is the paid POST /v1/snapshot (0.05 USDC via x402).";
+const DEMO_NOTE = `This is a static example report; no site was fetched. The live operation is the paid POST ${PATHS.snapshot} (0.05 USDC via x402).`;
 
 /** The sample site's domain (§9.2): records that leave nothing to find. */
 const DEMO_DNS: Pick<ReportSections, "dns"> = {
