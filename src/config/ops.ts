@@ -58,7 +58,7 @@ function opsTable(): Table<OpsConfig> {
       name: "SHUTDOWN_GRACE_MS",
       fallback: "2000",
       schema: int(0, 120_000, "milliseconds between 0 and 120000"),
-      meaning: "how long /ready says draining on SIGTERM",
+      meaning: "how long the readiness check says draining on SIGTERM",
     },
   };
 }
