@@ -6,7 +6,7 @@
  * reasons: docs/benchmarks-history.md is the frozen record of how the figures were reached, which
  * docs/benchmarks.md, docs/snapshot-engine.md and the other current docs have replaced.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -45,5 +45,23 @@ describe("citations", () => {
   it("of the code and the tests point to current docs, not the frozen benchmarks history", () => {
     const files = ["src", "test"].flatMap(textFiles);
     expect(citations(files, /benchmarks-history/)).toEqual([]);
+  });
+
+  it("of the current docs and the README name source and test files that exist", () => {
+    const docs = [
+      ...textFiles("docs").filter((f) => f.endsWith(".md") && f !== HISTORY),
+      "README.md",
+    ];
+    const named = docs.flatMap((doc) =>
+      [
+        ...readFileSync(join(ROOT, doc), "utf8").matchAll(
+          /\b((?:src|test|bench)\/[\w./-]+\.ts)\b/g,
+        ),
+      ].map((m) => `${doc}: ${m[1] as string}`),
+    );
+    expect(named.length).toBeGreaterThan(50);
+    expect(
+      named.filter((entry) => !existsSync(join(ROOT, entry.split(": ")[1] as string))),
+    ).toEqual([]);
   });
 });
