@@ -281,9 +281,9 @@ function howToPay(facts: PageFacts, code: Samples): Html {
   return h`<p>Ask without paying to see the 402 challenge (in the <code>PAYMENT-REQUIRED</code> header for
 x402 v2, in the body for v1):</p>
 <pre><code data-sample="curl">${code.curl}</code></pre>
-<p>From the command line, in a clone of the repository (<code>npx secsnap pay</code> where the
-package is installed), <code>secsnap pay</code> reads the challenge, prints the network, amount
-and payee, signs and prints the report${
+<p>From the command line, in a clone of the repository (the package is not published: run its
+own <code>bin/secsnap.js</code>), <code>secsnap pay</code> reads the challenge, prints the network,
+amount and payee, signs and prints the report${
     payer
       ? h`; here it pays from the devnet's funded test account ${payer.index}
 (<code>${payer.address}</code>) by itself`

@@ -170,6 +170,8 @@ describe("GET / (the page)", () => {
     expect(body).toContain(
       '<code data-sample="cli">./bin/secsnap.js pay https://example.com --api https://snap.example/tools',
     );
+    // The package is not published: whoever took that name would get the payer's key.
+    expect(body).not.toContain("npx secsnap");
     expect(body).toContain("from &quot;@x402/fetch&quot;");
     expect(body).toContain("from &quot;x402-fetch&quot;");
     expect(body).toContain("https://snap.example/tools/v1/snapshot");
