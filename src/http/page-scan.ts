@@ -122,7 +122,11 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
     if (url === undefined) return page(facts, missingUrl(), 400);
     const visitor = routes.clientOf(c);
     const reserved = await budget.reserve(visitor);
-    if (!reserved.ok) return page(facts, overBudget(url, reserved.retryAfterMs), 429);
+    if (!reserved.ok) {
+      const answer = page(facts, overBudget(url, reserved.retryAfterMs), 429);
+      answer.headers.set("retry-after", String(retryAfterSeconds(reserved.retryAfterMs)));
+      return answer;
+    }
     let proofSent = false;
     const pay = wrapFetchWithPayment((input, init) => {
       const request = new Request(input, init);
@@ -168,9 +172,14 @@ function formOriginCheck(
   };
 }
 
+/** Whole seconds, at least one, as `Retry-After` says them. */
+function retryAfterSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
 /** The visitor's failing scans have spent its share of the devnet payer's unpaid budget. */
 function overBudget(url: string, retryAfterMs: number): ScanOutcome {
-  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const seconds = retryAfterSeconds(retryAfterMs);
   return {
     kind: "refused",
     url,

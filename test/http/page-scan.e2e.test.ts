@@ -125,6 +125,7 @@ describe("the devnet form's budget of failing scans", () => {
     expect(other.status).toBe(200);
     expect(await other.text()).toContain('data-outcome="report"');
     expect(statuses).toEqual([400, 400, 429]);
+    expect(last!.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
     const refused = await last!.text();
     expect(refused).toContain("<code>rate_limited</code>");
     expect(refused).toContain("Nothing was charged.");
