@@ -14,6 +14,7 @@ import {
   carriesProof,
   foreignOrigin,
   memoryPayerBudget,
+  retryAfterSeconds,
   toResponse,
 } from "../payment/index.js";
 import type { SnapshotResult } from "../snapshot/index.js";
@@ -170,11 +171,6 @@ function formOriginCheck(
     if (allowed(origin, c.req.url)) return next();
     return toResponse(foreignOrigin(origin));
   };
-}
-
-/** Whole seconds, at least one, as `Retry-After` says them. */
-function retryAfterSeconds(ms: number): number {
-  return Math.max(1, Math.ceil(ms / 1000));
 }
 
 /** The visitor's failing scans have spent its share of the devnet payer's unpaid budget. */

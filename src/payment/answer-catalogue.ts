@@ -57,7 +57,7 @@ function coded(
 }
 
 /** Whole seconds to wait, at least 1: the value of a `Retry-After`. */
-function secondsOf(ms: number): number {
+export function retryAfterSeconds(ms: number): number {
   return Math.max(1, Math.ceil(ms / 1000));
 }
 
@@ -113,7 +113,7 @@ export function paymentConflict(code: ConflictCode, retryAfterSeconds?: number):
 
 /** A client over its budget of free answers (docs/contract.md §2.7). */
 export function rateLimited(msBeforeNext: number): Answer {
-  const seconds = secondsOf(msBeforeNext);
+  const seconds = retryAfterSeconds(msBeforeNext);
   return coded(
     "rate_limited",
     `Too many requests from this address; retry in ${seconds} s. Paid requests are not limited.`,
@@ -124,7 +124,7 @@ export function rateLimited(msBeforeNext: number): Answer {
 
 /** A client over its budget of refused payment proofs: the same code as every free budget. */
 export function tooManyRefusedProofs(msBeforeNext: number): Answer {
-  const seconds = secondsOf(msBeforeNext);
+  const seconds = retryAfterSeconds(msBeforeNext);
   return coded(
     "rate_limited",
     `Too many refused payment proofs from this address; retry in ${seconds} s.`,
@@ -135,7 +135,7 @@ export function tooManyRefusedProofs(msBeforeNext: number): Answer {
 
 /** A payer over its budget of unpaid snapshots (`perMinute` when it is known). */
 export function payerOverBudget(retryAfterMs: number, perMinute: number | undefined): Answer {
-  const seconds = secondsOf(retryAfterMs);
+  const seconds = retryAfterSeconds(retryAfterMs);
   const limit = perMinute !== undefined ? ` (at most ${perMinute} a minute)` : "";
   return coded(
     "payer_over_budget",

@@ -16,6 +16,7 @@ export {
   notReady,
   rateLimited,
   requestRefused,
+  retryAfterSeconds,
   tooManyRefusedProofs,
 } from "./answer-catalogue.js";
 export type { AnswerCode } from "./answer-catalogue.js";
