@@ -71,7 +71,7 @@ async function main(): Promise<number> {
   const app = createApp({
     engine,
     urlPolicy,
-    paymentMiddleware: gate.middleware,
+    payment: gate.route,
     mcpPayment: gate.mcp,
     log: () => {},
   });

@@ -355,7 +355,7 @@ async function paidBench(
   const app = createApp({
     engine,
     urlPolicy: createUrlPolicy(engineOptions),
-    paymentMiddleware: gate.middleware,
+    payment: gate.route,
     log: () => {},
   });
   const service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });

@@ -80,7 +80,7 @@ async function startSide(
   const app = createApp({
     engine: createSnapshotEngine(engineOptions),
     urlPolicy: createUrlPolicy(engineOptions),
-    paymentMiddleware: gate.middleware,
+    payment: gate.route,
     log: () => {},
   });
   const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });

@@ -73,7 +73,7 @@ const rateLimit = new ClientRateLimit(new RateLimiterMemory({ points: 1e9, durat
 const app = createApp({
   engine: metrics.instrumentEngine(createSnapshotEngine(engineOptions)),
   urlPolicy,
-  paymentMiddleware: gate.middleware,
+  payment: gate.route,
   log: () => {},
   rateLimit,
 });

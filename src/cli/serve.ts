@@ -162,7 +162,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
   const app = createApp({
     engine,
     urlPolicy,
-    paymentMiddleware: gate.middleware,
+    payment: gate.route,
     mcpPayment: gate.mcp,
     priceUsdc: config.payment.priceUsdc,
     networks: payment.networks,

@@ -1,9 +1,9 @@
 import { ServerResponse } from "node:http";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
+import type { BlankEnv } from "hono/types";
 import { cors } from "hono/cors";
 import { etag } from "hono/etag";
 import { HTTPException } from "hono/http-exception";
-import type * as z from "zod";
 import {
   NOT_FOUND,
   carriesProof,
@@ -13,14 +13,9 @@ import {
   toResponse,
   type Answer,
   type McpPayment,
+  type PaidRoute,
 } from "../payment/index.js";
-import {
-  SnapshotError,
-  demoSnapshot,
-  type SnapshotEngine,
-  type SnapshotErrorBody,
-  type UrlPolicy,
-} from "../snapshot/index.js";
+import { demoSnapshot, type SnapshotEngine, type UrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { DEFAULT_PRICE_USDC, NETWORK_IDS, type OperatorContact } from "../config.js";
 import { PATHS, ROUTE_TABLE } from "../routes.js";
@@ -38,26 +33,15 @@ import { STATIC_CACHE_CONTROL, createOpenApiDocument, type ServiceFacts } from "
 import { HealthSchema, ReadinessSchema } from "./openapi-components.js";
 import { ClientRateLimit } from "./rate-limit.js";
 import { cachedCheck, readinessAnswer, type ReadinessCheck } from "./readiness.js";
-import {
-  DemoSnapshotResultSchema,
-  SnapshotErrorBodySchema,
-  SnapshotResultSchema,
-} from "./report-schemas.js";
+import { DemoSnapshotResultSchema, SnapshotErrorBodySchema } from "./report-schemas.js";
 import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS, renderPage } from "./page.js";
 import { addReferenceRoutes } from "./reference.js";
 import { addScanRoutes, isSelfCall } from "./page-scan.js";
-import {
-  MAX_BODY_BYTES,
-  checkSnapshotRequest,
-  snapshotErrorAnswer,
-  snapshotErrorBody,
-  type SnapshotInput,
-} from "./snapshot-input.js";
+import { MAX_BODY_BYTES, checkSnapshotRequest, snapshotErrorAnswer } from "./snapshot-input.js";
+import { shapeChecker, snapshotWork, type ShapeCheck } from "./snapshot-work.js";
 
-/** Hono environment of the app: `c.get("snapshotInput")` is set for every request that reaches payment. */
-export interface AppEnv {
-  Variables: { snapshotInput: SnapshotInput };
-}
+/** Hono environment of the app: no request variables (each door hands its input over typed). */
+export type AppEnv = BlankEnv;
 
 type Logger = (message: string, error?: unknown) => void;
 
@@ -65,10 +49,10 @@ export interface AppDeps {
   engine: SnapshotEngine;
   urlPolicy: UrlPolicy;
   /**
-   * x402 payment, run after the input check and before the snapshot. It must `await next()` and
-   * settle only when `c.res.status === 200`. Without it the live snapshot is served unpaid.
+   * x402 payment for POST /v1/snapshot (the payment gate's `route`), given the checked input.
+   * Without it the live snapshot is served unpaid.
    */
-  paymentMiddleware?: MiddlewareHandler<AppEnv>;
+  payment?: PaidRoute;
   /**
    * x402 over MCP for POST /mcp (the payment gate's `mcp`). POST /mcp is served when it is given,
    * or when there is no `paymentMiddleware` (then `snapshot` is unpaid there too).
@@ -145,7 +129,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const checkShape = shapeChecker(log);
   const app = new Hono<AppEnv>();
   const admission = deps.admission ?? new SnapshotAdmission();
-  const speaksMcp = deps.mcpPayment !== undefined || !deps.paymentMiddleware;
+  const speaksMcp = deps.mcpPayment !== undefined || !deps.payment;
   const devnet = deps.devnet === true;
   if (devnet) app.use("*", hostGuard(deps.publicUrl, speaksMcp ? PATHS.mcp : undefined));
   app.use("*", devnet ? ownOriginCors(deps.publicUrl) : corsMiddleware());
@@ -156,7 +140,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   if (speaksMcp) {
     app.use(PATHS.mcp, mcpHostGuard(deps.publicUrl));
     addMcpRoute(app, {
-      engine: deps.engine,
+      work: snapshotWork(deps.engine, checkShape),
       urlPolicy: deps.urlPolicy,
       ...(deps.mcpPayment && { payment: deps.mcpPayment }),
       ...(deps.mcpUnpaidFastPath !== undefined && { unpaidFastPath: deps.mcpUnpaidFastPath }),
@@ -172,20 +156,6 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   addAgentRoutes(app, deps);
   addFallbacks(app, log, deps.devnet === true && deps.devnetPayer !== undefined);
   return app;
-}
-
-/**
- * Responses are checked against the published schemas. A mismatch is a bug in this service:
- * it is logged, and the answer is still sent as it is, because withholding a (possibly paid)
- * report over a schema slip would hurt the client more than the slip itself.
- */
-type ShapeCheck = (schema: z.ZodType, value: unknown, what: string) => void;
-
-function shapeChecker(log: Logger): ShapeCheck {
-  return (schema, value, what) => {
-    const parsed = schema.safeParse(value);
-    if (!parsed.success) log(`response drifted from the ${what} schema`, parsed.error.issues);
-  };
 }
 
 /** @hono/node-server hands the Node response to the app as `env.outgoing`. */
@@ -295,58 +265,40 @@ function ownOriginCors(publicUrl: string | undefined): MiddlewareHandler<AppEnv>
   };
 }
 
-/** POST /v1/snapshot: input check (docs/contract.md §3) → admission → payment → snapshot. */
+/**
+ * POST /v1/snapshot: the input check (docs/contract.md §3, before payment: a request that cannot
+ * work is never charged), then the paid call with the parsed target and the body's bytes.
+ */
 function addSnapshotRoute(
   app: Hono<AppEnv>,
   deps: AppDeps,
   admission: SnapshotAdmission,
   checkShape: ShapeCheck,
 ): void {
-  const refuse = (body: SnapshotErrorBody): Response => {
-    checkShape(SnapshotErrorBodySchema, body, "SnapshotError");
-    return toResponse(snapshotErrorAnswer(body));
-  };
-
-  /** Before payment: a request that cannot work is never charged. */
-  const validateInput: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const work = snapshotWork(deps.engine, checkShape);
+  app.post(PATHS.snapshot, async (c) => {
     const read = await readBodyText(c, MAX_BODY_BYTES);
     const checked = checkSnapshotRequest(c.req.header("content-type"), read, deps.urlPolicy);
-    if (!checked.ok) return refuse(checked.error);
-    c.set("snapshotInput", checked.input);
-    await next();
-  };
-
-  const runSnapshot = async (c: Context<AppEnv>): Promise<Response> => {
-    const { raw } = c.get("snapshotInput");
-    try {
-      // A client that hangs up ends its snapshot: nobody waits for it, and nobody pays for it.
-      const result = await deps.engine.snapshot(raw, { signal: c.req.raw.signal });
-      checkShape(SnapshotResultSchema, result, "SnapshotResult");
-      return toResponse(jsonAnswer(200, result));
-    } catch (err) {
-      if (err instanceof SnapshotError) return refuse(snapshotErrorBody(err, raw));
-      throw err;
+    if (!checked.ok) {
+      checkShape(SnapshotErrorBodySchema, checked.error, "SnapshotError");
+      return toResponse(snapshotErrorAnswer(checked.error));
     }
-  };
-
-  /**
-   * Back-pressure and draining (docs/operations.md): a request that would run a snapshot takes a
-   * slot before its payment is verified or claimed, so a refusal charges nothing. Without a proof
-   * it only gets the challenge, which costs no slot.
-   */
-  const admit: MiddlewareHandler<AppEnv> = async (c, next) => {
-    if (deps.paymentMiddleware && !carriesProof((name) => c.req.header(name))) return next();
+    const { target, body } = checked.input;
+    // Paid, the ledger takes the slot once the proof verified: a call without a proof only gets
+    // the challenge, and a proof that fails verification takes no slot a paying call needs.
+    if (deps.payment) {
+      const run = (signal: AbortSignal) => work(target, signal);
+      return deps.payment.answer(c, { target, body, run, admission });
+    }
     const refused = admission.enter();
     if (refused) return toResponse(refused);
     try {
-      await next();
+      // A client that hangs up ends its snapshot: nobody waits for it.
+      return toResponse(await work(target, c.req.raw.signal));
     } finally {
       admission.leave();
     }
-  };
-
-  const noPayment: MiddlewareHandler<AppEnv> = (_c, next) => next();
-  app.post(PATHS.snapshot, validateInput, admit, deps.paymentMiddleware ?? noPayment, runSnapshot);
+  });
 }
 
 /** The demo, health and the API description; the first and last are fixed, so built once. */

@@ -1,8 +1,11 @@
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
 
+/** A body read within its limit: its bytes as received, and their UTF-8 text. */
 export type BodyText =
-  { ok: true; text: string } | { ok: false; reason: "too_large" | "unreadable" };
+  { ok: true; text: string; bytes: Uint8Array } | { ok: false; reason: "too_large" | "unreadable" };
+
+const EMPTY = new Uint8Array(0);
 
 /** @hono/node-server hands the Node request to the app as `env.incoming`. */
 function nodeRequest(c: Context): IncomingMessage | undefined {
@@ -75,11 +78,12 @@ async function readWebBody(body: ReadableStream<Uint8Array>, max: number): Promi
   } catch {
     return { ok: false, reason: "unreadable" };
   }
-  return { ok: true, text: Buffer.concat(chunks, size).toString("utf8") };
+  const bytes = Buffer.concat(chunks, size);
+  return { ok: true, text: bytes.toString("utf8"), bytes };
 }
 
 /**
- * Reads a request body as UTF-8, refusing it as soon as it passes `max` bytes (a larger
+ * Reads a request body, refusing it as soon as it passes `max` bytes (a larger
  * Content-Length is refused without reading). The Node stream is read directly, not through
  * hono/body-limit and `c.req.text()`, which build a WHATWG Request and stream per request
  * (docs/benchmarks.md "Payment"); other runtimes (and `app.request()` in tests) read the
@@ -90,15 +94,16 @@ export async function readBodyText(c: Context, max: number): Promise<BodyText> {
   const incoming = nodeRequest(c);
   if (!incoming) {
     const body = c.req.raw.body;
-    return body ? readWebBody(body, max) : { ok: true, text: "" };
+    return body ? readWebBody(body, max) : { ok: true, text: "", bytes: EMPTY };
   }
   return readNodeBody(incoming, max);
 }
 
-/** A Node request's body as UTF-8, up to `max` bytes (the caller checks Content-Length first). */
+/** A Node request's body, up to `max` bytes (the caller checks Content-Length first). */
 export async function readNodeBody(incoming: IncomingMessage, max: number): Promise<BodyText> {
   const reader = new NodeBodyReader(incoming, max);
   const outcome = await reader.read();
   if (outcome !== "ok") return { ok: false, reason: outcome };
-  return { ok: true, text: Buffer.concat(reader.chunks, reader.size).toString("utf8") };
+  const bytes = Buffer.concat(reader.chunks, reader.size);
+  return { ok: true, text: bytes.toString("utf8"), bytes };
 }

@@ -12,18 +12,12 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
 import type { Context, Hono } from "hono";
-import {
-  jsonAnswer,
-  whenSent,
-  type McpPayment,
-  type McpToolResult,
-  type Answer,
-} from "../payment/index.js";
+import { whenSent, type McpPayment, type McpToolResult, type Answer } from "../payment/index.js";
 import {
   SnapshotError,
   demoSnapshot,
-  parseInputUrl,
-  type SnapshotEngine,
+  parseSnapshotTarget,
+  type SnapshotTarget,
   type UrlPolicy,
 } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
@@ -33,9 +27,11 @@ import { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "./mcp-tools.j
 import { batchRefused, isBatch, readMcpBody, snapshotCallMeta } from "./mcp-messages.js";
 import { McpUnpaidFastPath, type McpRequestBody } from "./mcp-unpaid-fast-path.js";
 import { snapshotErrorBody } from "./snapshot-input.js";
+import type { SnapshotWork } from "./snapshot-work.js";
 
 export interface McpRouteDeps {
-  engine: SnapshotEngine;
+  /** The snapshot of a checked target, as every door runs it (snapshot-work.ts). */
+  work: SnapshotWork;
   urlPolicy: UrlPolicy;
   /** x402 over MCP (the payment gate's `mcp`); without it `snapshot` is served unpaid. */
   payment?: McpPayment;
@@ -175,45 +171,32 @@ function handOver(
   return transport.handleRequest(copy);
 }
 
-/** The `snapshot` tool: the URL policy first (never charged), then admission and payment. */
+/** The `snapshot` tool: the URL policy first (never charged), then the paid call. */
 async function snapshotTool(
   deps: McpRouteDeps,
   c: Context,
   raw: string,
   meta: Record<string, unknown> | undefined,
 ): Promise<{ result: McpToolResult; finish?: (delivered: boolean) => void }> {
+  let target: SnapshotTarget;
   try {
-    parseInputUrl(raw, deps.urlPolicy);
+    target = parseSnapshotTarget(raw, deps.urlPolicy);
   } catch (err) {
     if (err instanceof SnapshotError) return { result: errorResult(snapshotErrorBody(err, raw)) };
     throw err;
   }
-  const request = c.req.raw.signal;
-  const run = async (signal?: AbortSignal): Promise<Answer> => {
-    try {
-      const both = signal ? AbortSignal.any([signal, request]) : request;
-      return jsonAnswer(200, await deps.engine.snapshot(raw, { signal: both }));
-    } catch (err) {
-      if (err instanceof SnapshotError) return jsonAnswer(400, snapshotErrorBody(err, raw));
-      throw err;
-    }
-  };
+  const signal = c.req.raw.signal;
+  const run = (own: AbortSignal) => deps.work(target, own);
   const { payment } = deps;
-  // Paid, the ledger takes the slot once the proof verified: a call without a proof only gets
-  // the challenge, and a proof that fails verification takes no slot a paying call needs.
   if (payment) {
-    return payment.call({
-      meta,
-      body: JSON.stringify({ tool: MCP_TOOL_NAMES.snapshot, url: raw }),
-      run,
-      clientGone: () => request.aborted,
-      admission: deps.admission,
-    });
+    const call = JSON.stringify({ tool: MCP_TOOL_NAMES.snapshot, url: raw });
+    const body = Buffer.from(call, "utf8");
+    return payment.call({ meta, target, body, run, signal, admission: deps.admission });
   }
   const refused = deps.admission.enter();
   if (refused) return { result: failure(refused) };
   try {
-    return { result: keptResult(await run()) };
+    return { result: keptResult(await run(signal)) };
   } finally {
     deps.admission.leave();
   }

@@ -1,8 +1,9 @@
 import { jsonAnswer, type Answer } from "../payment/index.js";
 import {
   SnapshotError,
-  parseInputUrl,
+  parseSnapshotTarget,
   type SnapshotErrorBody,
+  type SnapshotTarget,
   type UrlPolicy,
 } from "../snapshot/index.js";
 import type { BodyText } from "./body.js";
@@ -11,12 +12,12 @@ import { invalidInput } from "./errors.js";
 /** The POST body limit (docs/contract.md §3.1), enforced while the body is read. */
 export const MAX_BODY_BYTES = 16 * 1024;
 
-/** The validated input of POST /v1/snapshot, put in the context before payment runs. */
+/** The checked input of POST /v1/snapshot, as the route hands it to payment and the engine. */
 export interface SnapshotInput {
-  /** The `url` string exactly as submitted (untrimmed); it becomes `requested_url`. */
-  raw: string;
-  /** The parsed, policy-checked URL (docs/contract.md §3.2). */
-  url: URL;
+  /** The URL parsed once (docs/contract.md §3.2); its `raw` becomes `requested_url`. */
+  readonly target: SnapshotTarget;
+  /** The body's bytes as received (a payment id binds its proof to them). */
+  readonly body: Uint8Array;
 }
 
 export type InputCheck =
@@ -81,7 +82,7 @@ export function checkSnapshotRequest(
     return refuse(invalidInput("", 'field "url" is required and must be a string'));
   }
   try {
-    return { ok: true, input: { raw, url: parseInputUrl(raw, policy) } };
+    return { ok: true, input: { target: parseSnapshotTarget(raw, policy), body: read.bytes } };
   } catch (err) {
     if (err instanceof SnapshotError) return refuse(snapshotErrorBody(err, raw));
     throw err;

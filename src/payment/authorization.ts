@@ -62,8 +62,9 @@ export function authorizationKey(auth: Authorization): string {
 }
 
 /** The authorization and the request body: the same key with another body is a 409. */
-export function callFingerprint(key: string, body: string): string {
-  return sha256(`${key}\n${body}`);
+export function callFingerprint(key: string, body: Uint8Array): string {
+  // The bytes as received; text of valid UTF-8 hashes as before, so records stay comparable.
+  return createHash("sha256").update(`${key}\n`).update(body).digest("hex");
 }
 
 export type PaymentIdReading = { ok: true; id: string | undefined } | { ok: false; why: string };

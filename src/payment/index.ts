@@ -22,7 +22,9 @@ export {
 export type { AnswerCode } from "./answer-catalogue.js";
 export { SnapshotRequestSchema } from "./discovery.js";
 export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator-client.js";
-export { createPaymentGate, whenSent } from "./gate.js";
+export { createPaymentGate } from "./gate.js";
+export { whenSent } from "./paid-route.js";
+export type { PaidRoute, RouteCall } from "./paid-route.js";
 export type { PaymentGate } from "./gate.js";
 export { paidRecordOptionsFromConfig, paymentGateOptionsFromConfig } from "./gate-options.js";
 export type { PaidRequestTimings, PaymentGateOptions } from "./gate-options.js";

@@ -53,8 +53,8 @@ export interface PaidCallInput {
   readonly requirements: PaymentRequirements;
   /** The payer's payment id (payment-identifier), when the proof carries one. */
   readonly paymentId: string | undefined;
-  /** The request body as received: the same proof with another body is a 409. */
-  readonly body: string;
+  /** The request's bytes as received: the same proof with other bytes is a 409. */
+  readonly body: Uint8Array;
   /** Runs the paid work: status 200 is the report; anything else is answered and never charged. */
   run(signal: AbortSignal): Promise<KeptAnswer>;
   /** True once the client has gone: a report nobody receives is not charged. */
@@ -91,7 +91,7 @@ export type PaidOutcome =
       reason: string;
       message: string;
       /** The facilitator refused the settlement (after the report was made), not the proof. */
-      settlement?: true;
+      settlement?: { network: string };
     }
   | { kind: "conflict"; code: ConflictCode; retryAfterSeconds?: number }
   | { kind: "over_budget"; retryAfterMs: number }
@@ -445,7 +445,7 @@ export class PaymentLedger {
         await lease
           .write({ ...settling, state: "free" })
           .catch((error: unknown) => log(`payment record store failed: ${describeError(error)}`));
-        return settlementRefused(answer.reason);
+        return settlementRefused(answer.reason, call);
       case "used":
         // "Already used": by our own earlier settlement, or by the payer (its own authorization
         // of the nonce, or a cancel): the chain says whether it paid us.
@@ -514,7 +514,7 @@ export class PaymentLedger {
       case "used_elsewhere":
         // The payer spent the nonce on another authorization: nothing paid, nothing can move.
         log(`x402 authorization used by ${answer.transaction}, which paid nothing to payTo`);
-        return this.nothingPaid(call, lease, record, settlementRefused(USED_ELSEWHERE));
+        return this.nothingPaid(call, lease, record, settlementRefused(USED_ELSEWHERE, call));
       case "canceled":
         return this.nothingPaid(
           call,
@@ -535,7 +535,7 @@ export class PaymentLedger {
           log("x402 settlement unknown: no RPC (X402_RPC_URL_*) to read the nonce's transaction");
           return unknownOutcome();
         }
-        return this.nothingPaid(call, lease, record, settlementRefused(afterUsed.reason));
+        return this.nothingPaid(call, lease, record, settlementRefused(afterUsed.reason, call));
       case "unused":
         // Used, says the facilitator, unused, says the chain: not known yet.
         if (afterUsed) return unknownOutcome();
@@ -724,12 +724,12 @@ function refused(reason: string, message: string): PaidOutcome {
   return { kind: "refused", reason, message };
 }
 
-function settlementRefused(reason: string): PaidOutcome {
+function settlementRefused(reason: string, call: Call): PaidOutcome {
   return {
     kind: "refused",
     reason,
     message: `Payment settlement failed: ${reason}`,
-    settlement: true,
+    settlement: { network: call.input.requirements.network },
   };
 }
 

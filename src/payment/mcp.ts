@@ -13,22 +13,22 @@
  */
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { x402ResourceServer } from "@x402/core/server";
-import type { PaymentRequired, PaymentRequirements, SettleResponse } from "@x402/core/types";
+import type { PaymentRequired, SettleResponse } from "@x402/core/types";
 import {
   declarePaymentIdentifierExtension,
   PAYMENT_IDENTIFIER,
 } from "@x402/extensions/payment-identifier";
 import { MCP_SNAPSHOT_RESOURCE } from "../routes.js";
+import type { SnapshotTarget } from "../snapshot/index.js";
 import type { KeptAnswer } from "../store/index.js";
 import { conflictMessage, unavailableReason } from "./answer-catalogue.js";
 import type { Answer } from "./answer.js";
-import { paymentIdOf } from "./authorization.js";
 import { describeError } from "./describe-error.js";
 import type { FacilitatorReadiness } from "./facilitator-readiness.js";
 import type { GateAnswers } from "./gate-answers.js";
-import type { PaymentLedger, PaidOutcome, WorkAdmission } from "./ledger.js";
-import { matchOffer } from "./match.js";
-import { readEncodedProof, type ProofReading } from "./proof.js";
+import type { WorkAdmission } from "./ledger.js";
+import type { DoorProof, PaidCallOutcome, PaidCalls } from "./paid-call.js";
+import { readEncodedProof } from "./proof.js";
 import {
   RESOURCE_DESCRIPTION,
   RESOURCE_MIME_TYPE,
@@ -53,17 +53,19 @@ export interface McpToolResult {
   _meta?: Record<string, unknown>;
 }
 
-/** One paid tool call as the MCP route hands it over (its input already checked). */
+/** One paid tool call as an MCP server hands it over (its input already checked). */
 export interface McpPaidCall {
   /** `params._meta` of the call (the proof, when paid). */
   meta: Record<string, unknown> | undefined;
-  /** The tool's arguments as one string: the same proof with other arguments is a conflict. */
-  body: string;
+  readonly target: SnapshotTarget;
+  /** The tool's arguments as bytes: the same proof with other arguments is a conflict. */
+  readonly body: Uint8Array;
   /** Runs the tool's work: status 200 is the report; a 400 is a SnapshotError, never charged. */
   run(signal: AbortSignal): Promise<KeptAnswer>;
-  clientGone(): boolean;
+  /** The request's connection: aborted once the client has gone. */
+  readonly signal: AbortSignal;
   /** The instance's slots: one is taken once the proof verified, none by a refused proof. */
-  admission?: WorkAdmission;
+  readonly admission?: WorkAdmission;
 }
 
 /** A tool result, and (for a paid one) what to call once it was handed over or could not be. */
@@ -87,7 +89,7 @@ interface McpPaymentParts {
   offer: RouteOffer;
   readiness: FacilitatorReadiness;
   resourceServer: x402ResourceServer;
-  ledger: PaymentLedger;
+  calls: PaidCalls;
   answers: GateAnswers;
   events: PaymentEvents;
   v1OutputSchema: Record<string, unknown>;
@@ -95,7 +97,7 @@ interface McpPaymentParts {
 }
 
 /** A proof from `_meta`: which form, and its reading. */
-type MetaProof = { version: 1 | 2; reading: ProofReading } | undefined;
+type MetaProof = DoorProof | undefined;
 
 /** The challenge's message to a call without a proof. */
 const UNPAID_MESSAGE = "Payment required.";
@@ -174,100 +176,128 @@ export function createMcpPayment(parts: McpPaymentParts): McpPayment {
       return unpaid;
     },
     async call(input) {
-      if (!(await parts.readiness.check())) {
-        return { result: answerResult(parts.answers.unavailable("facilitator_unavailable")) };
-      }
-      const offered = await required();
-      if (!offered) return { result: failure("Payment processing failed; retry later.") };
       const proof = readMetaProof(input.meta);
-      if (!proof) return { result: paymentRequired(offered, 2, UNPAID_MESSAGE, parts) };
-      const { version, reading } = proof;
-      const refuse = (message: string) => {
-        parts.events.payment(version === 1 ? "1" : "2", "refused");
-        return { result: paymentRequired(offered, version, message, parts) };
-      };
-      if (!reading.ok) return refuse(`Unreadable payment proof: ${reading.why}.`);
-      if (reading.version !== version) return refuse("Unreadable payment proof.");
-      const matched = matchOffer(parts.resourceServer, version, reading.payload, offered);
-      if (!matched) return refuse("Payment rejected: No matching payment requirements");
-      const id = paymentIdOf(reading.payload);
-      if (!id.ok) return refuse(`Unreadable payment proof: ${id.why}.`);
-      const outcome = await parts.ledger.pay({
-        version,
-        payload: matched.payload,
-        requirements: matched.requirements,
-        paymentId: id.id,
+      const outcome = await parts.calls.call({
+        target: input.target,
         body: input.body,
+        proof,
+        offers: required,
         run: input.run,
-        clientGone: input.clientGone,
+        signal: input.signal,
         ...(input.admission && { admission: input.admission }),
       });
-      return outcomeResult(outcome, offered, version, matched.requirements, parts);
+      return outcomeResult(outcome, proof?.version ?? 2, parts, required);
     },
   };
 }
 
-/** The ledger's outcome as a tool result. */
-function outcomeResult(
-  outcome: PaidOutcome,
+type Outcome<K extends PaidCallOutcome["kind"]> = Extract<PaidCallOutcome, { kind: K }>;
+
+/** The paid call's outcome as a tool result; the offers are built only for a challenge. */
+async function outcomeResult(
+  outcome: PaidCallOutcome,
+  version: 1 | 2,
+  parts: McpPaymentParts,
+  offers: () => Promise<PaymentRequired | undefined>,
+): Promise<McpPaidAnswer> {
+  switch (outcome.kind) {
+    case "paid":
+      return paidResult(outcome, version, parts);
+    case "payment_required":
+    case "unreadable_proof":
+    case "refused": {
+      const offered = await offers();
+      if (!offered) return { result: failure(PAYMENT_FAILED_WORDS) };
+      return { result: challengeResult(outcome, offered, version, parts) };
+    }
+    default:
+      return { result: refusalResult(outcome, parts) };
+  }
+}
+
+const PAYMENT_FAILED_WORDS = "Payment processing failed; retry later.";
+
+/** The report, its receipt in `_meta` in the proof's form, and the delivery callback. */
+function paidResult(outcome: Outcome<"paid">, version: 1 | 2, parts: McpPaymentParts) {
+  const report = JSON.parse(outcome.report.body) as Record<string, unknown>;
+  const receipt = version === 1 ? v1Receipt(outcome.settlement) : outcome.settlement;
+  return {
+    result: {
+      content: [text(outcome.report.body)],
+      structuredContent: report,
+      _meta: { [version === 1 ? MCP_V1_RECEIPT_META : MCP_RECEIPT_META]: receipt },
+    },
+    finish: (delivered: boolean) => {
+      outcome.finish(delivered).catch((error: unknown) => {
+        parts.log(`payment record store failed: ${describeError(error)}`);
+      });
+    },
+  };
+}
+
+/** The PaymentRequired as an error result: no proof, an unreadable one, or a refused one. */
+function challengeResult(
+  outcome: Outcome<"payment_required" | "unreadable_proof" | "refused">,
   offered: PaymentRequired,
   version: 1 | 2,
-  requirements: PaymentRequirements,
   parts: McpPaymentParts,
-): McpPaidAnswer {
+): McpToolResult {
+  if (outcome.kind === "payment_required") {
+    return paymentRequired(offered, 2, UNPAID_MESSAGE, parts);
+  }
+  if (outcome.kind === "unreadable_proof") {
+    return paymentRequired(offered, version, `Unreadable payment proof: ${outcome.why}.`, parts);
+  }
+  const result = paymentRequired(offered, version, outcome.message, parts, outcome.reason);
+  if (outcome.settlement && version === 2 && result.structuredContent) {
+    // The x402 MCP transport's settlement failure: the PaymentRequired and the failure.
+    result.structuredContent = {
+      ...result.structuredContent,
+      [MCP_RECEIPT_META]: {
+        success: false,
+        errorReason: outcome.reason,
+        transaction: "",
+        network: outcome.settlement.network,
+      },
+    };
+  }
+  return result;
+}
+
+/** Every other outcome: an error result in words, saying when to retry. */
+function refusalResult(
+  outcome: Outcome<
+    | "offers_failed"
+    | "unpaid"
+    | "client_gone"
+    | "conflict"
+    | "over_budget"
+    | "unavailable"
+    | "store_down"
+  >,
+  parts: McpPaymentParts,
+): McpToolResult {
   switch (outcome.kind) {
-    case "paid": {
-      const report = JSON.parse(outcome.report.body) as Record<string, unknown>;
-      const receipt = version === 1 ? v1Receipt(outcome.settlement) : outcome.settlement;
-      return {
-        result: {
-          content: [{ type: "text", text: outcome.report.body }],
-          structuredContent: report,
-          _meta: { [version === 1 ? MCP_V1_RECEIPT_META : MCP_RECEIPT_META]: receipt },
-        },
-        finish: (delivered) => {
-          outcome.finish(delivered).catch((error: unknown) => {
-            parts.log(`payment record store failed: ${describeError(error)}`);
-          });
-        },
-      };
-    }
+    case "offers_failed":
+      return failure(PAYMENT_FAILED_WORDS);
     case "unpaid":
-      return { result: keptResult(outcome.answer) };
+      return keptResult(outcome.answer);
     case "client_gone":
-      return { result: failure("The client closed the connection; nothing was charged.") };
-    case "refused": {
-      const result = paymentRequired(offered, version, outcome.message, parts, outcome.reason);
-      if (outcome.settlement && version === 2 && result.structuredContent) {
-        // The x402 MCP transport's settlement failure: the PaymentRequired and the failure.
-        result.structuredContent = {
-          ...result.structuredContent,
-          [MCP_RECEIPT_META]: {
-            success: false,
-            errorReason: outcome.reason,
-            transaction: "",
-            network: requirements.network,
-          },
-        };
-      }
-      return { result };
-    }
+      return failure("The client closed the connection; nothing was charged.");
     case "conflict": {
       const retry =
         outcome.retryAfterSeconds !== undefined ? ` Retry in ${outcome.retryAfterSeconds} s.` : "";
-      return { result: failure(`${conflictMessage(outcome.code)}${retry}`) };
+      return failure(`${conflictMessage(outcome.code)}${retry}`);
     }
     case "over_budget":
-      return { result: answerResult(parts.answers.overBudget(outcome.retryAfterMs)) };
+      return answerResult(parts.answers.overBudget(outcome.retryAfterMs));
     case "unavailable":
-      return {
-        result: failure(
-          `Payment could not be completed now (${unavailableReason(outcome.code)}): retry with the same payment ` +
-            "in a few seconds; it is charged at most once and its report is kept.",
-        ),
-      };
+      return failure(
+        `Payment could not be completed now (${unavailableReason(outcome.code)}): retry with the same payment ` +
+          "in a few seconds; it is charged at most once and its report is kept.",
+      );
     case "store_down":
-      return { result: answerResult(parts.answers.storeDown()) };
+      return answerResult(parts.answers.storeDown());
   }
 }
 

@@ -25,25 +25,28 @@ interface PayloadSchema {
 export type ProofReading =
   { ok: true; version: 1 | 2; payer: `0x${string}`; payload: unknown } | { ok: false; why: string };
 
-/** One x402 protocol generation as the gate meets it: the request header its proof comes in. */
-export interface ProofGeneration {
+/** One x402 protocol generation as the HTTP route meets it: the header its proof comes in. */
+interface ProofGeneration {
   /** Lower-case request header name. */
   readonly header: string;
-  /** Bounded reading of the header; undefined leaves the proof to the SDK alone. */
-  readonly read?: (header: string) => ProofReading;
+  readonly version: 1 | 2;
+  /** Bounded reading of the header. */
+  readonly read: (header: string) => ProofReading;
 }
 
 /**
- * Every generation the gate knows, newest first: a request carrying any of these headers is a
+ * Every generation the route knows, newest first: a request carrying any of these headers is a
  * payment attempt, never the plain challenge; when it carries both, the newest is read.
  */
 export const PROOF_GENERATIONS: readonly ProofGeneration[] = [
   {
     header: "payment-signature",
+    version: 2,
     read: (value) => readProof(value, "PAYMENT-SIGNATURE", PaymentPayloadV2Schema, 2),
   },
   {
     header: "x-payment",
+    version: 1,
     read: (value) => readProof(value, "X-PAYMENT", PaymentPayloadV1Schema, 1),
   },
 ];
@@ -51,10 +54,10 @@ export const PROOF_GENERATIONS: readonly ProofGeneration[] = [
 /** The first (non-empty) proof header the request carries, read by its generation's reader. */
 export function readRequestProof(
   header: (name: string) => string | undefined,
-): ProofReading | undefined {
+): { version: 1 | 2; reading: ProofReading } | undefined {
   for (const generation of PROOF_GENERATIONS) {
     const value = header(generation.header);
-    if (value) return generation.read?.(value);
+    if (value) return { version: generation.version, reading: generation.read(value) };
   }
   return undefined;
 }

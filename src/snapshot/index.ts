@@ -4,8 +4,13 @@
  */
 export { createSnapshotEngine } from "./snapshot.js";
 export type { EngineOptions, SnapshotEngine } from "./snapshot.js";
-export { MAX_URL_LENGTH, createUrlPolicy, parseInputUrl } from "./net/url-rules.js";
-export type { UrlPolicy } from "./net/url-rules.js";
+export {
+  MAX_URL_LENGTH,
+  createUrlPolicy,
+  parseInputUrl,
+  parseSnapshotTarget,
+} from "./net/url-rules.js";
+export type { SnapshotTarget, UrlPolicy } from "./net/url-rules.js";
 export { demoSnapshot } from "./demo.js";
 export { CHECKS, CHECK_NAMES } from "./rules/registry.js";
 export { SEVERITIES } from "./rules/finding.js";

@@ -62,7 +62,7 @@ import {
   normalizeUrl,
   parseInputUrl,
 } from "./net/url-rules.js";
-import type { UrlPolicy } from "./net/url-rules.js";
+import type { SnapshotTarget, UrlPolicy } from "./net/url-rules.js";
 
 /** The caps default to docs/contract.md §4.1's when a caller (a test) leaves them out. */
 export interface EngineOptions
@@ -84,9 +84,11 @@ export interface EngineOptions
 }
 
 export interface SnapshotEngine {
-  /** Validates (docs/contract.md §3, throws SnapshotError) and runs one snapshot; rejects only
-   * with SnapshotError. */
-  snapshot(rawUrl: string, options?: SnapshotOptions): Promise<SnapshotResult>;
+  /**
+   * Runs one snapshot of a target parsed where the request arrived (parseSnapshotTarget), or of
+   * a string it validates first (docs/contract.md §3); rejects only with SnapshotError.
+   */
+  snapshot(target: SnapshotTarget | string, options?: SnapshotOptions): Promise<SnapshotResult>;
   close(): Promise<void>;
 }
 
@@ -598,11 +600,12 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
 
   /** `othersInFlight`: the engine's snapshots already running when this one starts. */
   async function run(
-    rawUrl: string,
+    target: SnapshotTarget | string,
     caller: AbortSignal | undefined,
     othersInFlight: number,
   ): Promise<SnapshotResult> {
-    const input = parseInputUrl(rawUrl, policy);
+    const rawUrl = typeof target === "string" ? target : target.raw;
+    const input = typeof target === "string" ? parseInputUrl(target, policy) : target.url;
     const session = openSession({ rawUrl, caller, policy, resolve, records, options });
     const fetchedAt = new Date().toISOString();
     try {
@@ -662,10 +665,14 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
   let closed = false;
   const running = new Set<Promise<unknown>>();
   return {
-    async snapshot(rawUrl: string, snapshotOptions: SnapshotOptions = {}): Promise<SnapshotResult> {
+    async snapshot(
+      target: SnapshotTarget | string,
+      snapshotOptions: SnapshotOptions = {},
+    ): Promise<SnapshotResult> {
+      const rawUrl = typeof target === "string" ? target : target.raw;
       if (closed)
         throw new SnapshotError("unreachable", "The snapshot engine is shut down.", rawUrl);
-      const work = run(rawUrl, snapshotOptions.signal, running.size);
+      const work = run(target, snapshotOptions.signal, running.size);
       running.add(work);
       try {
         return await work;

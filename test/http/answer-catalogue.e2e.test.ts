@@ -37,6 +37,7 @@ import {
   type PaidDevnet,
 } from "../fixtures/paid-devnet.js";
 import { DEFAULT_PORTS, ScriptedEngine, sampleResult } from "./helpers.js";
+import { paidRouteHandler } from "../fixtures/paid-route-handler.js";
 
 /** Nobody receives it: the client left before its answer, whose status is only logged. */
 const NEVER_RECEIVED: AnswerCode = "client_gone";
@@ -123,8 +124,8 @@ describe("the free answers", () => {
 
   it("request_refused: a middleware's own status", async () => {
     const base = await serve({
-      paymentMiddleware: async () => {
-        throw new HTTPException(422, { message: "malformed payment" });
+      payment: {
+        answer: () => Promise.reject(new HTTPException(422, { message: "malformed payment" })),
       },
     });
     const refused = await snapshotOf(base, "https://example.com/", { "x-payment": "x" });
@@ -270,10 +271,13 @@ describe("the paid route's answers, money read on chain", () => {
     const gate = createPaymentGate(devnetGate(devnet));
     const app = new Hono();
     let ran = false;
-    app.post("/unpriced", gate.middleware, (c) => {
-      ran = true;
-      return c.json({}, 200);
-    });
+    app.post(
+      "/unpriced",
+      paidRouteHandler(gate.route, () => {
+        ran = true;
+        return Promise.resolve({ status: 200, body: {} });
+      }),
+    );
     const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
     opened.push({ close: () => server.close(1_000) }, { close: async () => gate.close() });
     await expectAnswer(await fetch(`${server.url}/unpriced`, { method: "POST" }), "payment_failed");

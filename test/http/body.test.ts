@@ -3,19 +3,26 @@ import { describe, expect, it } from "vitest";
 import { readBodyText } from "../../src/http/body.js";
 import { startServer } from "../../src/http/index.js";
 
-/** An app that reports what readBodyText made of the body (limit 16 bytes). */
+/** An app that reports what readBodyText made of the body (limit 16 bytes), its bytes counted. */
 function echoApp(): Hono {
   const app = new Hono();
-  app.post("/", async (c) => c.json(await readBodyText(c, 16)));
+  app.post("/", async (c) => {
+    const read = await readBodyText(c, 16);
+    return c.json(read.ok ? { ...read, bytes: read.bytes.byteLength } : read);
+  });
   return app;
 }
 
 const cases: [string, string, unknown][] = [
-  ["a body within the limit", "0123456789", { ok: true, text: "0123456789" }],
-  ["a body exactly at the limit", "0123456789abcdef", { ok: true, text: "0123456789abcdef" }],
+  ["a body within the limit", "0123456789", { ok: true, text: "0123456789", bytes: 10 }],
+  [
+    "a body exactly at the limit",
+    "0123456789abcdef",
+    { ok: true, text: "0123456789abcdef", bytes: 16 },
+  ],
   ["a body one byte over", "0123456789abcdefX", { ok: false, reason: "too_large" }],
-  ["multi-byte UTF-8", "é€😀", { ok: true, text: "é€😀" }],
-  ["an empty body", "", { ok: true, text: "" }],
+  ["multi-byte UTF-8", "é€😀", { ok: true, text: "é€😀", bytes: 9 }],
+  ["an empty body", "", { ok: true, text: "", bytes: 0 }],
 ];
 
 // The same rules on both paths: the Node request (the service) and the WHATWG body (elsewhere).

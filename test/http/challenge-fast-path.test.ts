@@ -60,7 +60,7 @@ beforeAll(async () => {
   expect(await gate.warmUp()).toBe(true);
   engine = new ScriptedEngine(async (raw) => sampleResult(raw));
   const urlPolicy = createUrlPolicy({ allowedPorts: DEFAULT_PORTS, allowCidrs: [] });
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+  const app = createApp({ engine, urlPolicy, payment: gate.route, log: () => {} });
   const fastPath = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
   const counted: NodeFront = (req, res) => {
     const answered = fastPath(req, res);

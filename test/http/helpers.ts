@@ -1,7 +1,11 @@
 import { connect } from "node:net";
-import type { MiddlewareHandler } from "hono";
-import { createApp, type AppEnv, startServer, type RunningServer } from "../../src/http/index.js";
-import { createUrlPolicy, type SnapshotEngine } from "../../src/snapshot/index.js";
+import { createApp, startServer, type RunningServer } from "../../src/http/index.js";
+import type { PaidRoute } from "../../src/payment/index.js";
+import {
+  createUrlPolicy,
+  type SnapshotEngine,
+  type SnapshotTarget,
+} from "../../src/snapshot/index.js";
 import type { SnapshotResult } from "../../src/snapshot/result.js";
 
 export const DEFAULT_PORTS = new Set([80, 443, 8080, 8443]);
@@ -13,7 +17,9 @@ export const DEFAULT_PORTS = new Set([80, 443, 8080, 8443]);
 export class ScriptedEngine implements SnapshotEngine {
   readonly calls: string[] = [];
   constructor(private readonly answer: (rawUrl: string) => Promise<SnapshotResult>) {}
-  snapshot(rawUrl: string): Promise<SnapshotResult> {
+  /** Records the input as submitted (a parsed target's `raw`). */
+  snapshot(target: SnapshotTarget | string): Promise<SnapshotResult> {
+    const rawUrl = typeof target === "string" ? target : target.raw;
     this.calls.push(rawUrl);
     return this.answer(rawUrl);
   }
@@ -69,7 +75,7 @@ export interface Served extends RunningServer {
 /** The app behind a real listening HTTP server on 127.0.0.1 with an OS-picked port. */
 export async function serveApp(opts: {
   engine: SnapshotEngine;
-  paymentMiddleware?: MiddlewareHandler<AppEnv>;
+  payment?: PaidRoute;
   allowCidrs?: string[];
   allowedPorts?: ReadonlySet<number>;
 }): Promise<Served> {
@@ -80,7 +86,7 @@ export async function serveApp(opts: {
       allowedPorts: opts.allowedPorts ?? DEFAULT_PORTS,
       allowCidrs: opts.allowCidrs ?? [],
     }),
-    paymentMiddleware: opts.paymentMiddleware,
+    ...(opts.payment && { payment: opts.payment }),
     log: (message, error) => logged.push({ message, error }),
   });
   const server = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });

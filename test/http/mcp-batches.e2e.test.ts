@@ -61,7 +61,7 @@ async function startService(options: { perMinute?: number; maxInFlight?: number 
   const app = createApp({
     engine: target.engine,
     urlPolicy: createUrlPolicy(target.scope),
-    paymentMiddleware: gate.middleware,
+    payment: gate.route,
     mcpPayment: gate.mcp,
     admission: new SnapshotAdmission(options.maxInFlight),
     log: () => {},

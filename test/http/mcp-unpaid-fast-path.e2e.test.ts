@@ -45,7 +45,7 @@ beforeAll(async () => {
     createApp({
       engine: target.engine,
       urlPolicy,
-      paymentMiddleware: gate.middleware,
+      payment: gate.route,
       mcpPayment: gate.mcp,
       mcpUnpaidFastPath,
       log: () => {},

@@ -89,7 +89,7 @@ beforeAll(async () => {
     }),
   );
   const urlPolicy = createUrlPolicy(snapshotConfig);
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+  const app = createApp({ engine, urlPolicy, payment: gate.route, log: () => {} });
   const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
   const observe = createRequestObserver({ routes: ROUTES, metrics, logger, priceUsdc: "0.05" });
   service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app, front, observe });
@@ -407,7 +407,7 @@ describe("counters move with real requests", () => {
       allowedPorts: new Set([Number(new URL(closedPortUrl).port)]),
       allowCidrs: ["127.0.0.0/8"],
     });
-    const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+    const app = createApp({ engine, urlPolicy, payment: gate.route, log: () => {} });
     const strict = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
     const strictMetrics = await startServer({
       config: { host: "127.0.0.1", port: 0 },

@@ -73,7 +73,7 @@ async function serve(opts: {
   const app = createApp({
     engine: new ScriptedEngine(async (raw) => sampleResult(raw)),
     urlPolicy,
-    paymentMiddleware: gate.middleware,
+    payment: gate.route,
     mcpPayment: gate.mcp,
     log: () => {},
     rateLimit,

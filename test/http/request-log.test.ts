@@ -193,7 +193,7 @@ it("the fast path's 402 echoes the request id, and nothing is set on a response 
     const app = createApp({
       engine: new ScriptedEngine((url) => Promise.resolve(sampleResult(url))),
       urlPolicy,
-      paymentMiddleware: gate.middleware,
+      payment: gate.route,
       log: () => {},
     });
     const fastPath = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });

@@ -102,7 +102,7 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
       const app = createApp({
         engine,
         urlPolicy,
-        paymentMiddleware: gate.middleware,
+        payment: gate.route,
         networks: [devnet.network],
         payTo: devnet.payTo,
         rateLimit,

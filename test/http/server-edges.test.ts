@@ -58,7 +58,7 @@ async function service(
   const app = createApp({
     engine: new ScriptedEngine(async (raw) => sampleResult(raw)),
     urlPolicy,
-    paymentMiddleware: gate.middleware,
+    payment: gate.route,
     ...(opts.publicUrl !== undefined && { publicUrl: opts.publicUrl }),
     readinessChecks: [{ name: "facilitator", check: () => gate.facilitatorReady() }],
     log: () => {},

@@ -19,6 +19,7 @@ import { createCdpAuthHeaders } from "../../src/payment/cdp-auth.js";
 import { createPaymentGate } from "../../src/payment/gate.js";
 import { paymentGateOptionsFromConfig } from "../../src/payment/gate-options.js";
 import { exactKinds } from "../fixtures/supported-facilitator.js";
+import { paidRouteHandler } from "../fixtures/paid-route-handler.js";
 import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const API_KEY_ID = "organizations/org-1/apiKeys/key-1";
@@ -255,7 +256,10 @@ async function startService(env: Record<string, string>) {
     log: () => {},
   });
   const app = new Hono();
-  app.post("/v1/snapshot", gate.middleware, (c) => c.json({ ok: true }, 200));
+  app.post(
+    "/v1/snapshot",
+    paidRouteHandler(gate.route, () => Promise.resolve({ status: 200, body: { ok: true } })),
+  );
   const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   return {

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { challengeExample } from "../../src/payment/challenge-example.js";
 import { createPaymentGate } from "../../src/payment/index.js";
 import { startSupportedFacilitator } from "../fixtures/supported-facilitator.js";
+import { paidRouteHandler } from "../fixtures/paid-route-handler.js";
 import { MemoryPaymentRecordStore } from "../../src/store/index.js";
 
 const PAY_TO = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
@@ -31,7 +32,10 @@ async function realChallenge(networks: string[], devnet: boolean) {
   });
   expect(await gate.warmUp()).toBe(true);
   const app = new Hono();
-  app.post("/v1/snapshot", gate.middleware, (c) => c.json({}));
+  app.post(
+    "/v1/snapshot",
+    paidRouteHandler(gate.route, () => Promise.resolve({ status: 200, body: {} })),
+  );
   const res = await app.request("https://api.example/v1/snapshot", {
     method: "POST",
     headers: { "content-type": "application/json" },

@@ -70,7 +70,7 @@ describe("the unpaid challenge and refused input write no payment record", () =>
     const app = createApp({
       engine: new ScriptedEngine(async (raw) => sampleResult(raw)),
       urlPolicy,
-      paymentMiddleware: gate.middleware,
+      payment: gate.route,
       log: () => {},
     });
     const front = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });

@@ -19,6 +19,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createPaymentGate, type PaymentGateOptions } from "../../src/payment/index.js";
 import { demoSnapshot } from "../../src/snapshot/index.js";
+import { paidRouteHandler } from "../fixtures/paid-route-handler.js";
 import { exactKinds } from "../fixtures/supported-facilitator.js";
 import { MemoryPaymentRecordStore, type PaymentState } from "../../src/store/index.js";
 
@@ -107,13 +108,17 @@ async function startService(options: PaymentGateOptions, handlerDelayMs = 0): Pr
   const service: Service = { url: "", handlerRuns: 0, close: async () => {} };
   const app = new Hono();
   app.get("/health", (c) => c.json({ status: "ok" }));
-  app.post("/v1/snapshot", gate.middleware, async (c) => {
-    service.handlerRuns++;
-    const { url } = await c.req.json<{ url: string }>();
-    if (handlerDelayMs) await new Promise((r) => setTimeout(r, handlerDelayMs));
-    if (url === "bad") return c.json({ requested_url: url, error: "x", error_type: "ssrf" }, 400);
-    return c.json({ requested_url: url }, 200);
-  });
+  app.post(
+    "/v1/snapshot",
+    paidRouteHandler(gate.route, async (url) => {
+      service.handlerRuns++;
+      if (handlerDelayMs) await new Promise((r) => setTimeout(r, handlerDelayMs));
+      if (url === "bad") {
+        return { status: 400, body: { requested_url: url, error: "x", error_type: "ssrf" } };
+      }
+      return { status: 200, body: { requested_url: url } };
+    }),
+  );
   const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
   service.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -281,10 +286,13 @@ describe("misuse", () => {
     const gate = createPaymentGate({ log: () => {}, ...base(facilitator.url) });
     const app = new Hono();
     let ran = false;
-    app.post("/other", gate.middleware, (c) => {
-      ran = true;
-      return c.json({}, 200);
-    });
+    app.post(
+      "/other",
+      paidRouteHandler(gate.route, () => {
+        ran = true;
+        return Promise.resolve({ status: 200, body: {} });
+      }),
+    );
     const response = await app.request("/other", { method: "POST", body: "{}" });
     expect(response.status).toBe(500);
     expect(await response.json()).toMatchObject({ code: "payment_failed" });

@@ -100,7 +100,7 @@ async function startService(
     ...gateOptions,
   });
   const urlPolicy = createUrlPolicy({ allowedPorts, allowCidrs: ["127.0.0.0/8"] });
-  const app = createApp({ engine, urlPolicy, paymentMiddleware: gate.middleware, log: () => {} });
+  const app = createApp({ engine, urlPolicy, payment: gate.route, log: () => {} });
   const fastPath = createChallengeFastPath({ urlPolicy, unpaidChallenge: gate.unpaidChallenge });
   // Sees each request first: notes when the client of a paid request goes away.
   const front: NodeFront = (req, res) => {

@@ -137,7 +137,7 @@ function call(
     payload,
     requirements: REQUIREMENTS,
     paymentId: options.paymentId,
-    body: options.body ?? "https://example.com",
+    body: Buffer.from(options.body ?? "https://example.com"),
     run: () => {
       h.calls.run++;
       return Promise.resolve(options.answer ?? REPORT);

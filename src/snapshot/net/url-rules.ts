@@ -217,6 +217,23 @@ export function httpFallbackOf(
   return validateParsed(http, policy) ? null : http;
 }
 
+/**
+ * The input URL parsed once, where a request first arrives (docs/contract.md §3): the string as
+ * submitted (it becomes `requested_url`) and the URL the rules accepted. Made only by
+ * parseSnapshotTarget, so holding one means the rules passed.
+ */
+export interface SnapshotTarget {
+  readonly raw: string;
+  readonly url: URL;
+  readonly [checked]: true;
+}
+declare const checked: unique symbol;
+
+/** Parses and checks the input URL once (throws SnapshotError), for the engine to use as it is. */
+export function parseSnapshotTarget(raw: string, policy: UrlPolicy): SnapshotTarget {
+  return { raw, url: parseInputUrl(raw, policy) } as SnapshotTarget;
+}
+
 export function parseInputUrl(raw: string, policy: UrlPolicy): URL {
   const trimmed = raw.trim();
   if (trimmed === "") throw new SnapshotError("invalid_url", "The URL is empty.", raw);
