@@ -164,6 +164,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     urlPolicy,
     payment: gate.route,
     mcpPayment: gate.mcp,
+    formPayment: gate.form,
     priceUsdc: config.payment.priceUsdc,
     networks: payment.networks,
     devnet: payment.devnet,

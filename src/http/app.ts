@@ -13,6 +13,7 @@ import {
   toResponse,
   type Answer,
   type McpPayment,
+  type FormPayment,
   type PaidRoute,
 } from "../payment/index.js";
 import { demoSnapshot, type SnapshotEngine, type UrlPolicy } from "../snapshot/index.js";
@@ -36,9 +37,9 @@ import { cachedCheck, readinessAnswer, type ReadinessCheck } from "./readiness.j
 import { DemoSnapshotResultSchema, SnapshotErrorBodySchema } from "./report-schemas.js";
 import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS, renderPage } from "./page.js";
 import { addReferenceRoutes } from "./reference.js";
-import { addScanRoutes, isSelfCall } from "./page-scan.js";
+import { addScanRoutes } from "./page-scan.js";
 import { MAX_BODY_BYTES, checkSnapshotRequest, snapshotErrorAnswer } from "./snapshot-input.js";
-import { shapeChecker, snapshotWork, type ShapeCheck } from "./snapshot-work.js";
+import { shapeChecker, snapshotWork, type ShapeCheck, type SnapshotWork } from "./snapshot-work.js";
 
 /** Hono environment of the app: no request variables (each door hands its input over typed). */
 export type AppEnv = BlankEnv;
@@ -58,6 +59,8 @@ export interface AppDeps {
    * or when there is no `paymentMiddleware` (then `snapshot` is unpaid there too).
    */
   mcpPayment?: McpPayment;
+  /** The page's devnet form as a door of the paid call (the payment gate's `form`). */
+  formPayment?: FormPayment;
   /** The unpaid `tools/call snapshot` on POST /mcp answered without the SDK; default on (mcp.ts). */
   mcpUnpaidFastPath?: boolean;
   /** The configured price the API description states (X402_PRICE_USDC); default its default. */
@@ -136,11 +139,12 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const { rateLimit } = deps;
   const trusted = new TrustedProxies(deps.trustedProxies ?? []);
   if (rateLimit) app.use("*", rateLimitMiddleware(rateLimit, trusted, speaksMcp));
-  addSnapshotRoute(app, deps, admission, checkShape);
+  const work = snapshotWork(deps.engine, checkShape);
+  addSnapshotRoute(app, deps, admission, work, checkShape);
   if (speaksMcp) {
     app.use(PATHS.mcp, mcpHostGuard(deps.publicUrl));
     addMcpRoute(app, {
-      work: snapshotWork(deps.engine, checkShape),
+      work,
       urlPolicy: deps.urlPolicy,
       ...(deps.mcpPayment && { payment: deps.mcpPayment }),
       ...(deps.mcpUnpaidFastPath !== undefined && { unpaidFastPath: deps.mcpUnpaidFastPath }),
@@ -152,7 +156,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     });
   }
   addFreeRoutes(app, deps, admission, checkShape);
-  addPageRoutes(app, deps, trusted);
+  addPageRoutes(app, deps, trusted, { work, admission });
   addAgentRoutes(app, deps);
   addFallbacks(app, log, deps.devnet === true && deps.devnetPayer !== undefined);
   return app;
@@ -175,8 +179,7 @@ function rateLimitMiddleware(
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = (name: string) => c.req.header(name);
-    // The scan form's calls to the service itself: the form post was counted already.
-    if (ClientRateLimit.exempt(c.req.path) || isSelfCall(c)) return next();
+    if (ClientRateLimit.exempt(c.req.path)) return next();
     // POST /mcp counts itself once it has read what the message is (mcpCallBudget).
     if (mcpCounts && c.req.path === PATHS.mcp && c.req.method === "POST") return next();
     const client = clientOf(c, trusted);
@@ -273,9 +276,9 @@ function addSnapshotRoute(
   app: Hono<AppEnv>,
   deps: AppDeps,
   admission: SnapshotAdmission,
+  work: SnapshotWork,
   checkShape: ShapeCheck,
 ): void {
-  const work = snapshotWork(deps.engine, checkShape);
   app.post(PATHS.snapshot, async (c) => {
     const read = await readBodyText(c, MAX_BODY_BYTES);
     const checked = checkSnapshotRequest(c.req.header("content-type"), read, deps.urlPolicy);
@@ -395,7 +398,12 @@ function addAgentRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
  * GET / (the page), its scan form's routes (page-scan.ts) and GET /reference (the interactive
  * API reference); HTML, not JSON.
  */
-function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps, trusted: TrustedProxies): void {
+function addPageRoutes(
+  app: Hono<AppEnv>,
+  deps: AppDeps,
+  trusted: TrustedProxies,
+  { work, admission }: { work: SnapshotWork; admission: SnapshotAdmission },
+): void {
   // The devnet's account is named, and pays, only in devnet mode.
   const devnetPayer = deps.devnet === true ? deps.devnetPayer : undefined;
   const facts = {
@@ -421,7 +429,10 @@ function addPageRoutes(app: Hono<AppEnv>, deps: AppDeps, trusted: TrustedProxies
   });
   addScanRoutes(app, {
     facts: (c) => ({ ...facts, serviceUrl: baseUrlOf(deps, c) }),
-    app,
+    urlPolicy: deps.urlPolicy,
+    work,
+    admission,
+    ...(deps.formPayment && { payment: deps.formPayment }),
     clientOf: (c) => clientOf(c, trusted),
     ...(deps.failingFormScansPerClient !== undefined && {
       failingScansPerClient: deps.failingFormScansPerClient,

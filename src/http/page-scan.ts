@@ -1,48 +1,51 @@
 /**
- * The page's scan form (docs/http-api.md "The scan form"). Each route asks the service's own
- * paid route in-process, so the whole path runs (input check, admission, payment, snapshot):
- * POST /demo/challenge without paying, to show the 402 challenge; POST /demo/pay-and-scan, in
- * devnet mode only, paying from the funded devnet account through the official x402 client.
+ * The page's scan form (docs/http-api.md "The scan form"), a door of the paid call: the form's
+ * URL is checked as the paid route checks it (never charged when it fails), then POST
+ * /demo/challenge shows the paid route's offers without paying, and POST /demo/pay-and-scan, in
+ * devnet mode only, signs a proof for them from the funded devnet account with the official
+ * x402 client and hands it to the payment's form door (the same core, ledger and chain).
  */
-import { decodePaymentRequiredHeader, decodePaymentResponseHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
-import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import { x402Client } from "@x402/fetch";
 import type { Context, Env, Hono, MiddlewareHandler } from "hono";
 import { privateKeyToAccount } from "viem/accounts";
 import {
   NO_STORE,
-  carriesProof,
   foreignOrigin,
   memoryPayerBudget,
   retryAfterSeconds,
   toResponse,
+  whenSent,
+  type Answer,
+  type FormPayment,
 } from "../payment/index.js";
-import type { SnapshotResult } from "../snapshot/index.js";
+import {
+  SnapshotError,
+  parseSnapshotTarget,
+  type SnapshotResult,
+  type SnapshotTarget,
+  type UrlPolicy,
+} from "../snapshot/index.js";
 import { PATHS } from "../routes.js";
+import type { SnapshotAdmission } from "./admission.js";
 import { readBodyText } from "./body.js";
 import { ownOrigin } from "./cors.js";
 import { PAGE_SECURITY_HEADERS, renderPage, type PageFacts, type ScanOutcome } from "./page.js";
+import type { SnapshotWork } from "./snapshot-work.js";
 
 /** The form's body: one URL, urlencoded. */
 const MAX_FORM_BYTES = 4 * 1024;
 
-/**
- * Marks a request the service makes of itself: the visitor's form post was already counted
- * against its budget of free answers, so the inner calls are not counted again. A symbol, so no
- * request from outside can carry it.
- */
-const SELF_CALL = Symbol("secsnap self call");
-
-/** Whether this request is one the service made of itself (the rate limit lets it pass). */
-export function isSelfCall(c: Context): boolean {
-  return (c.env as Record<symbol, unknown> | undefined)?.[SELF_CALL] === true;
-}
-
 export interface ScanRoutes {
   /** The page's facts for this request (its base URL). */
   facts(c: Context): PageFacts;
-  /** The app itself, called in-process. */
-  app: { fetch(request: Request, env: unknown): Response | Promise<Response> };
+  /** The paid route's URL rules: the form's URL is checked by them before anything else. */
+  urlPolicy: UrlPolicy;
+  /** The snapshot every door runs, and the slots it takes. */
+  work: SnapshotWork;
+  admission: SnapshotAdmission;
+  /** The payment's form door; without it the form shows no offers. */
+  payment?: FormPayment;
   /** Devnet mode: the funded account the service pays from. */
   devnetPayer?: { privateKey: `0x${string}` };
   /** Origins the form may be posted from besides the request's own (PUBLIC_URL's). */
@@ -79,48 +82,44 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
       origin !== "" &&
       (origin === publicOrigin || origin === new URL(requestUrl).origin),
   );
-  const selfFetch =
-    (outer: Context): typeof fetch =>
-    (input, init) =>
-      // The visitor leaving ends the scan: nobody waits for it, and nobody pays for it.
-      Promise.resolve(
-        routes.app.fetch(new Request(input, { ...init, signal: outer.req.raw.signal }), {
-          [SELF_CALL]: true,
-        }),
-      );
-
   app.post(PATHS.challenge, sameOrigin, async (c) => {
-    const url = await formUrl(c);
-    const facts = routes.facts(c);
-    if (url === undefined) return page(facts, missingUrl(), 400);
-    const res = await selfFetch(c)(`${facts.serviceUrl}${PATHS.snapshot}`, snapshotRequest(url));
-    const header = res.headers.get("payment-required");
-    if (res.status === 402 && header) {
-      const offers = decodePaymentRequiredHeader(header).accepts.map((a) => ({
-        network: a.network,
-        amount: a.amount,
-        asset: a.asset,
-        payTo: a.payTo,
-      }));
-      return page(facts, { kind: "challenge", url, offers }, 200);
-    }
-    return page(facts, await refused(url, res), res.status);
+    const form = await readForm(c, routes);
+    if (form.kind === "refused") return page(form.facts, form.outcome, form.outcome.status);
+    const { facts, url } = form;
+    const offered = await routes.payment?.offers(`${facts.serviceUrl}${PATHS.snapshot}`);
+    if (!offered) return page(facts, paymentDown(url), 503);
+    const offers = offered.accepts.map((a) => ({
+      network: a.network,
+      amount: a.amount,
+      asset: a.asset,
+      payTo: a.payTo,
+    }));
+    return page(facts, { kind: "challenge", url, offers }, 200);
   });
+  if (routes.devnetPayer) addPayAndScan(app, routes, routes.devnetPayer);
+}
 
-  const payer = routes.devnetPayer;
-  if (!payer) return;
+/**
+ * POST /demo/pay-and-scan: only a page of this service, at a host the Host rule allows, spends
+ * the devnet's money — not a page on a name its attacker rebinds to this machine, whose origin
+ * is the request's own.
+ */
+function addPayAndScan<E extends Env>(
+  app: Hono<E>,
+  routes: ScanRoutes,
+  payer: { privateKey: `0x${string}` },
+): void {
+  const { payment } = routes;
   const client = new x402Client();
   registerExactEvmScheme(client, { signer: privateKeyToAccount(payer.privateKey) });
-  // Only a page of this service, at a host the Host rule allows, spends the devnet's money: not
-  // a page on a name its attacker rebinds to this machine, whose origin is the request's own.
   const ownPage = formOriginCheck(ownOrigin(routes.publicUrl));
   const budget = memoryPayerBudget(
     routes.failingScansPerClient ?? formScansPerClient(DEFAULT_REFUSED_PER_PAYER_PER_MINUTE),
   );
   app.post(PATHS.payAndScan, ownPage, async (c) => {
-    const url = await formUrl(c);
-    const facts = routes.facts(c);
-    if (url === undefined) return page(facts, missingUrl(), 400);
+    const form = await readForm(c, routes);
+    if (form.kind === "refused") return page(form.facts, form.outcome, form.outcome.status);
+    const { facts, url, target, body } = form;
     const visitor = routes.clientOf(c);
     const reserved = await budget.reserve(visitor);
     if (!reserved.ok) {
@@ -128,35 +127,67 @@ export function addScanRoutes<E extends Env>(app: Hono<E>, routes: ScanRoutes): 
       answer.headers.set("retry-after", String(retryAfterSeconds(reserved.retryAfterMs)));
       return answer;
     }
-    let proofSent = false;
-    const pay = wrapFetchWithPayment((input, init) => {
-      const request = new Request(input, init);
-      proofSent ||= carriesProof((name) => request.headers.get(name) ?? undefined);
-      return selfFetch(c)(request);
-    }, client);
-    const res = await pay(`${facts.serviceUrl}${PATHS.snapshot}`, snapshotRequest(url));
+    const resourceUrl = `${facts.serviceUrl}${PATHS.snapshot}`;
+    const offered = await payment?.offers(resourceUrl);
+    if (!payment || !offered) {
+      await budget.refund(visitor);
+      return page(facts, paymentDown(url), 503);
+    }
+    const outcome = await payment.call({
+      resourceUrl,
+      target,
+      body,
+      payload: await client.createPaymentPayload(offered),
+      run: (signal) => routes.work(target, signal),
+      signal: c.req.raw.signal,
+      admission: routes.admission,
+    });
     // Counted only when the payer's budget was: a proof was sent and nothing was paid.
-    if (!proofSent || res.status === 200) await budget.refund(visitor);
-    if (res.status !== 200) return page(facts, await refused(url, res), res.status);
-    const report = (await res.json()) as SnapshotResult;
-    const receipt = res.headers.get("payment-response");
-    const settled = receipt ? decodePaymentResponseHeader(receipt) : undefined;
-    return page(
-      facts,
-      {
-        kind: "report",
-        url,
-        report,
-        ...(settled && {
-          receipt: {
-            transaction: settled.transaction,
-            ...(settled.payer !== undefined && { payer: settled.payer }),
-          },
-        }),
-      },
-      200,
-    );
+    if (outcome.kind === "paid") await budget.refund(visitor);
+    else return page(facts, refused(url, outcome.answer), outcome.answer.status);
+    whenSent(c, (delivered) => void outcome.finish(delivered).catch(() => {}));
+    const report = JSON.parse(outcome.report.body) as SnapshotResult;
+    const { transaction, payer: from } = outcome.settlement;
+    const receipt = { transaction, ...(from !== undefined && { payer: from }) };
+    return page(facts, { kind: "report", url, report, receipt }, 200);
   });
+}
+
+type FormRead =
+  | { kind: "refused"; facts: PageFacts; outcome: ScanOutcome & { status: number } }
+  | { kind: "read"; facts: PageFacts; url: string; target: SnapshotTarget; body: Uint8Array };
+
+/** The form's URL, checked by the paid route's rules: a URL they refuse is never charged. */
+async function readForm(c: Context, routes: ScanRoutes): Promise<FormRead> {
+  const facts = routes.facts(c);
+  const read = await readBodyText(c, MAX_FORM_BYTES);
+  const url = read.ok ? new URLSearchParams(read.text).get("url")?.trim() : undefined;
+  if (!read.ok || !url) return { kind: "refused", facts, outcome: missingUrl() };
+  try {
+    const target = parseSnapshotTarget(url, routes.urlPolicy);
+    return { kind: "read", facts, url, target, body: read.bytes };
+  } catch (err) {
+    if (!(err instanceof SnapshotError)) throw err;
+    const outcome = {
+      kind: "refused" as const,
+      url,
+      status: 400,
+      message: err.message,
+      errorType: err.errorType,
+    };
+    return { kind: "refused", facts, outcome };
+  }
+}
+
+/** The payment's offers cannot be built now (the facilitator unreachable). */
+function paymentDown(url: string): ScanOutcome {
+  return {
+    kind: "refused",
+    url,
+    status: 503,
+    message: "Payment is unavailable right now (the facilitator cannot be reached); retry soon.",
+    errorType: "facilitator_unavailable",
+  };
 }
 
 /**
@@ -187,23 +218,7 @@ function overBudget(url: string, retryAfterMs: number): ScanOutcome {
   };
 }
 
-function snapshotRequest(url: string): RequestInit {
-  return {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ url }),
-  };
-}
-
-/** The form's `url` field, trimmed; undefined when absent, empty or the body unreadable. */
-async function formUrl(c: Context): Promise<string | undefined> {
-  const read = await readBodyText(c, MAX_FORM_BYTES);
-  if (!read.ok) return undefined;
-  const url = new URLSearchParams(read.text).get("url")?.trim();
-  return url ? url : undefined;
-}
-
-function missingUrl(): ScanOutcome {
+function missingUrl(): ScanOutcome & { status: number } {
   return {
     kind: "refused",
     url: "",
@@ -213,15 +228,21 @@ function missingUrl(): ScanOutcome {
   };
 }
 
-/** An answer other than the one hoped for, in the words of its JSON body. */
-async function refused(url: string, res: Response): Promise<ScanOutcome> {
-  const body = (await res.json().catch(() => ({}))) as { error?: unknown; error_type?: unknown };
+/** An answer other than the report, in the words of its JSON body. */
+function refused(url: string, answer: Answer): ScanOutcome {
+  let body: { error?: unknown; error_type?: unknown; code?: unknown } = {};
+  try {
+    body = JSON.parse(answer.body) as typeof body;
+  } catch {
+    // Not JSON: the status says it.
+  }
+  const errorType = typeof body.error_type === "string" ? body.error_type : body.code;
   return {
     kind: "refused",
     url,
-    status: res.status,
-    message: typeof body.error === "string" ? body.error : `answer ${res.status}`,
-    ...(typeof body.error_type === "string" && { errorType: body.error_type }),
+    status: answer.status,
+    message: typeof body.error === "string" ? body.error : `answer ${answer.status}`,
+    ...(typeof errorType === "string" && { errorType }),
   };
 }
 

@@ -3,6 +3,7 @@ import { RpcChainReader } from "./chain.js";
 import { PreparedChallenges } from "./challenge.js";
 import { snapshotOutputSchemaV1 } from "./discovery.js";
 import { FacilitatorReadiness } from "./facilitator-readiness.js";
+import { createFormPayment, type FormPayment } from "./form-payment.js";
 import { requiredKinds } from "./facilitator-support.js";
 import { GateAnswers } from "./gate-answers.js";
 import {
@@ -14,6 +15,7 @@ import {
 } from "./gate-options.js";
 import { DEFAULT_LEASE_MS, PaymentLedger } from "./ledger.js";
 import { createMcpPayment, type McpPayment } from "./mcp.js";
+import { ResourceOffers } from "./offers.js";
 import { PaidCalls } from "./paid-call.js";
 import { createPaidRoute, type PaidRoute } from "./paid-route.js";
 import { Reconciler } from "./reconciler.js";
@@ -56,6 +58,8 @@ export interface PaymentGate {
   close(): void;
   /** x402 over MCP for POST /mcp's paid tool, on the same ledger (mcp.ts). */
   mcp: McpPayment;
+  /** The page's devnet form, paying from the devnet account (form-payment.ts). */
+  form: FormPayment;
 }
 
 /** Default pace of the reconciler: about one lease, so an orphaned settlement waits little. */
@@ -120,6 +124,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   if (interval > 0) reconciler.start(interval);
   const challenges = new PreparedChallenges();
   const calls = new PaidCalls({ readiness, resourceServer, ledger, events, log });
+  const offers = new ResourceOffers(resourceServer, options, log);
   const v1OutputSchema = snapshotOutputSchemaV1();
   return {
     route: createPaidRoute({ calls, challenges, httpServer, answers, v1OutputSchema, log }),
@@ -129,10 +134,10 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     drain: () => ledger.drain(),
     paidCallsUnderWay: () => ledger.underWay,
     close: () => reconciler.stop(),
+    form: createFormPayment(calls, offers, answers),
     mcp: createMcpPayment({
-      offer: options,
+      offers,
       readiness,
-      resourceServer,
       calls,
       answers,
       events,

@@ -25,6 +25,7 @@ export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facil
 export { createPaymentGate } from "./gate.js";
 export { whenSent } from "./paid-route.js";
 export type { PaidRoute, RouteCall } from "./paid-route.js";
+export type { FormPayment } from "./form-payment.js";
 export type { PaymentGate } from "./gate.js";
 export { paidRecordOptionsFromConfig, paymentGateOptionsFromConfig } from "./gate-options.js";
 export type { PaidRequestTimings, PaymentGateOptions } from "./gate-options.js";

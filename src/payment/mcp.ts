@@ -12,12 +12,7 @@
  * Everything else is the ledger's: a proof served once, the payment id, kept reports, the budget.
  */
 import { encodePaymentRequiredHeader } from "@x402/core/http";
-import type { x402ResourceServer } from "@x402/core/server";
 import type { PaymentRequired, SettleResponse } from "@x402/core/types";
-import {
-  declarePaymentIdentifierExtension,
-  PAYMENT_IDENTIFIER,
-} from "@x402/extensions/payment-identifier";
 import { MCP_SNAPSHOT_RESOURCE } from "../routes.js";
 import type { SnapshotTarget } from "../snapshot/index.js";
 import type { KeptAnswer } from "../store/index.js";
@@ -29,12 +24,7 @@ import type { GateAnswers } from "./gate-answers.js";
 import type { WorkAdmission } from "./ledger.js";
 import type { DoorProof, PaidCallOutcome, PaidCalls } from "./paid-call.js";
 import { readEncodedProof } from "./proof.js";
-import {
-  RESOURCE_DESCRIPTION,
-  RESOURCE_MIME_TYPE,
-  paidRouteConfig,
-  type RouteOffer,
-} from "./route.js";
+import type { ResourceOffers } from "./offers.js";
 import type { PaymentEvents } from "./telemetry.js";
 import { v1Challenge } from "./v1.js";
 
@@ -86,9 +76,8 @@ export interface McpPayment {
 }
 
 interface McpPaymentParts {
-  offer: RouteOffer;
+  offers: ResourceOffers;
   readiness: FacilitatorReadiness;
-  resourceServer: x402ResourceServer;
   calls: PaidCalls;
   answers: GateAnswers;
   events: PaymentEvents;
@@ -136,34 +125,7 @@ export function readMetaProof(meta: Record<string, unknown> | undefined): MetaPr
 }
 
 export function createMcpPayment(parts: McpPaymentParts): McpPayment {
-  let challenge: PaymentRequired | undefined;
-  /** The tool's PaymentRequired, built by the SDK once /supported is known, then kept. */
-  const required = async (): Promise<PaymentRequired | undefined> => {
-    if (challenge) return challenge;
-    try {
-      const config = paidRouteConfig(parts.offer);
-      const options = Array.isArray(config.accepts) ? config.accepts : [config.accepts];
-      // The route's options are plain values (no per-request functions): no context is read.
-      const requirements = await parts.resourceServer.buildPaymentRequirementsFromOptions(
-        options,
-        undefined as never,
-      );
-      challenge = await parts.resourceServer.createPaymentRequiredResponse(
-        requirements,
-        {
-          url: MCP_SNAPSHOT_RESOURCE,
-          description: RESOURCE_DESCRIPTION,
-          mimeType: RESOURCE_MIME_TYPE,
-        },
-        undefined,
-        { [PAYMENT_IDENTIFIER]: { info: declarePaymentIdentifierExtension(false).info } },
-      );
-      return challenge;
-    } catch (error) {
-      parts.log(`x402 MCP challenge failed: ${describeError(error)}`);
-      return undefined;
-    }
-  };
+  const required = () => parts.offers.for(MCP_SNAPSHOT_RESOURCE);
 
   /** The answer to a call without a proof, made once the challenge is built. */
   let unpaid: McpToolResult | undefined;
@@ -171,6 +133,7 @@ export function createMcpPayment(parts: McpPaymentParts): McpPayment {
   return {
     carriesProof: (meta) => readMetaProof(meta) !== undefined,
     unpaidResult() {
+      const challenge = parts.offers.known(MCP_SNAPSHOT_RESOURCE);
       if (!challenge || !parts.readiness.readyNow) return undefined;
       unpaid ??= paymentRequired(challenge, 2, UNPAID_MESSAGE, parts);
       return unpaid;

@@ -92,7 +92,6 @@ async function answerOf(
   parts: PaidRouteParts,
   { offered, v1Body, version }: Rendering,
 ): Promise<Answer> {
-  const { answers } = parts;
   switch (outcome.kind) {
     case "paid":
       whenSent(c, (delivered) => {
@@ -108,6 +107,23 @@ async function answerOf(
       );
     case "unreadable_proof":
       return unreadableProofAnswer(parts.httpServer, c, outcome.why, parts.log);
+    case "refused":
+      return offered
+        ? refusalAnswer(offered, outcome.reason, outcome.message, v1Body)
+        : PAYMENT_FAILED;
+    default:
+      return catalogueAnswer(outcome, parts.answers);
+  }
+}
+
+/** The outcomes every door answers alike: the catalogue's answers (answer-catalogue.ts). */
+export type CatalogueOutcome = Exclude<
+  PaidCallOutcome,
+  { kind: "paid" | "payment_required" | "unreadable_proof" | "refused" }
+>;
+
+export function catalogueAnswer(outcome: CatalogueOutcome, answers: GateAnswers): Answer {
+  switch (outcome.kind) {
     case "offers_failed":
       return PAYMENT_FAILED;
     case "unpaid":
@@ -115,10 +131,6 @@ async function answerOf(
     case "client_gone":
       // Nobody receives it; the status is for the log.
       return CLIENT_GONE;
-    case "refused":
-      return offered
-        ? refusalAnswer(offered, outcome.reason, outcome.message, v1Body)
-        : PAYMENT_FAILED;
     case "conflict":
       return paymentConflict(outcome.code, outcome.retryAfterSeconds);
     case "over_budget":

@@ -103,6 +103,7 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
         engine,
         urlPolicy,
         payment: gate.route,
+        formPayment: gate.form,
         networks: [devnet.network],
         payTo: devnet.payTo,
         rateLimit,
