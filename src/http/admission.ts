@@ -3,9 +3,9 @@ import { DRAINING, INSTANCE_BUSY, type Answer } from "../payment/index.js";
 /**
  * Which snapshot requests run (docs/operations.md, "Back-pressure" and "Readiness and
  * draining"): at most `maxInFlight` at once per instance, and none once draining. A request is
- * admitted or refused before anything is charged, so a refusal leaves the proof usable:
- * POST /v1/snapshot before its payment is verified or claimed; a paid MCP call once its proof
- * verified (the ledger takes the slot), so proofs that fail take none.
+ * admitted or refused before anything is charged, so a refusal leaves the proof usable: a paid
+ * call, by any door, once its proof verified (the ledger takes the slot), so proofs that fail
+ * take none.
  */
 export class SnapshotAdmission {
   private running = 0;

@@ -1,6 +1,5 @@
 import { ServerResponse } from "node:http";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
-import type { BlankEnv } from "hono/types";
 import { cors } from "hono/cors";
 import { etag } from "hono/etag";
 import { HTTPException } from "hono/http-exception";
@@ -40,9 +39,6 @@ import { addReferenceRoutes } from "./reference.js";
 import { addScanRoutes } from "./page-scan.js";
 import { MAX_BODY_BYTES, checkSnapshotRequest, snapshotErrorAnswer } from "./snapshot-input.js";
 import { shapeChecker, snapshotWork, type ShapeCheck, type SnapshotWork } from "./snapshot-work.js";
-
-/** Hono environment of the app: no request variables (each door hands its input over typed). */
-export type AppEnv = BlankEnv;
 
 type Logger = (message: string, error?: unknown) => void;
 
@@ -127,10 +123,10 @@ const ALLOWED_METHODS = {
 export const ROUTES: readonly string[] = ROUTE_TABLE.map((route) => route.path);
 
 /** The HTTP API: CORS, the paid snapshot route, the free routes, then 405/404/500. */
-export function createApp(deps: AppDeps): Hono<AppEnv> {
+export function createApp(deps: AppDeps): Hono {
   const log: Logger = deps.log ?? ((message, error) => console.error(message, error ?? ""));
   const checkShape = shapeChecker(log);
-  const app = new Hono<AppEnv>();
+  const app = new Hono();
   const admission = deps.admission ?? new SnapshotAdmission();
   const speaksMcp = deps.mcpPayment !== undefined || !deps.payment;
   const devnet = deps.devnet === true;
@@ -176,7 +172,7 @@ function rateLimitMiddleware(
   limit: ClientRateLimit,
   trusted: TrustedProxies,
   mcpCounts: boolean,
-): MiddlewareHandler<AppEnv> {
+): MiddlewareHandler {
   return async (c, next) => {
     const header = (name: string) => c.req.header(name);
     if (ClientRateLimit.exempt(c.req.path)) return next();
@@ -227,7 +223,7 @@ const CORS_HEADER_ENTRIES = Object.entries(CORS_HEADERS);
  * a Node response (`app.request()` in tests, other runtimes) `c.header()` after the handler does
  * the same job.
  */
-function corsMiddleware(): MiddlewareHandler<AppEnv> {
+function corsMiddleware(): MiddlewareHandler {
   const preflight = cors(CORS_PREFLIGHT);
   return async (c, next) => {
     // OPTIONS on a path that does not exist is 404 like any method.
@@ -249,7 +245,7 @@ function corsMiddleware(): MiddlewareHandler<AppEnv> {
  * place of `*`, and only for the service's own origins (cors.ts, ownOrigin); other origins get
  * none, and their preflight allows nothing.
  */
-function ownOriginCors(publicUrl: string | undefined): MiddlewareHandler<AppEnv> {
+function ownOriginCors(publicUrl: string | undefined): MiddlewareHandler {
   const own = ownOrigin(publicUrl);
   const preflight = cors({
     ...CORS_PREFLIGHT,
@@ -273,7 +269,7 @@ function ownOriginCors(publicUrl: string | undefined): MiddlewareHandler<AppEnv>
  * work is never charged), then the paid call with the parsed target and the body's bytes.
  */
 function addSnapshotRoute(
-  app: Hono<AppEnv>,
+  app: Hono,
   deps: AppDeps,
   admission: SnapshotAdmission,
   work: SnapshotWork,
@@ -306,7 +302,7 @@ function addSnapshotRoute(
 
 /** The demo, health and the API description; the first and last are fixed, so built once. */
 function addFreeRoutes(
-  app: Hono<AppEnv>,
+  app: Hono,
   deps: AppDeps,
   admission: SnapshotAdmission,
   checkShape: ShapeCheck,
@@ -368,7 +364,7 @@ function perBaseUrl<T>(make: (baseUrl: string) => T): (baseUrl: string) => T {
  * Discovery for agents (docs/contract.md §7.9): the x402 resource list, llms.txt, and the icon.
  * Cacheable like the other fixed documents.
  */
-function addAgentRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
+function addAgentRoutes(app: Hono, deps: AppDeps): void {
   const facts = serviceFacts(deps);
   const cacheable = { "cache-control": STATIC_CACHE_CONTROL };
   const resourceList = perBaseUrl((baseUrl) =>
@@ -399,7 +395,7 @@ function addAgentRoutes(app: Hono<AppEnv>, deps: AppDeps): void {
  * API reference); HTML, not JSON.
  */
 function addPageRoutes(
-  app: Hono<AppEnv>,
+  app: Hono,
   deps: AppDeps,
   trusted: TrustedProxies,
   { work, admission }: { work: SnapshotWork; admission: SnapshotAdmission },
@@ -444,7 +440,7 @@ function addPageRoutes(
 }
 
 /** 405 with Allow on known paths, 404 elsewhere, and the last-resort 500. */
-function addFallbacks(app: Hono<AppEnv>, log: Logger, paysAndScans: boolean): void {
+function addFallbacks(app: Hono, log: Logger, paysAndScans: boolean): void {
   const allowed = Object.entries(ALLOWED_METHODS);
   if (paysAndScans) allowed.push([PATHS.payAndScan, "POST"]);
   for (const [path, allow] of allowed) {

@@ -4,7 +4,6 @@
  */
 export { SnapshotAdmission } from "./admission.js";
 export { ROUTES, createApp } from "./app.js";
-export type { AppEnv } from "./app.js";
 export { createChallengeFastPath } from "./challenge-fast-path.js";
 export type { NodeFront } from "./challenge-fast-path.js";
 export { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "./mcp-tools.js";
@@ -21,7 +20,6 @@ export type { ReadinessCheck } from "./readiness.js";
 export { startServer } from "./server.js";
 export type { RunningServer, ServerTimeouts } from "./server.js";
 export { MAX_BODY_BYTES } from "./snapshot-input.js";
-export type { SnapshotInput } from "./snapshot-input.js";
 export { ServiceMetrics, metricsApp } from "./metrics.js";
 export { createRequestObserver } from "./request-log.js";
 export type { RequestObserver } from "./request-log.js";

@@ -127,9 +127,14 @@ function addPayAndScan<E extends Env>(
       answer.headers.set("retry-after", String(retryAfterSeconds(reserved.retryAfterMs)));
       return answer;
     }
+    // Without payment the service is free, the form too (as POST /v1/snapshot then).
+    if (!payment) {
+      const scanned = await unpaidScan(c, routes, form);
+      return page(facts, scanned, scanned.kind === "refused" ? scanned.status : 200);
+    }
     const resourceUrl = `${facts.serviceUrl}${PATHS.snapshot}`;
-    const offered = await payment?.offers(resourceUrl);
-    if (!payment || !offered) {
+    const offered = await payment.offers(resourceUrl);
+    if (!offered) {
       await budget.refund(visitor);
       return page(facts, paymentDown(url), 503);
     }
@@ -151,6 +156,23 @@ function addPayAndScan<E extends Env>(
     const receipt = { transaction, ...(from !== undefined && { payer: from }) };
     return page(facts, { kind: "report", url, report, receipt }, 200);
   });
+}
+
+/** The scan of a service without payment: as its free POST /v1/snapshot, under the same slots. */
+async function unpaidScan(
+  c: Context,
+  routes: ScanRoutes,
+  { url, target }: { url: string; target: SnapshotTarget },
+): Promise<ScanOutcome> {
+  const busy = routes.admission.enter();
+  if (busy) return refused(url, busy);
+  try {
+    const answer = await routes.work(target, c.req.raw.signal);
+    if (answer.status !== 200) return refused(url, answer);
+    return { kind: "report", url, report: JSON.parse(answer.body) as SnapshotResult };
+  } finally {
+    routes.admission.leave();
+  }
 }
 
 type FormRead =

@@ -12,7 +12,6 @@ import type { GateAnswers } from "./gate-answers.js";
 import type { WorkAdmission } from "./ledger.js";
 import type { ResourceOffers } from "./offers.js";
 import type { PaidCalls } from "./paid-call.js";
-import { catalogueAnswer } from "./paid-route.js";
 import { readEncodedProof } from "./proof.js";
 
 /** One paid call of the form. */
@@ -78,7 +77,7 @@ export function createFormPayment(
             answer: errorAnswer(402, `Unreadable payment proof: ${outcome.why}.`),
           };
         default:
-          return { kind: "not_paid", answer: catalogueAnswer(outcome, answers) };
+          return { kind: "not_paid", answer: answers.of(outcome) };
       }
     },
   };

@@ -12,7 +12,7 @@ import type { x402HTTPResourceServer } from "@x402/core/server";
 import { HonoAdapter } from "@x402/hono";
 import type { KeptAnswer } from "../store/index.js";
 import type { SnapshotTarget } from "../snapshot/index.js";
-import { CLIENT_GONE, PAYMENT_FAILED, paymentConflict } from "./answer-catalogue.js";
+import { PAYMENT_FAILED } from "./answer-catalogue.js";
 import { toResponse, type Answer } from "./answer.js";
 import {
   challengeAnswer,
@@ -112,33 +112,7 @@ async function answerOf(
         ? refusalAnswer(offered, outcome.reason, outcome.message, v1Body)
         : PAYMENT_FAILED;
     default:
-      return catalogueAnswer(outcome, parts.answers);
-  }
-}
-
-/** The outcomes every door answers alike: the catalogue's answers (answer-catalogue.ts). */
-export type CatalogueOutcome = Exclude<
-  PaidCallOutcome,
-  { kind: "paid" | "payment_required" | "unreadable_proof" | "refused" }
->;
-
-export function catalogueAnswer(outcome: CatalogueOutcome, answers: GateAnswers): Answer {
-  switch (outcome.kind) {
-    case "offers_failed":
-      return PAYMENT_FAILED;
-    case "unpaid":
-      return outcome.answer;
-    case "client_gone":
-      // Nobody receives it; the status is for the log.
-      return CLIENT_GONE;
-    case "conflict":
-      return paymentConflict(outcome.code, outcome.retryAfterSeconds);
-    case "over_budget":
-      return answers.overBudget(outcome.retryAfterMs);
-    case "unavailable":
-      return answers.unavailable(outcome.code);
-    case "store_down":
-      return answers.storeDown();
+      return parts.answers.of(outcome);
   }
 }
 

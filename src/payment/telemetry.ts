@@ -1,5 +1,3 @@
-import type { Context } from "hono";
-
 /**
  * What the payment layer tells about its work, for metrics (docs/operations.md, "Metrics"). The
  * layer only calls these; the service implements them (src/http/metrics.ts), tests and the
@@ -48,16 +46,3 @@ export const NO_PAYMENT_EVENTS: PaymentEvents = {
   rateLimited: () => {},
   storeError: () => {},
 };
-
-/** The generation of a request's proof, by its header; undefined without one. */
-export function proofVersion(
-  header: (name: string) => string | undefined,
-): ProtocolVersion | undefined {
-  if (header("payment-signature")) return "2";
-  return header("x-payment") ? "1" : undefined;
-}
-
-/** The x402 generation of a paid request, by its proof header (v2 when unsure). */
-export function versionOf(c: Context): ProtocolVersion {
-  return proofVersion((name) => c.req.header(name)) ?? "2";
-}

@@ -83,7 +83,7 @@ async function proofFor(challenge: Response, account: PrivateKeyAccount) {
 
 describe("back-pressure", () => {
   it(
-    "over SNAPSHOT_MAX_CONCURRENCY a paid request is 503 before verify: nothing moves, its proof pays later",
+    "over SNAPSHOT_MAX_CONCURRENCY a paid request is 503 once verified, before settle: nothing moves, its proof pays later",
     { timeout: 120_000 },
     async () => {
       const admission = new SnapshotAdmission(1);
@@ -107,8 +107,12 @@ describe("back-pressure", () => {
       const calls = { verifies: proxy.verifies.seen, settles: proxy.settles.seen };
       const refused = await post(base, secondProof);
       expect(refused.status).toBe(503);
-      // Refused before verify: the facilitator never heard of it, and nothing of it moved.
-      expect({ verifies: proxy.verifies.seen, settles: proxy.settles.seen }).toEqual(calls);
+      // The slot is taken once the proof verified (a junk proof holds none): verified, refused
+      // a slot, never settled, and nothing of it moved.
+      expect({ verifies: proxy.verifies.seen, settles: proxy.settles.seen }).toEqual({
+        verifies: calls.verifies + 1,
+        settles: calls.settles,
+      });
       expect(await devnet.balanceOf(second.address)).toBe(secondBefore);
       expect(refused.headers.get("retry-after")).toMatch(/^[1-9]\d*$/);
       expect(((await refused.json()) as { error: string }).error).toMatch(/Nothing was charged/);
@@ -121,7 +125,7 @@ describe("back-pressure", () => {
       expect(done.status).toBe(200);
       expect(admission.inFlight).toBe(0);
 
-      // The refused proof was never verified nor claimed: it pays normally now.
+      // The refused proof was left claimed, never settled: it pays normally now.
       const retried = await post(base, secondProof);
       expect(retried.status).toBe(200);
       expect(retried.headers.get("payment-response")).toBeTruthy();

@@ -237,7 +237,9 @@ describe("every header of each answer, each name once and each value exact", () 
   });
 
   it("503 from a draining instance", async () => {
-    const draining = await post(drained.url, body(), { "payment-signature": NO_PROOF });
+    // A genuine proof: the slot is refused once it verified, nothing settled.
+    const proof = await v2ProofFor(drained.url, target.url, devnet.payer(1));
+    const draining = await post(drained.url, body(), proof);
     expectHeaders(draining, 503, {
       "cache-control": "no-store",
       "content-type": JSON_TYPE,
