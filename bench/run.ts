@@ -7,6 +7,7 @@
  *   npm run bench -- observatory          our scan vs MDN Observatory's (root: ports 80/443)
  *   npm run bench -- payment
  *   npm run bench -- mcp
+ *   npm run bench -- reshape [--old <commit>]   an older commit's paid call beside this tree's
  *   npm run bench -- startup
  *   npm run bench -- fleet | redis402 | trickle | store
  *
@@ -21,6 +22,7 @@ const PARTS = [
   "observatory",
   "payment",
   "mcp",
+  "reshape",
   "startup",
   "hostile",
   "telemetry",
