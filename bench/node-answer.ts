@@ -13,7 +13,7 @@
 import { ServerResponse } from "node:http";
 import { sendNodeAnswer } from "../src/http/node-answer.js";
 import { challengeExample, type Answer } from "../src/payment/index.js";
-import { ANY_ORIGIN_CORS, CORS_HEADERS } from "../src/http/cors.js";
+import { ANY_ORIGIN_CORS, CORS_HEADERS } from "../src/http/guards/cors.js";
 import { summarise } from "./lib/stats.js";
 
 const BATCH = 20_000;

@@ -107,7 +107,7 @@ async function bundle(root, outdir) {
 /**
  * `secsnap mcp`'s first answers (initialize, tools/list), recorded from the SDK by the bundle just
  * built, beside its chunks: the command answers from them while the SDK loads
- * (src/cli/mcp-listing.ts).
+ * (src/cli/mcp/listing.ts).
  */
 function recordMcpListing(outdir) {
   const run = spawnSync(

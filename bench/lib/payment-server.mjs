@@ -1,8 +1,8 @@
 /**
  * The service under load for the payment benchmark, bundled as the CLI is (bench/lib/bundled.ts)
  * and run by plain `node`, as `secsnap serve` runs in production: no TypeScript loader in it.
- * Wired as src/cli/serve.ts wires it (the unpaid-challenge fast path in front of the app, the
- * per-client rate limit on both; its budget is set above what one run sends a minute), plus
+ * Wired as src/cli/serve/command.ts wires it (the unpaid-challenge fast path in front of the app,
+ * the per-client rate limit on both; its budget is set above what one run sends a minute), plus
  * metrics and one JSON log line per request, written to /dev/null with one write each), plus
  * a bare node:http server replaying the exact bytes of its 402 (the floor the answer's size sets).
  * Sends `{ url, bareUrl }` over IPC once both listen, answers "cpu" with `{ cpu }` (its CPU time
@@ -12,7 +12,7 @@ import { Buffer } from "node:buffer";
 import { openSync, writeSync } from "node:fs";
 import { createServer } from "node:http";
 import { RateLimiterMemory } from "rate-limiter-flexible";
-import { createLogger } from "../../src/cli/logger.js";
+import { createLogger } from "../../src/cli/serve/logger.js";
 import {
   ClientRateLimit,
   ROUTES,

@@ -5,7 +5,7 @@
  * Sends `{ plain, metrics, logged }` URLs over IPC; answers "cpu" with its CPU time (µs).
  */
 import { openSync, writeSync } from "node:fs";
-import { createLogger } from "../../src/cli/logger.js";
+import { createLogger } from "../../src/cli/serve/logger.js";
 import {
   ROUTES,
   ServiceMetrics,

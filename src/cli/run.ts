@@ -13,15 +13,15 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
   },
   serve: {
     summary: "Start the HTTP API (configured by environment variables)",
-    load: async () => (await import("./serve.js")).serveCommand,
+    load: async () => (await import("./serve/command.js")).serveCommand,
   },
   pay: {
     summary: "Pay for one live snapshot with x402 and print the report",
-    load: async () => (await import("./pay.js")).payCommand,
+    load: async () => (await import("./pay/command.js")).payCommand,
   },
   mcp: {
     summary: "Serve MCP on stdio for MCP hosts: tools that pay the API for reports (x402)",
-    load: async () => (await import("./mcp.js")).mcpCommand,
+    load: async () => (await import("./mcp/command.js")).mcpCommand,
   },
   facilitator: {
     summary: "Run the x402 facilitator (verify and settle payments) from FACILITATOR_* variables",

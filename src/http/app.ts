@@ -19,24 +19,28 @@ import { demoSnapshot, type SnapshotEngine, type UrlPolicy } from "../snapshot/i
 import { SERVICE_VERSION } from "../version.js";
 import { DEFAULT_PRICE_USDC, NETWORK_IDS, type OperatorContact } from "../config.js";
 import { PATHS, ROUTE_TABLE } from "../routes.js";
-import { SnapshotAdmission } from "./admission.js";
-import { readBodyText } from "./body.js";
-import { TrustedProxies, clientAddress } from "./client-ip.js";
-import { CORS_EXPOSED, CORS_HEADERS, CORS_PREFLIGHT, ownOrigin } from "./cors.js";
+import { SnapshotAdmission } from "./guards/admission.js";
+import { readBodyText } from "./request-body.js";
+import { TrustedProxies, clientAddress } from "./guards/client-ip.js";
+import { CORS_EXPOSED, CORS_HEADERS, CORS_PREFLIGHT, ownOrigin } from "./guards/cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
-import { llmsTxt, wellKnownX402 } from "./agent-documents.js";
-import { hostGuard } from "./host-rule.js";
-import { mcpHostGuard } from "./mcp-host.js";
-import { addMcpRoute, type McpCallBudget } from "./mcp.js";
-import { FAVICON_CACHE_CONTROL, FAVICON_ICO, FAVICON_SVG } from "./favicon.js";
-import { STATIC_CACHE_CONTROL, createOpenApiDocument, type ServiceFacts } from "./openapi.js";
-import { HealthSchema, ReadinessSchema } from "./openapi-components.js";
-import { ClientRateLimit } from "./rate-limit.js";
-import { cachedCheck, readinessAnswer, type ReadinessCheck } from "./readiness.js";
-import { DemoSnapshotResultSchema, SnapshotErrorBodySchema } from "./report-schemas.js";
-import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS, renderPage } from "./page.js";
-import { addReferenceRoutes } from "./reference.js";
-import { addScanRoutes } from "./page-scan.js";
+import { llmsTxt, wellKnownX402 } from "./documents/llms-and-well-known.js";
+import { hostGuard } from "./guards/host-rule.js";
+import { mcpHostGuard } from "./guards/mcp-host.js";
+import { addMcpRoute, type McpCallBudget } from "./mcp/route.js";
+import { FAVICON_CACHE_CONTROL, FAVICON_ICO, FAVICON_SVG } from "./page/favicon.js";
+import {
+  STATIC_CACHE_CONTROL,
+  createOpenApiDocument,
+  type ServiceFacts,
+} from "./documents/openapi.js";
+import { HealthSchema, ReadinessSchema } from "./documents/openapi-components.js";
+import { ClientRateLimit } from "./guards/rate-limit.js";
+import { cachedCheck, readinessAnswer, type ReadinessCheck } from "./operations/readiness.js";
+import { DemoSnapshotResultSchema, SnapshotErrorBodySchema } from "./documents/report-schemas.js";
+import { PAGE_CACHE_CONTROL, PAGE_SECURITY_HEADERS, renderPage } from "./page/home.js";
+import { addReferenceRoutes } from "./page/api-reference.js";
+import { addScanRoutes } from "./page/scan-form.js";
 import { MAX_BODY_BYTES, checkSnapshotRequest, snapshotErrorAnswer } from "./snapshot-input.js";
 import { shapeChecker, snapshotWork, type ShapeCheck, type SnapshotWork } from "./snapshot-work.js";
 
@@ -57,7 +61,7 @@ export interface AppDeps {
   mcpPayment?: McpPayment;
   /** The page's devnet form as a door of the paid call (the payment gate's `form`). */
   formPayment?: FormPayment;
-  /** The unpaid `tools/call snapshot` on POST /mcp answered without the SDK; default on (mcp.ts). */
+  /** The unpaid `tools/call snapshot` on POST /mcp answered without the SDK; default on (mcp/route.ts). */
   mcpUnpaidFastPath?: boolean;
   /** The configured price the API description states (X402_PRICE_USDC); default its default. */
   priceUsdc?: string;
@@ -242,8 +246,8 @@ function corsMiddleware(): MiddlewareHandler {
 
 /**
  * CORS in devnet and local mode: the headers of corsMiddleware, with the request's `Origin` in
- * place of `*`, and only for the service's own origins (cors.ts, ownOrigin); other origins get
- * none, and their preflight allows nothing.
+ * place of `*`, and only for the service's own origins (guards/cors.ts, ownOrigin); other origins
+ * get none, and their preflight allows nothing.
  */
 function ownOriginCors(publicUrl: string | undefined): MiddlewareHandler {
   const own = ownOrigin(publicUrl);
@@ -391,7 +395,7 @@ function addAgentRoutes(app: Hono, deps: AppDeps): void {
 }
 
 /**
- * GET / (the page), its scan form's routes (page-scan.ts) and GET /reference (the interactive
+ * GET / (the page), its scan form's routes (page/scan-form.ts) and GET /reference (the interactive
  * API reference); HTML, not JSON.
  */
 function addPageRoutes(

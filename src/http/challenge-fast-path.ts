@@ -3,12 +3,12 @@ import type { PaymentGate } from "../payment/index.js";
 import type { UrlPolicy } from "../snapshot/index.js";
 import { PATHS } from "../routes.js";
 import type { Answer } from "../payment/index.js";
-import { readNodeBody, type BodyText } from "./body.js";
-import { TrustedProxies, clientAddress } from "./client-ip.js";
-import { nodeCors } from "./cors.js";
+import { readNodeBody, type BodyText } from "./request-body.js";
+import { TrustedProxies, clientAddress } from "./guards/client-ip.js";
+import { nodeCors } from "./guards/cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { sendNodeAnswer } from "./node-answer.js";
-import type { ClientRateLimit } from "./rate-limit.js";
+import type { ClientRateLimit } from "./guards/rate-limit.js";
 import { MAX_BODY_BYTES, checkSnapshotRequest, snapshotErrorAnswer } from "./snapshot-input.js";
 
 /**
@@ -90,8 +90,8 @@ function joinedHeader(req: IncomingMessage, name: string): string | undefined {
  * unpaid answer to reach its throughput target (docs/benchmarks.md "Payment"). It is served here,
  * in front of Hono, from the same parts the route uses: checkSnapshotRequest for
  * docs/contract.md §3 (so a bad input gets the route's own 400), the gate's prepared
- * challenge (so the 402 is byte for byte the SDK's) and the app's CORS for the mode (cors.ts).
- * Everything else, and the first unpaid request per URL, goes through Hono.
+ * challenge (so the 402 is byte for byte the SDK's) and the app's CORS for the mode
+ * (guards/cors.ts). Everything else, and the first unpaid request per URL, goes through Hono.
  */
 export function createChallengeFastPath(options: ChallengeFastPathOptions): NodeFront {
   const log = options.log ?? ((message, error) => console.error(message, error ?? ""));

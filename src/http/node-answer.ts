@@ -1,6 +1,6 @@
 import type { ServerResponse } from "node:http";
 import type { Answer } from "../payment/index.js";
-import { ANY_ORIGIN_CORS } from "./cors.js";
+import { ANY_ORIGIN_CORS } from "./guards/cors.js";
 
 /** An answer as Node writes it: its headers as one flat list `[name, value, …]`, and its body. */
 interface Encoded {
@@ -19,8 +19,8 @@ function encode(answer: Answer): Encoded {
 
 /**
  * The Node adapter: sends an answer on a raw Node response, with `cors` (a flat list of the CORS
- * headers for this request, cors.ts) and `requestId` as X-Request-Id. All headers go in the one
- * writeHead, as the flat list Node takes publicly, and the body as a Buffer, so Node writes the
+ * headers for this request, guards/cors.ts) and `requestId` as X-Request-Id. All headers go in the
+ * one writeHead, as the flat list Node takes publicly, and the body as a Buffer, so Node writes the
  * head as its own latin1 chunk; Node checks each header as it writes it. Headers set on the
  * response before are kept, unless the answer names them too.
  */

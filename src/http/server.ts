@@ -5,7 +5,7 @@ import ipaddr from "ipaddr.js";
 import { getRequestListener } from "@hono/node-server";
 import type { Config } from "../config.js";
 import type { NodeFront } from "./challenge-fast-path.js";
-import type { RequestObserver } from "./request-log.js";
+import type { RequestObserver } from "./operations/request-log.js";
 
 /** Anything with a fetch handler, such as the Hono app of createApp. */
 export interface FetchApp {

@@ -6,7 +6,7 @@ import {
   type SnapshotTarget,
   type UrlPolicy,
 } from "../snapshot/index.js";
-import type { BodyText } from "./body.js";
+import type { BodyText } from "./request-body.js";
 import { invalidInput } from "./errors.js";
 
 /** The POST body limit (docs/contract.md §3.1), enforced while the body is read. */

@@ -1,7 +1,7 @@
 import type * as z from "zod";
 import { jsonAnswer, type Answer } from "../payment/index.js";
 import { SnapshotError, type SnapshotEngine, type SnapshotTarget } from "../snapshot/index.js";
-import { SnapshotErrorBodySchema, SnapshotResultSchema } from "./report-schemas.js";
+import { SnapshotErrorBodySchema, SnapshotResultSchema } from "./documents/report-schemas.js";
 import { snapshotErrorAnswer, snapshotErrorBody } from "./snapshot-input.js";
 
 type Logger = (message: string, error?: unknown) => void;

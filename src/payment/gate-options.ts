@@ -2,14 +2,14 @@ import type { Network } from "@x402/core/types";
 import { NETWORK_IDS } from "../config.js";
 import type { PaymentConfig } from "../config.js";
 import type { PaymentRecordStore } from "../store/index.js";
-import { createCdpAuthHeaders } from "./cdp-auth.js";
+import { createCdpAuthHeaders } from "./facilitator/cdp-auth.js";
 import {
   DEFAULT_FACILITATOR_TIMEOUT_MS,
   ResilientFacilitatorClient,
-} from "./facilitator-client.js";
-import type { FacilitatorClientOptions } from "./facilitator-client.js";
-import { memoryPayerBudget, type PayerBudget } from "./payer-budget.js";
-import type { RouteOffer } from "./route.js";
+} from "./facilitator/client.js";
+import type { FacilitatorClientOptions } from "./facilitator/client.js";
+import { memoryPayerBudget, type PayerBudget } from "./ledger/payer-budget.js";
+import type { RouteOffer } from "./x402/priced-route.js";
 import type { PaymentEvents } from "./telemetry.js";
 
 /** What the payment gate is told, its defaults, and how the validated environment fills it. */

@@ -1,11 +1,11 @@
-import type { Answer } from "./answer.js";
-import { RpcChainReader } from "./chain.js";
-import { PreparedChallenges } from "./challenge.js";
-import { snapshotOutputSchemaV1 } from "./discovery.js";
-import { FacilitatorReadiness } from "./facilitator-readiness.js";
-import { createFormPayment, type FormPayment } from "./form-payment.js";
-import { requiredKinds } from "./facilitator-support.js";
-import { GateAnswers } from "./gate-answers.js";
+import type { Answer } from "./answers/answer.js";
+import { RpcChainReader } from "./ledger/chain-check.js";
+import { PreparedChallenges } from "./x402/challenge.js";
+import { snapshotOutputSchemaV1 } from "./x402/bazaar-discovery.js";
+import { FacilitatorReadiness } from "./facilitator/readiness.js";
+import { createFormPayment, type FormPayment } from "./doors/page-form.js";
+import { requiredKinds } from "./facilitator/support.js";
+import { GateAnswers } from "./answers/gate-answers.js";
 import {
   DEFAULT_PAID_RECORD_TTL_MS,
   DEFAULT_PROOF_RELEASES,
@@ -13,17 +13,17 @@ import {
   payerBudgetFor,
   type PaymentGateOptions,
 } from "./gate-options.js";
-import { DEFAULT_LEASE_MS, PaymentLedger } from "./ledger.js";
-import { createMcpPayment, type McpPayment } from "./mcp.js";
-import { ResourceOffers } from "./offers.js";
+import { DEFAULT_LEASE_MS, PaymentLedger } from "./ledger/ledger.js";
+import { createMcpPayment, type McpPayment } from "./doors/mcp-tool.js";
+import { ResourceOffers } from "./x402/resource-offers.js";
 import { PaidCalls } from "./paid-call.js";
-import { createPaidRoute, type PaidRoute } from "./paid-route.js";
-import { Reconciler } from "./reconciler.js";
-import { createSdkServers } from "./resource-server.js";
+import { createPaidRoute, type PaidRoute } from "./doors/http-route.js";
+import { Reconciler } from "./ledger/reconciler.js";
+import { createSdkServers } from "./x402/resource-server.js";
 import { NO_PAYMENT_EVENTS } from "./telemetry.js";
 
 export interface PaymentGate {
-  /** x402 over HTTP for POST /v1/snapshot, v1 and v2 (paid-route.ts). */
+  /** x402 over HTTP for POST /v1/snapshot, v1 and v2 (doors/http-route.ts). */
   route: PaidRoute;
   /**
    * The 402 challenge already prepared for this resource URL (the request URL, as the Hono
@@ -56,9 +56,9 @@ export interface PaymentGate {
   paidCallsUnderWay(): number;
   /** Stops the background reconciler (the store is the caller's to close). */
   close(): void;
-  /** x402 over MCP for POST /mcp's paid tool, on the same ledger (mcp.ts). */
+  /** x402 over MCP for POST /mcp's paid tool, on the same ledger (doors/mcp-tool.ts). */
   mcp: McpPayment;
-  /** The page's devnet form, paying from the devnet account (form-payment.ts). */
+  /** The page's devnet form, paying from the devnet account (doors/page-form.ts). */
   form: FormPayment;
 }
 
@@ -66,9 +66,9 @@ export interface PaymentGate {
 const DEFAULT_RECONCILE_INTERVAL_MS = 15_000;
 
 /**
- * x402 payment for the paid call: the core (paid-call.ts) over the payment ledger (ledger.ts),
- * the state machine that owns each step over its durable record, with a door per transport —
- * POST /v1/snapshot (paid-route.ts) and MCP (mcp.ts).
+ * x402 payment for the paid call: the core (paid-call.ts) over the payment ledger
+ * (ledger/ledger.ts), the state machine that owns each step over its durable record, with a door
+ * per transport — POST /v1/snapshot (doors/http-route.ts) and MCP (doors/mcp-tool.ts).
  *
  * Why not @x402/hono's middleware: it runs verify → handler → settle as one opaque step, so
  * nothing can be written between them, a lost or `settlement_pending` settle answer becomes a
@@ -79,7 +79,7 @@ const DEFAULT_RECONCILE_INTERVAL_MS = 15_000;
  *
  * Beside it: a proof nobody can read is a 402 saying why; the facilitator down is a 503 +
  * Retry-After, and a dead one costs no /supported round trip per request; the unpaid challenge
- * is built once per resource URL (challenge.ts); x402 v1 is served beside v2 (v1.ts).
+ * is built once per resource URL (x402/challenge.ts); x402 v1 is served beside v2 (x402/v1.ts).
  */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const log = options.log ?? ((line: string) => console.error(line));

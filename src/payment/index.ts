@@ -2,8 +2,8 @@
  * The payment layer's public face: x402 for the paid route, its answers, and the stores a
  * shared deployment replaces. Other folders import only from here.
  */
-export { NO_STORE, jsonAnswer, toResponse } from "./answer.js";
-export type { Answer } from "./answer.js";
+export { NO_STORE, jsonAnswer, toResponse } from "./answers/answer.js";
+export type { Answer } from "./answers/answer.js";
 export {
   ANSWER_CATALOGUE,
   DRAINING,
@@ -18,25 +18,25 @@ export {
   requestRefused,
   retryAfterSeconds,
   tooManyRefusedProofs,
-} from "./answer-catalogue.js";
-export type { AnswerCode } from "./answer-catalogue.js";
-export { SnapshotRequestSchema } from "./discovery.js";
-export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator-client.js";
+} from "./answers/catalogue.js";
+export type { AnswerCode } from "./answers/catalogue.js";
+export { SnapshotRequestSchema } from "./x402/bazaar-discovery.js";
+export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facilitator/client.js";
 export { createPaymentGate } from "./gate.js";
-export { whenSent } from "./paid-route.js";
-export type { PaidRoute, RouteCall } from "./paid-route.js";
-export type { FormPayment } from "./form-payment.js";
+export { whenSent } from "./doors/http-route.js";
+export type { PaidRoute, RouteCall } from "./doors/http-route.js";
+export type { FormPayment } from "./doors/page-form.js";
 export type { PaymentGate } from "./gate.js";
 export { paidRecordOptionsFromConfig, paymentGateOptionsFromConfig } from "./gate-options.js";
 export type { PaidRequestTimings, PaymentGateOptions } from "./gate-options.js";
-export { RateLimiterPayerBudget, memoryPayerBudget } from "./payer-budget.js";
+export { RateLimiterPayerBudget, memoryPayerBudget } from "./ledger/payer-budget.js";
 export { KEY_PREFIX, REDIS_COMMAND_TIMEOUT_MS } from "../store/index.js";
 export { createSharedState } from "./shared-state.js";
 export type { SharedState } from "./shared-state.js";
-export { carriesProof } from "./proof.js";
-export type { McpPayment, McpToolResult } from "./mcp.js";
-export { usdcAmount } from "./route.js";
-export { challengeExample } from "./challenge-example.js";
+export { carriesProof } from "./x402/proof.js";
+export type { McpPayment, McpToolResult } from "./doors/mcp-tool.js";
+export { usdcAmount } from "./x402/priced-route.js";
+export { challengeExample } from "./x402/challenge-example.js";
 export type {
   FacilitatorOperation,
   FacilitatorResult,

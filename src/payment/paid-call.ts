@@ -10,11 +10,11 @@ import type { x402ResourceServer } from "@x402/core/server";
 import type { PaymentRequired } from "@x402/core/types";
 import type { KeptAnswer } from "../store/index.js";
 import type { SnapshotTarget } from "../snapshot/index.js";
-import { paymentIdOf } from "./authorization.js";
-import type { FacilitatorReadiness } from "./facilitator-readiness.js";
-import type { PaidOutcome, PaymentLedger, WorkAdmission } from "./ledger.js";
-import { matchOffer } from "./match.js";
-import type { ProofReading } from "./proof.js";
+import { paymentIdOf } from "./ledger/authorization.js";
+import type { FacilitatorReadiness } from "./facilitator/readiness.js";
+import type { PaidOutcome, PaymentLedger, WorkAdmission } from "./ledger/ledger.js";
+import { matchOffer } from "./x402/offer-match.js";
+import type { ProofReading } from "./x402/proof.js";
 import type { PaymentEvents } from "./telemetry.js";
 
 /** A proof as a door found it: the generation of the slot it came in, and its reading. */

@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis } from "rate-limiter-flexible";
 import type { RateLimiterAbstract } from "rate-limiter-flexible";
 import { describeError } from "./describe-error.js";
-import { RateLimiterPayerBudget, type PayerBudget } from "./payer-budget.js";
+import { RateLimiterPayerBudget, type PayerBudget } from "./ledger/payer-budget.js";
 import { KEY_PREFIX, createRedisClient } from "../store/index.js";
 
 /** A rate budget: `points` per `durationSeconds` per key, counted under `keyPrefix`. */
@@ -21,7 +21,7 @@ export interface SharedState {
   readonly kind: "memory" | "redis";
   /** A rate limiter over the shared counters (memory or Redis, the same API). */
   limiterFor(options: LimiterOptions): RateLimiterAbstract;
-  /** The per-payer unpaid-snapshot budget (payer-budget.ts) over `limiterFor`. */
+  /** The per-payer unpaid-snapshot budget (ledger/payer-budget.ts) over `limiterFor`. */
   payerBudget(perMinute: number): PayerBudget;
   /** "down" when Redis does not answer a PING within the command timeout; memory is always up. */
   ping(): Promise<"ok" | "down">;
@@ -36,7 +36,7 @@ export interface SharedState {
 export interface SharedStateOptions {
   /** REDIS_URL; unset: memory. */
   redisUrl?: string | undefined;
-  /** One short line per event; the caller rate-limits it (src/cli/rate-limited-log.ts). */
+  /** One short line per event; the caller rate-limits it (src/cli/serve/rate-limited-log.ts). */
   log?: (line: string) => void;
   /** Told of every error of the Redis connection (a metric). */
   onError?: () => void;

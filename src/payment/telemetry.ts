@@ -1,7 +1,7 @@
 /**
  * What the payment layer tells about its work, for metrics (docs/operations.md, "Metrics"). The
- * layer only calls these; the service implements them (src/http/metrics.ts), tests and the
- * benchmarks leave the no-op default.
+ * layer only calls these; the service implements them (src/http/operations/metrics.ts), tests and
+ * the benchmarks leave the no-op default.
  */
 
 /** x402 protocol generation of a paid request: "2" (PAYMENT-SIGNATURE) or "1" (X-PAYMENT). */

@@ -9,9 +9,10 @@ import type { TlsSection } from "./rules/tls.js";
 /**
  * The report shapes of docs/contract.md §2, as the engine builds them: plain types, so the engine
  * loads no schema library (docs/benchmarks.md "Start-up"). Their zod schemas, which check
- * answers and make the OpenAPI document, are the HTTP layer's (src/http/report-schemas.ts), and
- * `tsc` fails if the two differ. Key order is that of docs/contract.md §2.1; the check fields and
- * `checks` follow the rules registry (rules/registry.ts), which a test holds them to.
+ * answers and make the OpenAPI document, are the HTTP layer's
+ * (src/http/documents/report-schemas.ts), and `tsc` fails if the two differ. Key order is that of
+ * docs/contract.md §2.1; the check fields and `checks` follow the rules registry
+ * (rules/registry.ts), which a test holds them to.
  */
 
 /** Each check's value by check name: the `checks` object of a report. */

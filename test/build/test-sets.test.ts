@@ -95,13 +95,13 @@ const testFiles = ["src", "test"]
 describe("the fast test set", () => {
   it("finds what starts the devnet, Redis, HAProxy, Chromium or a network namespace", () => {
     for (const file of [
-      "test/http/metrics.e2e.test.ts",
+      "test/http/operations/metrics.e2e.test.ts",
       "test/store/redis.e2e.test.ts",
       "test/http/server-haproxy.e2e.test.ts",
-      "test/http/page.browser.test.ts",
+      "test/http/page/home.browser.test.ts",
       "test/snapshot/cloud-host-services.e2e.test.ts",
-      "test/cli/serve.e2e.test.ts",
-      "test/cli/pay.e2e.test.ts",
+      "test/cli/serve/serve.e2e.test.ts",
+      "test/cli/pay/pay.e2e.test.ts",
     ]) {
       expect(slowPath(file), file).toBeDefined();
     }

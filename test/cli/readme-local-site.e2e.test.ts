@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { closedPort } from "../fixtures/targets.js";
 import { ROOT, cleanEnv, waitForLine, type CliRun } from "./run.js";
 

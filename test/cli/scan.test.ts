@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SnapshotErrorBodySchema, SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import {
+  SnapshotErrorBodySchema,
+  SnapshotResultSchema,
+} from "../../src/http/documents/report-schemas.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";
 import { cleanEnv, runCli } from "./run.js";

@@ -1,7 +1,7 @@
 /**
  * HOST (docs/contract.md §6.1): production listens on every address by default; devnet and local
  * mode on loopback. Devnet mode honours another HOST; local mode refuses one that is not loopback,
- * with one error naming HOST (§6.2; the CLI prints it as its one line, test/cli/serve-exposure.e2e.test.ts).
+ * with one error naming HOST (§6.2; the CLI prints it as its one line, test/cli/serve/exposure.e2e.test.ts).
  */
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";

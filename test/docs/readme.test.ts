@@ -13,7 +13,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { expect, it } from "vitest";
 import { ROOT, cleanEnv } from "../cli/run.js";
 import { closedPort } from "../fixtures/targets.js";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { ALL_FINDINGS } from "../../src/snapshot/rules/registry.js";
 import { buildReport, type SnapshotResult } from "../../src/snapshot/result.js";
 

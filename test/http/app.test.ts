@@ -80,7 +80,7 @@ describe("free endpoints", () => {
 });
 
 describe("unknown paths and methods", () => {
-  // "/" is the page for people now (test/http/page.test.ts).
+  // "/" is the page for people now (test/http/page/home.test.ts).
   it.each(["/index.html", "/v1", "/v1/snapshot/extra", "/v2/snapshot", "/HEALTH", "/%zz"])(
     "%s is 404 JSON",
     async (path) => {

@@ -12,7 +12,7 @@ import type { PrivateKeyAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI, DEVNET_ACCOUNTS } from "../../src/devnet/constants.js";
 import { startFacilitator, type RunningFacilitator } from "../../src/facilitator/app.js";
-import { payCommand } from "../../src/cli/pay.js";
+import { payCommand } from "../../src/cli/pay/command.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import {
   PRICE_UNITS,

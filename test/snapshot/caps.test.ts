@@ -10,7 +10,7 @@ import type { IncomingMessage } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadSnapshotConfig } from "../../src/config.js";
 import type { SnapshotResult } from "../../src/snapshot/index.js";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";
 import {

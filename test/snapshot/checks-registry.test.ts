@@ -3,7 +3,7 @@
  * for the OpenAPI document); these tests keep them in step.
  */
 import { describe, expect, it } from "vitest";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { CHECKS, CHECK_NAMES } from "../../src/snapshot/index.js";
 
 const shape = SnapshotResultSchema.shape;

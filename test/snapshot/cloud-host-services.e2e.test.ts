@@ -11,7 +11,7 @@
  */
 import { spawn } from "node:child_process";
 import { beforeAll, describe, expect, it } from "vitest";
-import { SnapshotErrorBodySchema } from "../../src/http/report-schemas.js";
+import { SnapshotErrorBodySchema } from "../../src/http/documents/report-schemas.js";
 import {
   CLOUD_HOST_SERVICES_CHILD,
   CLOUD_SERVICES,

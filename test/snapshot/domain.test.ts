@@ -3,7 +3,7 @@
  * DNS fixture, the MTA-STS policy from a real HTTPS target named `mta-sts.<domain>`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import type { SnapshotEngine } from "../../src/snapshot/index.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotEngine, SnapshotResult } from "../../src/snapshot/index.js";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { SEVERITIES } from "../../src/snapshot/rules/finding.js";
 import { scoreOf } from "../../src/snapshot/rules/score.js";
 import { startDnsServer } from "../fixtures/dns-server.js";

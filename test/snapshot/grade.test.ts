@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotResult } from "../../src/snapshot/index.js";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { ALL_FINDINGS } from "../../src/snapshot/rules/registry.js";
 import { PENALTY, gradeCapOf, gradeOf, scoreOf } from "../../src/snapshot/rules/score.js";
 import type { Finding } from "../../src/snapshot/rules/finding.js";

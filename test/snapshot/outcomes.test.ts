@@ -9,7 +9,7 @@ import { createServer as createTcpServer } from "node:net";
 import type { AddressInfo, Server as TcpServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotEngine, SnapshotResult } from "../../src/snapshot/index.js";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { SnapshotError } from "../../src/snapshot/index.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";

@@ -5,7 +5,7 @@
  * ports as the real targets, record any connection that lands where it must not.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { startWithCanaryOnSamePort } from "../fixtures/canary.js";
 import type { Canary } from "../fixtures/canary.js";
 import { startDnsServer } from "../fixtures/dns-server.js";

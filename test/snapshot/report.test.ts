@@ -6,7 +6,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SnapshotEngine, SnapshotResult } from "../../src/snapshot/index.js";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { CHECK_NAMES } from "../../src/snapshot/index.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";

@@ -4,7 +4,7 @@
  * expiry, a 1024-bit RSA key, an http site's HTTPS probe, and the caps.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import type { SnapshotResult } from "../../src/snapshot/index.js";
 import type { SessionWaitOptions } from "../../src/snapshot/net/tls-sessions.js";
 import { startDnsServer } from "../fixtures/dns-server.js";

@@ -10,7 +10,10 @@ import { checkHeaders, snapshotNotes } from "../../src/snapshot/rules/index.js";
 import { checkSecurityTxt } from "../../src/snapshot/rules/security-txt.js";
 import { isHtml } from "../../src/snapshot/rules/well-known.js";
 import { BODY_LIMIT, readBody } from "../../src/snapshot/net/fetch.js";
-import { DemoSnapshotResultSchema, SnapshotResultSchema } from "../../src/http/report-schemas.js";
+import {
+  DemoSnapshotResultSchema,
+  SnapshotResultSchema,
+} from "../../src/http/documents/report-schemas.js";
 import { CHECK_NAMES, demoSnapshot } from "../../src/snapshot/index.js";
 import type { FileProbe } from "../../src/snapshot/types.js";
 import { evidenceOf } from "../fixtures/evidence.js";

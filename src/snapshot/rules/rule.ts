@@ -45,8 +45,8 @@ export type Judge = (e: Evidence) => Finding[];
 /**
  * A section of the report of the topic's own (docs/contract.md §9), after the fields of §2.1 and
  * the grade, in registry order. Its type is a member of `ReportSections` (result.ts) and its zod
- * schema sits beside the report's in src/http/report-schemas.ts (the engine loads no schema
- * library); `tsc` holds the three together.
+ * schema sits beside the report's in src/http/documents/report-schemas.ts (the engine loads no
+ * schema library); `tsc` holds the three together.
  */
 export interface Section<K extends string = string> {
   /** The report key. */
