@@ -43,6 +43,18 @@ export default {
       to: { path: "^src/config/" },
     },
     {
+      name: "doors-above-the-paid-call",
+      comment:
+        "the paid call (payment/paid-call.ts) and what it stands on never import a door of it " +
+        "(payment/doors/: HTTP, MCP, the page's form) nor the gate that puts them together",
+      severity: "error",
+      from: {
+        path: "^src/payment/",
+        pathNot: ["^src/payment/doors/", "^src/payment/(gate|index)\\.ts$"],
+      },
+      to: { path: ["^src/payment/doors/", "^src/payment/gate\\.ts$"] },
+    },
+    {
       name: "no-circular",
       severity: "error",
       from: { path: "^src/" },
