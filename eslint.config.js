@@ -22,7 +22,6 @@ const SHAPE_EXCEPTIONS = {
   "src/payment/ledger/ledger.ts": [FILE],
   "src/payment/ledger/reconciler.ts": [BRANCHES],
   "src/http/mcp/route.ts": [LINES, BRANCHES],
-  "src/http/page/scan-form.ts": [LINES],
   "src/cli/serve/payment.ts": [LINES],
   // To read the public paths from the one route table of the reshape.
   "src/http/documents/llms-and-well-known.ts": [LINES],

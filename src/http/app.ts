@@ -432,6 +432,7 @@ function addPageRoutes(
     urlPolicy: deps.urlPolicy,
     work,
     admission,
+    log: deps.log ?? ((message, error) => console.error(message, error ?? "")),
     ...(deps.formPayment && { payment: deps.formPayment }),
     clientOf: (c) => clientOf(c, trusted),
     ...(deps.failingFormScansPerClient !== undefined && {

@@ -25,7 +25,7 @@ export { FacilitatorUnavailableError, ResilientFacilitatorClient } from "./facil
 export { createPaymentGate } from "./gate.js";
 export { whenSent } from "./doors/http-route.js";
 export type { PaidRoute, RouteCall } from "./doors/http-route.js";
-export type { FormPayment } from "./doors/page-form.js";
+export type { FormOutcome, FormPayment } from "./doors/page-form.js";
 export type { PaymentGate } from "./gate.js";
 export { paidRecordOptionsFromConfig, paymentGateOptionsFromConfig } from "./gate-options.js";
 export type { PaidRequestTimings, PaymentGateOptions } from "./gate-options.js";

@@ -17,6 +17,7 @@ import {
   toResponse,
   whenSent,
   type Answer,
+  type FormOutcome,
   type FormPayment,
 } from "../../payment/index.js";
 import {
@@ -44,6 +45,8 @@ export interface ScanRoutes {
   /** The snapshot every door runs, and the slots it takes. */
   work: SnapshotWork;
   admission: SnapshotAdmission;
+  /** Where a record the ledger could not write is reported. */
+  log: (message: string, error?: unknown) => void;
   /** The payment's form door; without it the form shows no offers. */
   payment?: FormPayment;
   /** Devnet mode: the funded account the service pays from. */
@@ -150,14 +153,29 @@ function addPayAndScan<E extends Env>(
       admission: routes.admission,
     });
     // Counted only when the payer's budget was: a proof was sent and nothing was paid.
-    if (outcome.kind === "paid") await budget.refund(visitor);
-    else return page(facts, refused(url, outcome.answer), outcome.answer.status);
-    whenSent(c, (delivered) => void outcome.finish(delivered).catch(() => {}));
-    const report = JSON.parse(outcome.report.body) as SnapshotResult;
-    const { transaction, payer: from } = outcome.settlement;
-    const receipt = { transaction, ...(from !== undefined && { payer: from }) };
-    return page(facts, { kind: "report", url, report, receipt }, 200);
+    if (outcome.kind !== "paid") {
+      return page(facts, refused(url, outcome.answer), outcome.answer.status);
+    }
+    await budget.refund(visitor);
+    return paidPage(c, routes.log, facts, url, outcome);
   });
+}
+
+/** The report paid for, with its receipt; the ledger is told once the page was sent. */
+function paidPage(
+  c: Context,
+  log: ScanRoutes["log"],
+  facts: PageFacts,
+  url: string,
+  outcome: Extract<FormOutcome, { kind: "paid" }>,
+): Response {
+  whenSent(c, (delivered) => {
+    outcome.finish(delivered).catch((error: unknown) => log("payment record store failed", error));
+  });
+  const report = JSON.parse(outcome.report.body) as SnapshotResult;
+  const { transaction, payer } = outcome.settlement;
+  const receipt = { transaction, ...(payer !== undefined && { payer }) };
+  return page(facts, { kind: "report", url, report, receipt }, 200);
 }
 
 /** The scan of a service without payment: as its free POST /v1/snapshot, under the same slots. */
