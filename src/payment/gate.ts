@@ -21,6 +21,7 @@ import { createPaidRoute, type PaidRoute } from "./doors/http-route.js";
 import { Reconciler } from "./ledger/reconciler.js";
 import { createSdkServers } from "./x402/resource-server.js";
 import { NO_PAYMENT_EVENTS } from "./telemetry.js";
+import { newPrivateJwk, signerFromJwk, withProof, type ServiceSigner } from "./signing/index.js";
 
 export interface PaymentGate {
   /** x402 over HTTP for POST /v1/snapshot, v1 and v2 (doors/http-route.ts). */
@@ -60,6 +61,8 @@ export interface PaymentGate {
   mcp: McpPayment;
   /** The page's devnet form, paying from the devnet account (doors/page-form.ts). */
   form: FormPayment;
+  /** The key that signs the paid reports' proofs: GET /.well-known/jwks.json lists it. */
+  signer: Promise<ServiceSigner>;
 }
 
 /** Default pace of the reconciler: about one lease, so an orphaned settlement waits little. */
@@ -99,6 +102,10 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const chain = new RpcChainReader(options.rpcUrls ?? {});
+  // Without a signer given (tests, benchmarks): a key of this gate's own, in memory.
+  const signer = Promise.resolve(
+    options.signer ?? newPrivateJwk().then((jwk) => signerFromJwk(jwk)),
+  );
   const ledger = new PaymentLedger({
     store: options.store,
     verify: (payload, requirements) => resourceServer.verifyPayment(payload, requirements),
@@ -110,6 +117,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     recordTtlMs,
     leaseMs,
     ...(options.onPaidRequest && { onPaidRequest: options.onPaidRequest }),
+    sign: async (report, settled) => withProof(report, settled, await signer),
     log,
   });
   const reconciler = new Reconciler({
@@ -135,6 +143,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     paidCallsUnderWay: () => ledger.underWay,
     close: () => reconciler.stop(),
     form: createFormPayment(calls, offers, answers),
+    signer,
     mcp: createMcpPayment({
       offers,
       readiness,
