@@ -88,7 +88,7 @@ export interface SnapshotResult extends ReportSections {
   score: number;
   grade: string;
   /**
-   * The service's signature over what was paid for (docs/contract.md §9): in every paid 200,
+   * The service's signature over what was paid for (docs/contract.md §10.1): in every paid 200,
    * added once the payment settled; never in the demo or a 400.
    */
   proof?: ReportProof;

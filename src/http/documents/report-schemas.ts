@@ -169,7 +169,7 @@ const TlsSchema = z
   .nullable()
   .describe("The verified TLS handshake to the final host; null when there was none.");
 
-/** A paid report's signature over what was paid for (docs/contract.md §9, docs/proof.md). */
+/** A paid report's signature over what was paid for (docs/contract.md §10.1, docs/proof.md). */
 const ProofSchema = z
   .object({
     snapshot_id: z

@@ -1,5 +1,5 @@
 /**
- * Every paid report is signed (docs/contract.md §9, docs/proof.md), end to end over the real
+ * Every paid report is signed (docs/contract.md §10, docs/proof.md), end to end over the real
  * devnet: paid over HTTP with x402 v2 and v1 and over MCP, each 200 carries a `proof` that a
  * third party checks with `jose` alone against the JWKS the service serves, naming the transaction
  * that paid on chain; any byte changed and it fails. A replay of the same payment id gets the
