@@ -19,6 +19,7 @@ import { ResourceOffers } from "./x402/resource-offers.js";
 import { PaidCalls } from "./paid-call.js";
 import { createPaidRoute, type PaidRoute } from "./doors/http-route.js";
 import { Reconciler } from "./ledger/reconciler.js";
+import type { ReportSigner } from "./ledger/settled-report.js";
 import { createSdkServers } from "./x402/resource-server.js";
 import { NO_PAYMENT_EVENTS } from "./telemetry.js";
 import { newPrivateJwk, signerFromJwk, withProof, type ServiceSigner } from "./signing/index.js";
@@ -106,6 +107,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const signer = Promise.resolve(
     options.signer ?? newPrivateJwk().then((jwk) => signerFromJwk(jwk)),
   );
+  const sign: ReportSigner = async (report, settled) => withProof(report, settled, await signer);
   const ledger = new PaymentLedger({
     store: options.store,
     verify: (payload, requirements) => resourceServer.verifyPayment(payload, requirements),
@@ -117,7 +119,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     recordTtlMs,
     leaseMs,
     ...(options.onPaidRequest && { onPaidRequest: options.onPaidRequest }),
-    sign: async (report, settled) => withProof(report, settled, await signer),
+    sign,
     log,
   });
   const reconciler = new Reconciler({
@@ -126,6 +128,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     leaseMs,
     recordTtlMs,
     newOwner: () => ledger.newOwner("reconciler"),
+    sign,
     log,
   });
   const interval = options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;

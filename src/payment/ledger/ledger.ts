@@ -20,7 +20,7 @@ import type { ChainReader } from "./chain-check.js";
 import { describeError } from "../describe-error.js";
 import type { PaidRequestTimings } from "../gate-options.js";
 import type { PayerBudget } from "./payer-budget.js";
-import type { SettledPayment } from "../signing/index.js";
+import { settledReport, type ReportSigner } from "./settled-report.js";
 import type { PaymentEvents, ProtocolVersion } from "../telemetry.js";
 
 /**
@@ -119,7 +119,7 @@ export interface LedgerParts {
    * The report with its signed `proof` (signing/report-proof.ts), made once the payment settled
    * and kept in the record in its place: a replay serves the same bytes. None: kept as it is.
    */
-  sign?: (report: KeptAnswer, settled: SettledPayment) => Promise<KeptAnswer>;
+  sign?: ReportSigner;
   log: (line: string) => void;
 }
 
@@ -575,7 +575,12 @@ export class PaymentLedger {
     const recovered = record.state === "settling" && call.verified === undefined;
     const done: PaymentRecord = {
       ...record,
-      report: await this.signed(call, requireReport(record), settlement),
+      report: await settledReport(
+        requireReport(record),
+        { auth: call.auth, transaction: settlement.transaction },
+        this.parts.sign,
+        log,
+      ),
       state: "settled",
       settlement,
       transaction: settlement.transaction,
@@ -591,30 +596,6 @@ export class PaymentLedger {
       log(`payer budget store failed: ${describeError(error)}`);
     });
     return paid(requireReport(done), settlement);
-  }
-
-  /**
-   * The report signed for what settled. A signature that fails (it cannot, short of a bug) is
-   * logged and the report goes out unsigned: a paid report is never withheld.
-   */
-  private async signed(
-    call: Call,
-    report: KeptAnswer,
-    settlement: SettleResponse,
-  ): Promise<KeptAnswer> {
-    const { sign, log } = this.parts;
-    if (!sign || report.status !== 200) return report;
-    const settled: SettledPayment = {
-      network: call.auth.network,
-      payer: call.auth.from,
-      transaction: settlement.transaction,
-    };
-    try {
-      return await sign(report, settled);
-    } catch (error) {
-      log(`report signature failed: ${describeError(error)}`);
-      return report;
-    }
   }
 
   /** A settled record: served once, or again for its payment id. */

@@ -14,7 +14,19 @@ import { decodeEventLog, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEV_USDC_ABI } from "../../../src/devnet/constants.js";
 import { canonicalize } from "../../../src/payment/index.js";
-import { PRICE_UNITS, postSnapshot, v2Proof, challengeIn } from "../../fixtures/paid-devnet.js";
+import { authorizationKey, authorizationOf } from "../../../src/payment/ledger/authorization.js";
+import { MemoryPaymentRecordStore } from "../../../src/store/index.js";
+import { startFacilitatorProxy } from "../../fixtures/facilitator-proxy.js";
+import {
+  PRICE_UNITS,
+  challengeIn,
+  devnetGate,
+  loopbackScope,
+  postSnapshot,
+  postUntilAnswered,
+  startGatedService,
+  v2Proof,
+} from "../../fixtures/paid-devnet.js";
 import { startPaidBed, type PaidBed } from "../../fixtures/paid-service.js";
 import {
   callSnapshot,
@@ -214,6 +226,49 @@ describe("GET /.well-known/did.json", () => {
     for (const key of jwks.keys) {
       expect(key).not.toHaveProperty("d");
       expect(key).toMatchObject({ kty: "OKP", crv: "Ed25519", alg: "EdDSA", use: "sig" });
+    }
+  });
+});
+
+describe("a report whose settlement answer was lost", () => {
+  it("is signed when the reconciler learns the payment from the chain, and served so to the retry", async () => {
+    const proxy = await startFacilitatorProxy(bed.devnet.facilitatorUrl);
+    const store = new MemoryPaymentRecordStore();
+    const service = await startGatedService({
+      engine: bed.target.engine,
+      scope: loopbackScope([bed.target.port]),
+      gate: {
+        ...devnetGate(bed.devnet, proxy.url),
+        store,
+        rpcUrls: { [bed.devnet.network]: bed.devnet.rpcUrl },
+        reconcileIntervalMs: 100,
+      },
+    });
+    try {
+      const payer = bed.payer(7);
+      const required = challengeIn(await postSnapshot(service.url, bed.target.url));
+      const { headers, payload } = await v2Proof(payer, required);
+      proxy.failNextSettle("settle-then-drop");
+      expect((await postSnapshot(service.url, bed.target.url, headers)).status).toBe(503);
+      // The reconciler (every 100 ms) finds the transfer on chain, before any retry.
+      const key = authorizationKey(authorizationOf(payload, payload.accepted)!);
+      await expect
+        .poll(async () => (await store.get(key))?.state, { timeout: 10_000 })
+        .toBe("settled");
+      const kept = (await store.get(key))?.report?.body ?? "";
+      expect(JSON.parse(kept)).toHaveProperty("proof");
+      const retry = await postUntilAnswered(service.url, bed.target.url, headers);
+      expect(retry.status).toBe(200);
+      const body = await retry.text();
+      expect(body).toBe(kept);
+      const served = (await (
+        await fetch(`${service.url}/.well-known/jwks.json`)
+      ).json()) as JSONWebKeySet;
+      jwks = { keys: [...jwks.keys, ...served.keys] };
+      await expectSignedAndPaid(body, payer.address);
+    } finally {
+      await service.close();
+      await proxy.close();
     }
   });
 });
