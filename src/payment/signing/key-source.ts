@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { ConfigError } from "../../config-error.js";
 import { newPrivateJwk, signerFromJwk, type PrivateJwk, type ServiceSigner } from "./signer.js";
 
@@ -64,7 +64,7 @@ function readKeyFile(path: string): PrivateJwk | undefined {
 function keepKey(path: string, jwk: PrivateJwk): PrivateJwk {
   const draft = `${path}.${randomBytes(6).toString("hex")}`;
   try {
-    mkdirSync(join(path, ".."), { recursive: true });
+    mkdirSync(dirname(path), { recursive: true });
     writeFileSync(draft, `${JSON.stringify(jwk)}\n`, { mode: 0o600, flush: true });
     linkSync(draft, path);
   } catch (error) {
