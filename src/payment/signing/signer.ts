@@ -1,5 +1,6 @@
 import {
   CompactSign,
+  base64url,
   calculateJwkThumbprint,
   exportJWK,
   generateKeyPair,
@@ -21,8 +22,16 @@ export interface ServiceSigner {
    * `header..signature`); the header is `alg` EdDSA and `kid`.
    */
   signDetached(payload: Uint8Array): Promise<string>;
-  /** A JWS compact serialisation of `payload` with `alg` EdDSA, `kid` and `header`'s parameters. */
+  /**
+   * A JWS compact serialisation of `payload`, `alg` EdDSA, its header `kid` and `header`'s
+   * parameters (a `kid` there, e.g. a did:web URL naming this key, replaces the thumbprint).
+   */
   sign(payload: Uint8Array, header?: JWSHeaderParameters): Promise<string>;
+  /**
+   * The bare Ed25519 signature of `input`, base64url: for a JWS whose signing input is built
+   * elsewhere (@x402/extensions' offer-receipt `Signer.sign` takes exactly this).
+   */
+  signBytes(input: Uint8Array): Promise<string>;
   /** Every public key a verifier may need, as JWKs with `kid`, `alg` and `use`. */
   publicJwks(): JWK[];
 }
@@ -38,7 +47,7 @@ export async function signerFromJwk(jwk: PrivateJwk): Promise<ServiceSigner> {
   const kid = await calculateJwkThumbprint(publicJwk);
   const key = (await importJWK(jwk, SIGNING_ALG)) as CryptoKey;
   const sign = (payload: Uint8Array, header: JWSHeaderParameters = {}) =>
-    new CompactSign(payload).setProtectedHeader({ ...header, alg: SIGNING_ALG, kid }).sign(key);
+    new CompactSign(payload).setProtectedHeader({ kid, ...header, alg: SIGNING_ALG }).sign(key);
   const listed: JWK = { ...publicJwk, kid, alg: SIGNING_ALG, use: "sig" };
   return {
     kid,
@@ -46,6 +55,10 @@ export async function signerFromJwk(jwk: PrivateJwk): Promise<ServiceSigner> {
     async signDetached(payload) {
       const [header, , signature] = (await sign(payload)).split(".");
       return `${header}..${signature}`;
+    },
+    async signBytes(input) {
+      const signature = await crypto.subtle.sign("Ed25519", key, input);
+      return base64url.encode(new Uint8Array(signature));
     },
     publicJwks: () => [{ ...listed }],
   };
