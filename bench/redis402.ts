@@ -18,6 +18,7 @@ import { build, staleReason } from "../scripts/build.js";
 import { startInstance } from "../test/fixtures/service-instance.js";
 import { startSupportedFacilitator } from "../test/fixtures/supported-facilitator.js";
 import { startRedis } from "../test/fixtures/redis.js";
+import { TEST_SIGNING_KEY } from "../test/fixtures/signing-key.js";
 import { systemBinary } from "../test/fixtures/system-binary.js";
 import { loadFor } from "./lib/fleet.js";
 import { summarise } from "./lib/stats.js";
@@ -53,6 +54,7 @@ async function main(): Promise<number> {
       X402_NETWORKS: "base-sepolia",
       X402_FACILITATOR_URL: facilitator.url,
       REDIS_URL: redis.url,
+      SIGNING_KEY: TEST_SIGNING_KEY,
       RATE_LIMIT_PER_MINUTE: "1000000",
     },
     stdout: "discarded",

@@ -23,6 +23,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "Serve MCP on stdio for MCP hosts: tools that pay the API for reports (x402)",
     load: async () => (await import("./mcp/command.js")).mcpCommand,
   },
+  verify: {
+    summary: "Check a paid report's signature against the service's keys (exit 0 or 1)",
+    load: async () => (await import("./verify.js")).verifyCommand,
+  },
   facilitator: {
     summary: "Run the x402 facilitator (verify and settle payments) from FACILITATOR_* variables",
     load: async () => (await import("./facilitator.js")).facilitatorCommand,

@@ -5,6 +5,7 @@ import { ConfigError } from "../config-error.js";
 import { loadOpsConfig, type OpsConfig } from "./ops.js";
 import { loadPaymentConfig, type PaymentConfig } from "./payment.js";
 import { host, int, quoted, read, readTable, type Env, type Table } from "./read.js";
+import { loadSigningKey, type SigningKeyJwk } from "./signing.js";
 import { loadSnapshotConfig, type SnapshotConfig } from "./snapshot.js";
 import { loadTelemetryConfig, type TelemetryConfig } from "./telemetry.js";
 
@@ -31,6 +32,11 @@ export interface Config {
    * (docs/operations.md, "Where payment records live"). One process per directory.
    */
   dataDir: string;
+  /**
+   * SIGNING_KEY: the Ed25519 key that signs paid reports (docs/proof.md). Unset: the one kept in
+   * DATA_DIR, made at first start; required with REDIS_URL.
+   */
+  signingKey: SigningKeyJwk | undefined;
   snapshot: SnapshotConfig;
   payment: PaymentConfig;
   ops: OpsConfig;
@@ -175,10 +181,12 @@ export function loadConfig(env: Env = process.env): Config {
       "(serve --allow-local) is for development: it needs devnet mode, so unset X402_PAY_TO or drop it",
     );
   }
+  const service = readTable(env, SERVICE);
   return {
     port,
     host: readHost(env, { devnet: payment.payTo === undefined, local: snapshot.allowLocal }),
-    ...readTable(env, SERVICE),
+    ...service,
+    signingKey: loadSigningKey(env, service.redisUrl),
     snapshot,
     payment,
     ops: loadOpsConfig(env),

@@ -14,6 +14,7 @@ import {
   type McpPayment,
   type FormPayment,
   type PaidRoute,
+  type ServiceSigner,
 } from "../payment/index.js";
 import { demoSnapshot, type SnapshotEngine, type UrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
@@ -25,6 +26,7 @@ import { TrustedProxies, clientAddress } from "./guards/client-ip.js";
 import { CORS_EXPOSED, CORS_HEADERS, CORS_PREFLIGHT, ownOrigin } from "./guards/cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { llmsTxt, wellKnownX402 } from "./documents/llms-and-well-known.js";
+import { didDocument, didWebOf, jwksDocument } from "./documents/signing-keys.js";
 import { hostGuard } from "./guards/host-rule.js";
 import { mcpHostGuard } from "./guards/mcp-host.js";
 import { addMcpRoute, type McpCallBudget } from "./mcp/route.js";
@@ -61,6 +63,8 @@ export interface AppDeps {
   mcpPayment?: McpPayment;
   /** The page's devnet form as a door of the paid call (the payment gate's `form`). */
   formPayment?: FormPayment;
+  /** The key signing the paid reports (the payment gate's `signer`); none: no key is listed. */
+  signer?: Promise<ServiceSigner>;
   /** The unpaid `tools/call snapshot` on POST /mcp answered without the SDK; default on (mcp/route.ts). */
   mcpUnpaidFastPath?: boolean;
   /** The configured price the API description states (X402_PRICE_USDC); default its default. */
@@ -115,6 +119,8 @@ const ALLOWED_METHODS = {
   [PATHS.ready]: "GET, HEAD, OPTIONS",
   [PATHS.openApi]: "GET, HEAD, OPTIONS",
   [PATHS.wellKnownX402]: "GET, HEAD, OPTIONS",
+  [PATHS.jwks]: "GET, HEAD, OPTIONS",
+  [PATHS.didWeb]: "GET, HEAD, OPTIONS",
   [PATHS.llmsTxt]: "GET, HEAD, OPTIONS",
   [PATHS.faviconIco]: "GET, HEAD, OPTIONS",
   [PATHS.faviconSvg]: "GET, HEAD, OPTIONS",
@@ -376,6 +382,7 @@ function addAgentRoutes(app: Hono, deps: AppDeps): void {
   );
   const guide = perBaseUrl((baseUrl) => llmsTxt(baseUrl, facts));
   app.get(PATHS.wellKnownX402, (c) => toResponse(resourceList(baseUrlOf(deps, c))));
+  addKeyRoutes(app, deps, cacheable);
   app.get(PATHS.llmsTxt, etag(), (c) =>
     c.body(guide(baseUrlOf(deps, c)), 200, {
       "content-type": "text/plain; charset=utf-8",
@@ -392,6 +399,22 @@ function addAgentRoutes(app: Hono, deps: AppDeps): void {
     });
   app.get(PATHS.faviconIco, icon(new Uint8Array(FAVICON_ICO), "image/x-icon"));
   app.get(PATHS.faviconSvg, icon(FAVICON_SVG, "image/svg+xml"));
+}
+
+/**
+ * The keys that verify the paid reports' proofs (docs/proof.md): the JWK Set, and the did:web
+ * document of PUBLIC_URL's host (without it, of a loopback host the request named; else 404).
+ */
+function addKeyRoutes(app: Hono, deps: AppDeps, cacheable: Record<string, string>): void {
+  const keys = async () => (deps.signer ? (await deps.signer).publicJwks() : []);
+  app.get(PATHS.jwks, async () =>
+    toResponse(jsonAnswer(200, jwksDocument(await keys()), cacheable)),
+  );
+  app.get(PATHS.didWeb, async (c) => {
+    const did = didWebOf(deps.publicUrl, c.req.url);
+    if (did === undefined) return toResponse(NOT_FOUND);
+    return toResponse(jsonAnswer(200, didDocument(did, await keys()), cacheable));
+  });
 }
 
 /**

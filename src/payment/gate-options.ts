@@ -11,6 +11,7 @@ import type { FacilitatorClientOptions } from "./facilitator/client.js";
 import { memoryPayerBudget, type PayerBudget } from "./ledger/payer-budget.js";
 import type { RouteOffer } from "./x402/priced-route.js";
 import type { PaymentEvents } from "./telemetry.js";
+import type { ServiceSigner } from "./signing/index.js";
 
 /** What the payment gate is told, its defaults, and how the validated environment fills it. */
 
@@ -75,6 +76,11 @@ export interface PaymentGateOptions extends RouteOffer {
   refusedPerPayerPerMinute?: number;
   /** Where the per-payer count lives; default in memory (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE). */
   payerBudget?: PayerBudget;
+  /**
+   * Signs each paid report's proof (loadServiceSigner: SIGNING_KEY or the key in DATA_DIR);
+   * default a key made in memory for this gate.
+   */
+  signer?: ServiceSigner;
   /** Called once per paid request that reached the handler (benchmarks, metrics). */
   onPaidRequest?: (timings: PaidRequestTimings) => void;
   /** Payment outcomes, facilitator latency and payer limits, for metrics; default none. */

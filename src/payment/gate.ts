@@ -19,8 +19,10 @@ import { ResourceOffers } from "./x402/resource-offers.js";
 import { PaidCalls } from "./paid-call.js";
 import { createPaidRoute, type PaidRoute } from "./doors/http-route.js";
 import { Reconciler } from "./ledger/reconciler.js";
+import type { ReportSigner } from "./ledger/settled-report.js";
 import { createSdkServers } from "./x402/resource-server.js";
 import { NO_PAYMENT_EVENTS } from "./telemetry.js";
+import { newPrivateJwk, signerFromJwk, withProof, type ServiceSigner } from "./signing/index.js";
 
 export interface PaymentGate {
   /** x402 over HTTP for POST /v1/snapshot, v1 and v2 (doors/http-route.ts). */
@@ -60,6 +62,8 @@ export interface PaymentGate {
   mcp: McpPayment;
   /** The page's devnet form, paying from the devnet account (doors/page-form.ts). */
   form: FormPayment;
+  /** The key that signs the paid reports' proofs: GET /.well-known/jwks.json lists it. */
+  signer: Promise<ServiceSigner>;
 }
 
 /** Default pace of the reconciler: about one lease, so an orphaned settlement waits little. */
@@ -99,6 +103,11 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const chain = new RpcChainReader(options.rpcUrls ?? {});
+  // Without a signer given (tests, benchmarks): a key of this gate's own, in memory.
+  const signer = Promise.resolve(
+    options.signer ?? newPrivateJwk().then((jwk) => signerFromJwk(jwk)),
+  );
+  const sign: ReportSigner = async (report, settled) => withProof(report, settled, await signer);
   const ledger = new PaymentLedger({
     store: options.store,
     verify: (payload, requirements) => resourceServer.verifyPayment(payload, requirements),
@@ -110,6 +119,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     recordTtlMs,
     leaseMs,
     ...(options.onPaidRequest && { onPaidRequest: options.onPaidRequest }),
+    sign,
     log,
   });
   const reconciler = new Reconciler({
@@ -118,6 +128,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     leaseMs,
     recordTtlMs,
     newOwner: () => ledger.newOwner("reconciler"),
+    sign,
     log,
   });
   const interval = options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
@@ -135,6 +146,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     paidCallsUnderWay: () => ledger.underWay,
     close: () => reconciler.stop(),
     form: createFormPayment(calls, offers, answers),
+    signer,
     mcp: createMcpPayment({
       offers,
       readiness,

@@ -36,6 +36,13 @@ export type { SharedState } from "./shared-state.js";
 export { carriesProof } from "./x402/proof.js";
 export type { McpPayment, McpToolResult } from "./doors/mcp-tool.js";
 export { usdcAmount } from "./x402/priced-route.js";
+export {
+  canonicalize,
+  loadServiceSigner,
+  verifyReportProof,
+  type LoadedSigner,
+  type ServiceSigner,
+} from "./signing/index.js";
 export { challengeExample } from "./x402/challenge-example.js";
 export type {
   FacilitatorOperation,

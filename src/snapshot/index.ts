@@ -17,4 +17,9 @@ export { SEVERITIES } from "./rules/finding.js";
 export { ALL_FINDINGS } from "./rules/registry.js";
 export { GRADES } from "./rules/score.js";
 export { SNAPSHOT_ERROR_TYPES, SnapshotError } from "./snapshot-error.js";
-export type { DemoSnapshotResult, SnapshotErrorBody, SnapshotResult } from "./result.js";
+export type {
+  DemoSnapshotResult,
+  ReportProof,
+  SnapshotErrorBody,
+  SnapshotResult,
+} from "./result.js";

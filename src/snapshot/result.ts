@@ -43,6 +43,24 @@ export interface ReportSections {
   cross_origin: CrossOriginSection | null;
 }
 
+/** A paid report's proof (docs/proof.md): who paid, by which transaction, and the signature. */
+export interface ReportProof {
+  /** Opaque, URL-safe, at least 128 random bits. */
+  snapshot_id: string;
+  /** When the proof was made, after the settlement (ISO 8601, ms, UTC). */
+  issued_at: string;
+  /** The CAIP-2 id of the network paid on. */
+  network: string;
+  payer: string;
+  transaction: string;
+  /** Hex SHA-256 of the report without `proof`, in its RFC 8785 (JCS) form. */
+  report_sha256: string;
+  /** The signing key's RFC 7638 thumbprint, as listed in GET /.well-known/jwks.json. */
+  kid: string;
+  /** EdDSA JWS, compact with a detached payload, over the JCS form of the proof without `jws`. */
+  jws: string;
+}
+
 /** One report (docs/contract.md §2.1, then §8's sections). */
 export interface SnapshotResult extends ReportSections {
   requested_url: string;
@@ -69,6 +87,11 @@ export interface SnapshotResult extends ReportSections {
   findings: Finding[];
   score: number;
   grade: string;
+  /**
+   * The service's signature over what was paid for (docs/contract.md §10.1): in every paid 200,
+   * added once the payment settled; never in the demo or a 400.
+   */
+  proof?: ReportProof;
 }
 
 /** What a report says besides its checks and notes. */

@@ -45,6 +45,7 @@ const FREE_TEXT: Record<string, string> = {};
 /** Lines that name the variable but, rightly, do not quote the value given. */
 const NOT_QUOTED: Record<string, string> = {
   REDIS_URL: "may carry a password",
+  SIGNING_KEY: "a private key",
   X402_FACILITATOR_AUTH_HEADER: "carries a token",
   CDP_API_KEY_SECRET: "a secret; the line is about its missing CDP_API_KEY_ID",
   CDP_API_KEY_ID: "set alone, the line is about its missing CDP_API_KEY_SECRET",

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
+import { TEST_SIGNING_KEY } from "../fixtures/signing-key.js";
 
-const redisUrl = (value: string) => loadConfig({ REDIS_URL: value }).redisUrl;
+// A fleet signs with one key: SIGNING_KEY is required beside REDIS_URL (test/config/signing-key.test.ts).
+const redisUrl = (value: string) =>
+  loadConfig({ REDIS_URL: value, SIGNING_KEY: TEST_SIGNING_KEY }).redisUrl;
 
 describe("REDIS_URL", () => {
   it("unset or blank: no Redis (the shared state stays in memory)", () => {

@@ -549,7 +549,11 @@ describe("a settled payment always gets its report", () => {
       const headers = new x402HTTPClient(client).encodePaymentSignatureHeader(payload);
       const paid = await post(service, "https://example.com", headers);
       expect(paid.status).toBe(200);
-      expect(await paid.json()).toEqual({ requested_url: "https://example.com" });
+      // The report as the work made it, and the proof of its payment after it.
+      expect(await paid.json()).toEqual({
+        requested_url: "https://example.com",
+        proof: expect.objectContaining({ transaction: expect.any(String) }),
+      });
       expect(decodePaymentResponseHeader(paid.headers.get("PAYMENT-RESPONSE")!)).toMatchObject({
         success: true,
       });
@@ -630,7 +634,11 @@ describe("the payment record store failing", () => {
       down = false;
       const paid = await post(service, "https://example.com", proof);
       expect(paid.status).toBe(200);
-      expect(await paid.json()).toEqual({ requested_url: "https://example.com" });
+      // The report as the work made it, and the proof of its payment after it.
+      expect(await paid.json()).toEqual({
+        requested_url: "https://example.com",
+        proof: expect.objectContaining({ transaction: expect.any(String) }),
+      });
       // The kept report, settled once: the snapshot did not run again.
       expect(service.handlerRuns).toBe(1);
       expect(facilitator.calls.settle).toBe(settles + 1);

@@ -21,7 +21,13 @@ import {
   type RequestObserver,
   type RunningServer,
 } from "../../http/index.js";
-import { createSharedState, type PaymentGate, type SharedState } from "../../payment/index.js";
+import {
+  createSharedState,
+  loadServiceSigner,
+  type LoadedSigner,
+  type PaymentGate,
+  type SharedState,
+} from "../../payment/index.js";
 import {
   createSnapshotEngine,
   createUrlPolicy,
@@ -120,6 +126,8 @@ interface Service {
   liveness: PeriodicCheck[];
   /** The payment records (docs/payment.md, "The payment record"). */
   records: PaymentRecordStore;
+  /** Where the key signing the reports came from, said on the first line. */
+  keySource: string;
 }
 
 interface Listeners {
@@ -147,7 +155,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
   const log = rateLimitedLog((line) => logger.warn(line));
   const appLog = (message: string, error?: unknown) =>
     log(error === undefined ? message : `${message}: ${describe(error)}`);
-  const { shared, records, payment } = await openStateAndPayment(config, log, metrics);
+  const { shared, records, payment, signing } = await openStateAndPayment(config, log, metrics);
   const engine = metrics.instrumentEngine(createSnapshotEngine(config.snapshot));
   const urlPolicy = createUrlPolicy(config.snapshot);
   const { gate } = payment;
@@ -169,6 +177,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     payment: gate.route,
     mcpPayment: gate.mcp,
     formPayment: gate.form,
+    signer: gate.signer,
     priceUsdc: config.payment.priceUsdc,
     networks: payment.networks,
     devnet: payment.devnet,
@@ -203,7 +212,19 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     logger,
     priceUsdc: config.payment.priceUsdc,
   });
-  return { app, front, observe, metrics, admission, engine, payment, shared, liveness, records };
+  return {
+    app,
+    front,
+    observe,
+    metrics,
+    admission,
+    engine,
+    payment,
+    shared,
+    liveness,
+    records,
+    keySource: signing.source,
+  };
 }
 
 /** The shared state, then the payment side on it; the state is closed again if payment cannot start. */
@@ -211,7 +232,12 @@ async function openStateAndPayment(
   config: Config,
   log: (line: string) => void,
   metrics: ServiceMetrics,
-): Promise<{ shared: SharedState; records: PaymentRecordStore; payment: PaymentSetup }> {
+): Promise<{
+  shared: SharedState;
+  records: PaymentRecordStore;
+  payment: PaymentSetup;
+  signing: LoadedSigner;
+}> {
   // Created once: the rate counters live here.
   const shared = await createSharedState({
     redisUrl: config.redisUrl,
@@ -233,15 +259,16 @@ async function openStateAndPayment(
     if (warning !== undefined) log(warning);
   }
   try {
+    // After the store: DATA_DIR is locked, so no other process makes its own key there.
+    const signing = await loadServiceSigner(config);
     const payment = await setupPayment(
       config.payment,
       config.publicUrl,
-      shared,
-      records,
+      { shared, store: records, signer: signing.signer },
       log,
       metrics,
     );
-    return { shared, records, payment };
+    return { shared, records, payment, signing };
   } catch (err) {
     await Promise.allSettled([shared.close(), records.close()]);
     throw err;
@@ -316,16 +343,21 @@ async function listen(
 }
 
 /**
- * The first output line: the version, the URL and the payment mode; then where the metrics are.
- * A listener on every address says so: its URL alone (loopback) would hide who can reach it.
+ * The first output line: the version, the URL, the payment mode and where the signing key came
+ * from; then where the metrics are. A listener on every address says so: its URL alone
+ * (loopback) would hide who can reach it.
  */
-function announce({ server, metricsServer }: Listeners, payment: PaymentSetup, stdout: CliOutput) {
+function announce(
+  { server, metricsServer }: Listeners,
+  { payment, keySource }: Service,
+  stdout: CliOutput,
+) {
   const howToPay = payment.howToPay ? `; ${payment.howToPay(server.url)}` : "";
   const everywhere = WILDCARD_ADDRESSES.has(server.address)
     ? ` and every other address of this machine (HOST ${server.address})`
     : "";
   stdout.write(
-    `secsnap ${SERVICE_VERSION} listening on ${server.url}${everywhere} (mode: ${payment.mode})${howToPay}\n`,
+    `secsnap ${SERVICE_VERSION} listening on ${server.url}${everywhere} (mode: ${payment.mode})${howToPay}; ${keySource}\n`,
   );
   if (metricsServer) stdout.write(`metrics on ${metricsServer.url}/metrics\n`);
 }
@@ -399,7 +431,7 @@ export const serveCommand: Command = {
     wired.admission = service.admission;
     const listeners = await listen(config, service, stderr);
     if (!listeners) return 1;
-    announce(listeners, service.payment, stdout);
+    announce(listeners, service, stdout);
     await shutDown(await signal, config, service, listeners, stderr);
     return 0;
   },

@@ -8,6 +8,7 @@ import {
   paidRecordOptionsFromConfig,
   paymentGateOptionsFromConfig,
   type PaymentGate,
+  type ServiceSigner,
   type SharedState,
 } from "../../payment/index.js";
 
@@ -58,14 +59,18 @@ function testNetworkWarning(networks: readonly string[]): string {
 export async function setupPayment(
   config: PaymentConfig,
   publicUrl: string | undefined,
-  shared: SharedState,
-  store: PaymentRecordStore,
+  {
+    shared,
+    store,
+    signer,
+  }: { shared: SharedState; store: PaymentRecordStore; signer: ServiceSigner },
   log: (line: string) => void,
   metrics: ServiceMetrics,
 ): Promise<PaymentSetup> {
   const common = {
     log,
     store,
+    signer,
     payerBudget: shared.payerBudget(config.refusedPerPayerPerMinute),
     events: metrics,
     proofReleases: config.proofReleases,

@@ -169,6 +169,33 @@ const TlsSchema = z
   .nullable()
   .describe("The verified TLS handshake to the final host; null when there was none.");
 
+/** A paid report's signature over what was paid for (docs/contract.md §10.1, docs/proof.md). */
+const ProofSchema = z
+  .object({
+    snapshot_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{22,}$/)
+      .describe("Opaque and URL-safe, at least 128 random bits."),
+    issued_at: z.iso.datetime().describe("When the proof was made, after the settlement."),
+    network: z.string().describe("The CAIP-2 id of the network paid on."),
+    payer: z.string().describe("The address that paid."),
+    transaction: z.string().describe("The settlement transaction's hash."),
+    report_sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .describe("Hex SHA-256 of the report without `proof`, serialised by RFC 8785 (JCS)."),
+    kid: z
+      .string()
+      .describe("RFC 7638 thumbprint of the signing key, listed in GET /.well-known/jwks.json."),
+    jws: z
+      .string()
+      .describe(
+        "JWS compact serialisation with a detached payload (RFC 7515 appendix F), alg EdDSA, over the JCS form of this object without `jws`.",
+      ),
+  })
+  .strict()
+  .describe("In every paid report: who paid, by which transaction, and the service's signature.");
+
 export const SnapshotResultSchema = z
   .object({
     requested_url: z.string().describe("The URL as submitted."),
@@ -214,6 +241,7 @@ export const SnapshotResultSchema = z
     cross_origin: CrossOriginSchema.nullable().describe(
       "The final response's cross-origin policies and whether the page is cross-origin isolated; null without a final response.",
     ),
+    proof: ProofSchema.optional(),
   })
   .strict();
 

@@ -20,6 +20,7 @@ import type { ChainReader } from "./chain-check.js";
 import { describeError } from "../describe-error.js";
 import type { PaidRequestTimings } from "../gate-options.js";
 import type { PayerBudget } from "./payer-budget.js";
+import { settledReport, type ReportSigner } from "./settled-report.js";
 import type { PaymentEvents, ProtocolVersion } from "../telemetry.js";
 
 /**
@@ -114,6 +115,11 @@ export interface LedgerParts {
   recordTtlMs: number;
   leaseMs?: number;
   onPaidRequest?: (timings: PaidRequestTimings) => void;
+  /**
+   * The report with its signed `proof` (signing/report-proof.ts), made once the payment settled
+   * and kept in the record in its place: a replay serves the same bytes. None: kept as it is.
+   */
+  sign?: ReportSigner;
   log: (line: string) => void;
 }
 
@@ -569,6 +575,12 @@ export class PaymentLedger {
     const recovered = record.state === "settling" && call.verified === undefined;
     const done: PaymentRecord = {
       ...record,
+      report: await settledReport(
+        requireReport(record),
+        { auth: call.auth, transaction: settlement.transaction },
+        this.parts.sign,
+        log,
+      ),
       state: "settled",
       settlement,
       transaction: settlement.transaction,
@@ -583,7 +595,7 @@ export class PaymentLedger {
     await budget.refund(call.auth.from).catch((error: unknown) => {
       log(`payer budget store failed: ${describeError(error)}`);
     });
-    return paid(requireReport(record), settlement);
+    return paid(requireReport(done), settlement);
   }
 
   /** A settled record: served once, or again for its payment id. */

@@ -1,8 +1,9 @@
 import type { SettleResponse } from "@x402/core/types";
 import type { PaymentRecord, PaymentRecordStore } from "../../store/index.js";
-import { authorizationOf } from "./authorization.js";
+import { authorizationOf, type Authorization } from "./authorization.js";
 import type { ChainReader } from "./chain-check.js";
 import { describeError } from "../describe-error.js";
+import { settledReport, type ReportSigner } from "./settled-report.js";
 
 /**
  * The background reconciler (docs/payment.md, "The reconciler"): records whose settlement had no
@@ -24,6 +25,8 @@ export interface ReconcilerParts {
   leaseMs: number;
   recordTtlMs: number;
   newOwner: () => string;
+  /** Signs the report of a record it settles, as the ledger does (ledger/settled-report.ts). */
+  sign?: ReportSigner;
   log: (line: string) => void;
   now?: () => number;
 }
@@ -92,19 +95,7 @@ export class Reconciler {
       if (!auth) return undefined;
       const answer = await chain.read(auth, requirements, record.transaction);
       if (answer.kind === "used") {
-        const settlement: SettleResponse = {
-          success: true,
-          transaction: answer.transaction,
-          network: requirements.network as SettleResponse["network"],
-          payer: auth.from,
-        };
-        const next: PaymentRecord = {
-          ...record,
-          state: "settled",
-          settlement,
-          transaction: answer.transaction,
-          delivered: false,
-        };
+        const next = await this.settled(record, auth, requirements.network, answer.transaction);
         return (await store.write(record.key, owner, next, recordTtlMs)) ? "settled" : undefined;
       }
       const nowS = (this.parts.now ?? Date.now)() / 1000;
@@ -121,5 +112,31 @@ export class Reconciler {
     } finally {
       await store.release(found.key, owner).catch(() => {});
     }
+  }
+
+  /** The record settled by the transfer found on chain, its report signed as the ledger signs it. */
+  private async settled(
+    record: PaymentRecord,
+    auth: Authorization,
+    network: string,
+    transaction: string,
+  ): Promise<PaymentRecord> {
+    const settlement: SettleResponse = {
+      success: true,
+      transaction,
+      network: network as SettleResponse["network"],
+      payer: auth.from,
+    };
+    const { sign, log } = this.parts;
+    return {
+      ...record,
+      ...(record.report && {
+        report: await settledReport(record.report, { auth, transaction }, sign, log),
+      }),
+      state: "settled",
+      settlement,
+      transaction,
+      delivered: false,
+    };
   }
 }

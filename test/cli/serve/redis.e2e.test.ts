@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDevnet, type Devnet } from "../../../src/devnet/devnet.js";
 import { startFacilitatorProxy, type FacilitatorProxy } from "../../fixtures/facilitator-proxy.js";
 import { redisServerBinary, startRedis, type RedisProcess } from "../../fixtures/redis.js";
+import { TEST_SIGNING_KEY } from "../../fixtures/signing-key.js";
 import { usdcBalance } from "../../fixtures/usdc.js";
 import { cleanEnv, spawnCli } from "../run.js";
 
@@ -57,6 +58,7 @@ async function serve(): Promise<Instance> {
       HOST: "127.0.0.1",
       PUBLIC_URL,
       REDIS_URL: redis.url,
+      SIGNING_KEY: TEST_SIGNING_KEY,
       X402_PAY_TO: devnet.payTo,
       X402_NETWORKS: "base-sepolia",
       X402_FACILITATOR_URL: proxy.url,
