@@ -10,6 +10,7 @@ import {
 import type { FacilitatorClientOptions } from "./facilitator/client.js";
 import { memoryPayerBudget, type PayerBudget } from "./ledger/payer-budget.js";
 import type { RouteOffer } from "./x402/priced-route.js";
+import type { OfferReceiptKey } from "./x402/offer-receipt.js";
 import type { PaymentEvents } from "./telemetry.js";
 
 /** What the payment gate is told, its defaults, and how the validated environment fills it. */
@@ -77,6 +78,11 @@ export interface PaymentGateOptions extends RouteOffer {
   payerBudget?: PayerBudget;
   /** Called once per paid request that reached the handler (benchmarks, metrics). */
   onPaidRequest?: (timings: PaidRequestTimings) => void;
+  /**
+   * The Ed25519 key signing the 402's offers and the settlements' receipts (x402 offer-receipt);
+   * default a key made for this process.
+   */
+  signingKey?: OfferReceiptKey;
   /** Payment outcomes, facilitator latency and payer limits, for metrics; default none. */
   events?: PaymentEvents;
   log?: (line: string) => void;

@@ -21,6 +21,7 @@ import { createPaidRoute, type PaidRoute } from "./doors/http-route.js";
 import { Reconciler } from "./ledger/reconciler.js";
 import { createSdkServers } from "./x402/resource-server.js";
 import { NO_PAYMENT_EVENTS } from "./telemetry.js";
+import { OfferReceipts } from "./x402/offer-receipt.js";
 
 export interface PaymentGate {
   /** x402 over HTTP for POST /v1/snapshot, v1 and v2 (doors/http-route.ts). */
@@ -88,7 +89,9 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const events = options.events ?? NO_PAYMENT_EVENTS;
   const answers = new GateAnswers(String(options.retryAfterSeconds ?? 5), perMinute, events);
   const facilitator = facilitatorClientFor(options, events);
-  const { resourceServer, httpServer } = createSdkServers(options, facilitator);
+  // Without `signingKey`, a key made now: the service's persistent signing key replaces it.
+  const offerReceipts = new OfferReceipts(options.signingKey, options.publicUrl);
+  const { resourceServer, httpServer } = createSdkServers(options, facilitator, offerReceipts);
   const readiness = new FacilitatorReadiness(
     httpServer,
     facilitator,
@@ -123,7 +126,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const interval = options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
   if (interval > 0) reconciler.start(interval);
   const challenges = new PreparedChallenges();
-  const calls = new PaidCalls({ readiness, resourceServer, ledger, events, log });
+  const calls = new PaidCalls({ readiness, resourceServer, ledger, events, offerReceipts, log });
   const offers = new ResourceOffers(resourceServer, options, log);
   const v1OutputSchema = snapshotOutputSchemaV1();
   return {

@@ -59,6 +59,11 @@ export interface PaidCallInput {
   run(signal: AbortSignal): Promise<KeptAnswer>;
   /** True once the client has gone: a report nobody receives is not charged. */
   clientGone(): boolean;
+  /**
+   * The settlement with the service's signed receipt: made once, when it settled, and kept in
+   * the record with it, so a replay of the same proof carries the same receipt.
+   */
+  withReceipt?(settlement: SettleResponse): Promise<SettleResponse>;
   /** The instance's slots for the work, one taken once the proof verified (none: no limit). */
   readonly admission?: WorkAdmission;
 }
@@ -563,10 +568,17 @@ export class PaymentLedger {
     call: Call,
     lease: HeldLease,
     record: PaymentRecord,
-    settlement: SettleResponse,
+    settled: SettleResponse,
   ): Promise<PaidOutcome> {
     const { budget, events, log } = this.parts;
     const recovered = record.state === "settling" && call.verified === undefined;
+    // The money moved: a receipt that cannot be signed leaves it out, never the report.
+    const settlement = call.input.withReceipt
+      ? await call.input.withReceipt(settled).catch((error: unknown) => {
+          log(`x402 receipt not signed: ${describeError(error)}`);
+          return settled;
+        })
+      : settled;
     const done: PaymentRecord = {
       ...record,
       state: "settled",
