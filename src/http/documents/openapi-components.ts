@@ -124,7 +124,7 @@ function paymentRequiredV1Schema(networks: readonly V1Network[]) {
       extensions: z
         .object({ "offer-receipt": offerReceiptOffersSchema })
         .optional()
-        .describe("The same signed offers as the v2 header (docs/contract.md §9)."),
+        .describe("The same signed offers as the v2 header (docs/contract.md §7.11)."),
     })
     .describe("x402 v1 PaymentRequired.");
 }

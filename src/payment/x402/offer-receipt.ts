@@ -1,5 +1,5 @@
 /**
- * x402's `offer-receipt` extension (docs/contract.md §9): a signed offer per `accepts` entry in
+ * x402's `offer-receipt` extension (docs/contract.md §7.11): a signed offer per `accepts` entry in
  * every 402, a signed receipt in every successful settlement response, JWS (EdDSA) with the
  * service's key, `kid` = `did:web:<host>#<RFC 7638 thumbprint>`. The SDK makes the payloads and
  * their JWS (@x402/extensions/offer-receipt); this file holds the key, names it, and keeps a
@@ -155,11 +155,12 @@ export class OfferReceipts {
 
   /**
    * The settlement with its signed receipt where the extension puts it
-   * (`extensions["offer-receipt"].info.receipt`); unchanged when it did not succeed.
+   * (`extensions["offer-receipt"].info.receipt`); the same object when it did not succeed or
+   * has its receipt already.
    */
   async withReceipt(resourceUrl: string, settlement: SettleResponse): Promise<SettleResponse> {
     const { success, payer, network, transaction } = settlement;
-    if (!success || !payer) return settlement;
+    if (!success || !payer || settlement.extensions?.[OFFER_RECEIPT]) return settlement;
     const receipt = await this.issuer.issueReceipt(
       resourceUrl,
       payer,

@@ -104,7 +104,7 @@ export function paidRouteConfig(offer: RouteOffer): RouteConfig {
       // Optional for clients: a paid retry with the same id gets the same answer (docs/payment.md).
       // Its `info` only: clients need no more, and the JSON schema would grow every challenge.
       [PAYMENT_IDENTIFIER]: { info: declarePaymentIdentifierExtension(false).info },
-      // Signed offers in every 402, signed receipts in every settlement (docs/contract.md §9).
+      // Signed offers in every 402, signed receipts in every settlement (docs/contract.md §7.11).
       ...offerReceiptDeclaration(),
     },
     unpaidResponseBody: () => ({

@@ -1,5 +1,5 @@
 /**
- * x402's offer-receipt extension end to end (docs/contract.md §9), over the real devnet: the
+ * x402's offer-receipt extension end to end (docs/contract.md §7.11), over the real devnet: the
  * offers of every 402 (v2 header, v1 body, MCP) and the receipts of every settlement (v2, v1,
  * MCP) are checked with @x402/extensions' own verifiers against the service's public key, the
  * payments against the chain.
@@ -40,6 +40,7 @@ import {
   loopbackScope,
   paidSnapshot,
   postSnapshot,
+  postUntilAnswered,
   startGatedService,
   startPaidDevnet,
   v2Proof,
@@ -51,6 +52,7 @@ import {
   claimingBaseMainnet,
   type LocalTarget,
 } from "../../fixtures/paid-service.js";
+import { startFacilitatorProxy, type FacilitatorProxy } from "../../fixtures/facilitator-proxy.js";
 import { startForwardingProxy, type ForwardingProxy } from "../../fixtures/forwarding-proxy.js";
 import {
   callSnapshot,
@@ -64,6 +66,8 @@ let target: LocalTarget;
 let service: GatedService;
 /** The service's public key, as @x402/extensions' verifiers take it. */
 let publicJwk: VerificationKey;
+/** The service's private key, as the gate takes it. */
+let servicePrivateJwk: JWK;
 let thumbprint: string;
 /** The service's payment records. */
 let store: PaymentRecordStore;
@@ -77,12 +81,13 @@ beforeAll(async () => {
   });
   publicJwk = verificationKey(await exportJWK(publicKey));
   thumbprint = await calculateJwkThumbprint(publicJwk);
+  servicePrivateJwk = await exportJWK(privateKey);
   const gate = devnetGate(devnet);
   store = gate.store;
   service = await startGatedService({
     engine: target.engine,
     scope: loopbackScope([target.port]),
-    gate: { ...gate, signingKey: { privateJwk: await exportJWK(privateKey) } },
+    gate: { ...gate, signingKey: { privateJwk: servicePrivateJwk } },
     fastPath: true,
     mcp: true,
   });
@@ -138,7 +143,9 @@ async function expectReceiptFor(
 ): Promise<void> {
   expect(receipt?.format).toBe("jws");
   const payload = await verifyReceiptSignatureJWS(receipt as JWSSignedReceipt, publicJwk);
-  expect(payload).toMatchObject({ payer, transaction, network: offer.network });
+  expect(payload).toMatchObject({ transaction, network: offer.network });
+  // The address as the settlement named it: checksummed, or in lower case from the chain.
+  expect(payload.payer.toLowerCase()).toBe(payer.toLowerCase());
   expect(verifyReceiptMatchesOffer(receipt!, offer, [payer])).toBe(true);
   // Another wallet's receipt it is not.
   expect(verifyReceiptMatchesOffer(receipt!, offer, [OTHER_WALLET])).toBe(false);
@@ -321,6 +328,63 @@ describe("signed receipts in every settlement", () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe("a settlement the reconciler found on chain", () => {
+  let proxy: FacilitatorProxy;
+  let lost: GatedService;
+  let lostStore: PaymentRecordStore;
+
+  beforeAll(async () => {
+    proxy = await startFacilitatorProxy(devnet.facilitatorUrl);
+    const gate = devnetGate(devnet, proxy.url);
+    lostStore = gate.store;
+    lost = await startGatedService({
+      engine: target.engine,
+      scope: loopbackScope([target.port]),
+      gate: {
+        ...gate,
+        rpcUrls: { [devnet.network]: devnet.rpcUrl },
+        reconcileIntervalMs: 100,
+        signingKey: { privateJwk: servicePrivateJwk },
+      },
+    });
+  });
+
+  afterAll(async () => {
+    await lost?.close();
+    await proxy?.close();
+  });
+
+  it("its retry gets a receipt, kept: the payment id's replay carries the same", async () => {
+    const account = devnet.payer(5);
+    const required = challengeIn(await postSnapshot(lost.url, target.url));
+    const { payload, headers } = await v2Proof(account, required, `reconciled-${Date.now()}`);
+    const auth = authorizationOf(payload, { network: devnet.network, asset: devnet.usdcAddress });
+    const key = authorizationKey(auth!);
+
+    proxy.failNextSettle("settle-then-drop");
+    expect((await postSnapshot(lost.url, target.url, headers)).status).toBe(503);
+    await expect
+      .poll(async () => (await lostStore.get(key))?.state, { timeout: 10_000 })
+      .toBe("settled");
+
+    const retry = await postUntilAnswered(lost.url, target.url, headers);
+    expect(retry.status).toBe(200);
+    await retry.text();
+    const settlement = decodePaymentResponseHeader(retry.headers.get("PAYMENT-RESPONSE")!);
+    await expectPaid(settlement.transaction, account.address);
+    const receipt = extractReceiptFromResponse(retry);
+    const [offer] = decodeSignedOffers(extractOffersFromPaymentRequired(required));
+    await expectReceiptFor(receipt, offer!, account.address, settlement.transaction);
+    const kept = (await lostStore.get(key))?.settlement as SettleResponse | undefined;
+    expect(kept?.extensions?.[OFFER_RECEIPT]).toEqual({ info: { receipt } });
+
+    const again = await postSnapshot(lost.url, target.url, headers);
+    expect(again.status).toBe(200);
+    await again.text();
+    expect(extractReceiptFromResponse(again)).toEqual(receipt);
   });
 });
 

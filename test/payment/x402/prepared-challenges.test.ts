@@ -1,6 +1,6 @@
 /**
  * The prepared unpaid challenge is handed out only while its signed offers leave a client a whole
- * payment window (docs/contract.md §9): after that the route builds and signs it again.
+ * payment window (docs/contract.md §7.11): after that the route builds and signs it again.
  */
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
