@@ -10,8 +10,8 @@ import {
 import type { FacilitatorClientOptions } from "./facilitator/client.js";
 import { memoryPayerBudget, type PayerBudget } from "./ledger/payer-budget.js";
 import type { RouteOffer } from "./x402/priced-route.js";
+import type { OfferReceiptKey } from "./x402/offer-receipt.js";
 import type { PaymentEvents } from "./telemetry.js";
-import type { ServiceSigner } from "./signing/index.js";
 
 /** What the payment gate is told, its defaults, and how the validated environment fills it. */
 
@@ -76,13 +76,14 @@ export interface PaymentGateOptions extends RouteOffer {
   refusedPerPayerPerMinute?: number;
   /** Where the per-payer count lives; default in memory (SNAPSHOT_REFUSED_PER_PAYER_PER_MINUTE). */
   payerBudget?: PayerBudget;
-  /**
-   * Signs each paid report's proof (loadServiceSigner: SIGNING_KEY or the key in DATA_DIR);
-   * default a key made in memory for this gate.
-   */
-  signer?: ServiceSigner;
   /** Called once per paid request that reached the handler (benchmarks, metrics). */
   onPaidRequest?: (timings: PaidRequestTimings) => void;
+  /**
+   * The service's Ed25519 key (loadServiceSigner: SIGNING_KEY or the key kept in DATA_DIR): it
+   * signs each paid report's proof, the 402's offers and the settlements' receipts (x402
+   * offer-receipt); default a key made in memory for this gate.
+   */
+  signingKey?: OfferReceiptKey;
   /** Payment outcomes, facilitator latency and payer limits, for metrics; default none. */
   events?: PaymentEvents;
   log?: (line: string) => void;

@@ -23,6 +23,7 @@ import type { ReportSigner } from "./ledger/settled-report.js";
 import { createSdkServers } from "./x402/resource-server.js";
 import { NO_PAYMENT_EVENTS } from "./telemetry.js";
 import { newPrivateJwk, signerFromJwk, withProof, type ServiceSigner } from "./signing/index.js";
+import { OfferReceipts } from "./x402/offer-receipt.js";
 
 export interface PaymentGate {
   /** x402 over HTTP for POST /v1/snapshot, v1 and v2 (doors/http-route.ts). */
@@ -92,7 +93,12 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const events = options.events ?? NO_PAYMENT_EVENTS;
   const answers = new GateAnswers(String(options.retryAfterSeconds ?? 5), perMinute, events);
   const facilitator = facilitatorClientFor(options, events);
-  const { resourceServer, httpServer } = createSdkServers(options, facilitator);
+  // Without a key given (tests, benchmarks): a key of this gate's own, in memory.
+  const key = Promise.resolve(
+    options.signingKey ?? newPrivateJwk().then((privateJwk) => ({ privateJwk })),
+  );
+  const offerReceipts = new OfferReceipts(key, options.publicUrl);
+  const { resourceServer, httpServer } = createSdkServers(options, facilitator, offerReceipts);
   const readiness = new FacilitatorReadiness(
     httpServer,
     facilitator,
@@ -103,10 +109,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const chain = new RpcChainReader(options.rpcUrls ?? {});
-  // Without a signer given (tests, benchmarks): a key of this gate's own, in memory.
-  const signer = Promise.resolve(
-    options.signer ?? newPrivateJwk().then((jwk) => signerFromJwk(jwk)),
-  );
+  const signer = key.then(({ privateJwk }) => signerFromJwk(privateJwk));
   const sign: ReportSigner = async (report, settled) => withProof(report, settled, await signer);
   const ledger = new PaymentLedger({
     store: options.store,
@@ -134,7 +137,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const interval = options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
   if (interval > 0) reconciler.start(interval);
   const challenges = new PreparedChallenges();
-  const calls = new PaidCalls({ readiness, resourceServer, ledger, events, log });
+  const calls = new PaidCalls({ readiness, resourceServer, ledger, events, offerReceipts, log });
   const offers = new ResourceOffers(resourceServer, options, log);
   const v1OutputSchema = snapshotOutputSchemaV1();
   return {

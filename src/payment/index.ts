@@ -41,6 +41,7 @@ export {
   loadServiceSigner,
   verifyReportProof,
   type LoadedSigner,
+  type PrivateJwk,
   type ServiceSigner,
 } from "./signing/index.js";
 export { challengeExample } from "./x402/challenge-example.js";

@@ -14,6 +14,7 @@ import { paymentIdOf } from "./ledger/authorization.js";
 import type { FacilitatorReadiness } from "./facilitator/readiness.js";
 import type { PaidOutcome, PaymentLedger, WorkAdmission } from "./ledger/ledger.js";
 import { matchOffer } from "./x402/offer-match.js";
+import type { OfferReceipts } from "./x402/offer-receipt.js";
 import type { ProofReading } from "./x402/proof.js";
 import type { PaymentEvents } from "./telemetry.js";
 
@@ -56,6 +57,8 @@ export interface PaidCallParts {
   resourceServer: x402ResourceServer;
   ledger: PaymentLedger;
   events: PaymentEvents;
+  /** Signs each settlement's receipt (x402's offer-receipt extension). */
+  offerReceipts: OfferReceipts;
   log: (line: string) => void;
 }
 
@@ -102,6 +105,9 @@ export class PaidCalls {
       body: request.body,
       run: (own) => request.run(AbortSignal.any([own, signal])),
       clientGone: () => signal.aborted,
+      // Signed for the resource the offers were made for, as verifyReceiptMatchesOffer reads it.
+      withReceipt: (settlement) =>
+        this.parts.offerReceipts.withReceipt(offered.resource.url, settlement),
       ...(request.admission && { admission: request.admission }),
     });
   }

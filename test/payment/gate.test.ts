@@ -205,13 +205,14 @@ describe("challenge", () => {
     });
   });
 
-  it("stays under 4 KiB with the output example, for one network and for two", async () => {
+  it("stays under 8 KiB with the output example and signed offers, for one network and for two", async () => {
     const facilitator = await startScriptedFacilitator([BASE, BASE_SEPOLIA]);
     const service = await startService(base(facilitator.url, { networks: [BASE, BASE_SEPOLIA] }));
     const oneNetwork = await startService(base(facilitator.url));
     opened.push(facilitator, service, oneNetwork);
-    // docs/contract.md §7.1: the whole header under 4 KiB, the compact example included
-    // (docs/payment.md "The output example"); servers commonly cap a header line at 4–8 KiB.
+    // docs/contract.md §7.1: the whole header under 8 KiB, the compact example and a signed
+    // offer per network included (docs/payment.md "The output example"); servers commonly cap a
+    // header line at 8 KiB.
     const both = (await post(service, "https://example.com")).headers.get("payment-required");
     const one = (await post(oneNetwork, "https://example.com")).headers.get("payment-required");
     const example = (h: string | null) =>
@@ -220,8 +221,8 @@ describe("challenge", () => {
     expect(example(one)).toHaveProperty("example.findings");
     expect(example(both)).toHaveProperty("example.findings");
     expect(one?.length).toBeGreaterThan(0);
-    expect(`payment-required: ${one}`.length).toBeLessThan(4096);
-    expect(`payment-required: ${both}`.length).toBeLessThan(4096);
+    expect(`payment-required: ${one}`.length).toBeLessThan(8192);
+    expect(`payment-required: ${both}`.length).toBeLessThan(8192);
     console.log(`PAYMENT-REQUIRED: ${one?.length} characters (one network), ${both?.length} (two)`);
   });
 
@@ -736,7 +737,8 @@ describe("unreadable proofs are a 402 that says why, never a 503 or 500", () => 
 
   it("a real proof is far inside both bounds", async () => {
     const header = Object.values(await signedHeaders(challenge))[0]!;
-    expect(header.length).toBeLessThan(8192 / 2);
+    // The official client echoes the challenge's extensions, its signed offers too.
+    expect(header.length).toBeLessThan(6 * 1024);
     const response = await post(service, "https://example.com", { "PAYMENT-SIGNATURE": header });
     expect(response.status).toBe(200);
   });

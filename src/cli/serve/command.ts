@@ -264,7 +264,7 @@ async function openStateAndPayment(
     const payment = await setupPayment(
       config.payment,
       config.publicUrl,
-      { shared, store: records, signer: signing.signer },
+      { shared, store: records, signingKey: { privateJwk: signing.jwk } },
       log,
       metrics,
     );

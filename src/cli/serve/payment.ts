@@ -8,7 +8,7 @@ import {
   paidRecordOptionsFromConfig,
   paymentGateOptionsFromConfig,
   type PaymentGate,
-  type ServiceSigner,
+  type PrivateJwk,
   type SharedState,
 } from "../../payment/index.js";
 
@@ -62,15 +62,15 @@ export async function setupPayment(
   {
     shared,
     store,
-    signer,
-  }: { shared: SharedState; store: PaymentRecordStore; signer: ServiceSigner },
+    signingKey,
+  }: { shared: SharedState; store: PaymentRecordStore; signingKey: { privateJwk: PrivateJwk } },
   log: (line: string) => void,
   metrics: ServiceMetrics,
 ): Promise<PaymentSetup> {
   const common = {
     log,
     store,
-    signer,
+    signingKey,
     payerBudget: shared.payerBudget(config.refusedPerPayerPerMinute),
     events: metrics,
     proofReleases: config.proofReleases,

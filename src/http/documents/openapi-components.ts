@@ -99,6 +99,21 @@ function paymentRequirementsV1Schema(networks: readonly V1Network[]) {
   });
 }
 
+/** x402's offer-receipt extension in a 402: one signed offer per `accepts` entry. */
+const offerReceiptOffersSchema = z.object({
+  info: z.object({
+    offers: z.array(
+      z.object({
+        format: z.literal("jws"),
+        acceptIndex: z.number().int().describe("The `accepts` entry it is the offer of."),
+        signature: z
+          .string()
+          .describe("JWS compact serialisation, EdDSA, `kid` did:web:<host>#<key thumbprint>."),
+      }),
+    ),
+  }),
+});
+
 /** The 402 body: the x402 v1 challenge, with the same offers as the v2 PAYMENT-REQUIRED header. */
 function paymentRequiredV1Schema(networks: readonly V1Network[]) {
   return z
@@ -106,6 +121,10 @@ function paymentRequiredV1Schema(networks: readonly V1Network[]) {
       x402Version: z.literal(1),
       error: z.string().describe("Why payment is required, or why the proof was refused."),
       accepts: z.array(paymentRequirementsV1Schema(networks)),
+      extensions: z
+        .object({ "offer-receipt": offerReceiptOffersSchema })
+        .optional()
+        .describe("The same signed offers as the v2 header (docs/contract.md §7.11)."),
     })
     .describe("x402 v1 PaymentRequired.");
 }

@@ -127,16 +127,19 @@ export function readMetaProof(meta: Record<string, unknown> | undefined): MetaPr
 export function createMcpPayment(parts: McpPaymentParts): McpPayment {
   const required = () => parts.offers.for(MCP_SNAPSHOT_RESOURCE);
 
-  /** The answer to a call without a proof, made once the challenge is built. */
-  let unpaid: McpToolResult | undefined;
+  /** The answer to a call without a proof, made once per built challenge. */
+  let unpaid: { challenge: PaymentRequired; result: McpToolResult } | undefined;
 
   return {
     carriesProof: (meta) => readMetaProof(meta) !== undefined,
     unpaidResult() {
       const challenge = parts.offers.known(MCP_SNAPSHOT_RESOURCE);
       if (!challenge || !parts.readiness.readyNow) return undefined;
-      unpaid ??= paymentRequired(challenge, 2, UNPAID_MESSAGE, parts);
-      return unpaid;
+      // Built again once its signed offers were renewed (ResourceOffers).
+      if (unpaid?.challenge !== challenge) {
+        unpaid = { challenge, result: paymentRequired(challenge, 2, UNPAID_MESSAGE, parts) };
+      }
+      return unpaid.result;
     },
     async call(input) {
       const proof = readMetaProof(input.meta);
@@ -264,13 +267,14 @@ function refusalResult(
   }
 }
 
-/** The receipt in the x402-mcp 0.0.x form. */
+/** The receipt in the x402-mcp 0.0.x form, with the signed receipt (offer-receipt) if any. */
 function v1Receipt(settlement: SettleResponse): Record<string, unknown> {
   return {
     success: settlement.success,
     transaction: settlement.transaction,
     network: settlement.network,
     payer: settlement.payer,
+    ...(settlement.extensions && { extensions: settlement.extensions }),
   };
 }
 

@@ -60,6 +60,12 @@ export interface PaidCallInput {
   run(signal: AbortSignal): Promise<KeptAnswer>;
   /** True once the client has gone: a report nobody receives is not charged. */
   clientGone(): boolean;
+  /**
+   * The settlement with the service's signed receipt (the same object when it has one already):
+   * made once, when it settled, and kept in the record with it, so a replay of the same proof
+   * carries the same receipt.
+   */
+  withReceipt?(settlement: SettleResponse): Promise<SettleResponse>;
   /** The instance's slots for the work, one taken once the proof verified (none: no limit). */
   readonly admission?: WorkAdmission;
 }
@@ -326,7 +332,7 @@ export class PaymentLedger {
       case "settling":
         return this.resolve(call, lease, prior);
       case "settled":
-        return Promise.resolve(this.served(call, prior));
+        return this.served(call, lease, prior);
     }
   }
 
@@ -569,10 +575,17 @@ export class PaymentLedger {
     call: Call,
     lease: HeldLease,
     record: PaymentRecord,
-    settlement: SettleResponse,
+    settled: SettleResponse,
   ): Promise<PaidOutcome> {
     const { budget, events, log } = this.parts;
     const recovered = record.state === "settling" && call.verified === undefined;
+    // The money moved: a receipt that cannot be signed leaves it out, never the report.
+    const settlement = call.input.withReceipt
+      ? await call.input.withReceipt(settled).catch((error: unknown) => {
+          log(`x402 receipt not signed: ${describeError(error)}`);
+          return settled;
+        })
+      : settled;
     const done: PaymentRecord = {
       ...record,
       report: await settledReport(
@@ -599,7 +612,7 @@ export class PaymentLedger {
   }
 
   /** A settled record: served once, or again for its payment id. */
-  private served(call: Call, record: PaymentRecord): PaidOutcome {
+  private async served(call: Call, lease: HeldLease, record: PaymentRecord): Promise<PaidOutcome> {
     const { events } = this.parts;
     const settlement = record.settlement as SettleResponse;
     if (!record.delivered) {
@@ -608,7 +621,7 @@ export class PaymentLedger {
         return conflict("payment_proof_conflict");
       }
       events.payment(call.version, "recovered");
-      return paid(requireReport(record), settlement);
+      return paid(requireReport(record), await this.receiptKept(call, lease, record, settlement));
     }
     if (call.idKey !== undefined && record.paymentIdKey === call.idKey) {
       // The id's own proof with another body: what its binding would have said, unverified.
@@ -618,6 +631,29 @@ export class PaymentLedger {
     }
     events.payment(call.version, "replayed");
     return refused(ALREADY_USED, rejection(ALREADY_USED));
+  }
+
+  /**
+   * The settlement with its receipt: one the reconciler settled has none yet, so it is signed
+   * now and kept with the record (unwritten, the next answer signs again).
+   */
+  private async receiptKept(
+    call: Call,
+    lease: HeldLease,
+    record: PaymentRecord,
+    settlement: SettleResponse,
+  ): Promise<SettleResponse> {
+    const signed = await call.input.withReceipt?.(settlement).catch((error: unknown) => {
+      this.parts.log(`x402 receipt not signed: ${describeError(error)}`);
+      return settlement;
+    });
+    if (!signed || signed === settlement) return settlement;
+    await lease
+      .write({ ...record, settlement: signed })
+      .catch((error: unknown) =>
+        this.parts.log(`payment record store failed: ${describeError(error)}`),
+      );
+    return signed;
   }
 
   /** The paid answer was handed over (or not): recorded, then the lease goes. */

@@ -6,5 +6,5 @@
 export { canonicalize } from "./jcs.js";
 export { loadServiceSigner, type LoadedSigner } from "./key-source.js";
 export { withProof, type SettledPayment } from "./report-proof.js";
-export { newPrivateJwk, signerFromJwk, type ServiceSigner } from "./signer.js";
+export { newPrivateJwk, signerFromJwk, type PrivateJwk, type ServiceSigner } from "./signer.js";
 export { verifyReportProof } from "./verify-proof.js";

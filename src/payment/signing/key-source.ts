@@ -10,6 +10,8 @@ const KEY_FILE = "signing-key.json";
 /** The signer and, for serve's first line, where its key came from. */
 export interface LoadedSigner {
   signer: ServiceSigner;
+  /** Its private key, for the payment gate (which signs offers and receipts with it too). */
+  jwk: PrivateJwk;
   /** E.g. `signing key <kid> from SIGNING_KEY`. */
   source: string;
 }
@@ -26,14 +28,18 @@ export async function loadServiceSigner(options: {
 }): Promise<LoadedSigner> {
   if (options.signingKey) {
     const signer = await signerFromJwk(options.signingKey);
-    return { signer, source: `signing key ${signer.kid} from SIGNING_KEY` };
+    return {
+      signer,
+      jwk: options.signingKey,
+      source: `signing key ${signer.kid} from SIGNING_KEY`,
+    };
   }
   const path = join(options.dataDir, KEY_FILE);
   const kept = readKeyFile(path);
   const jwk = kept ?? keepKey(path, await newPrivateJwk());
   const signer = await signerFromJwk(jwk);
   const how = kept ? "kept in" : "made now and kept in";
-  return { signer, source: `signing key ${signer.kid} ${how} ${path}` };
+  return { signer, jwk, source: `signing key ${signer.kid} ${how} ${path}` };
 }
 
 /** The kept key, undefined when there is none yet; a file that is no key stops the start. */

@@ -1,6 +1,7 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import type { PaymentRequiredV1 } from "@x402/core/schemas";
+import { OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
 import { snapshotOutputSchemaV1 } from "./bazaar-discovery.js";
 import {
   RESOURCE_DESCRIPTION,
@@ -44,12 +45,29 @@ export function challengeExample(offer: RouteOffer, publicUrl: string): Challeng
       serviceName: "secsnap",
     },
     accepts,
-    ...(extensions && { extensions: withMethod(extensions) }),
+    ...(extensions && { extensions: withExampleOffers(withMethod(extensions), accepts.length) }),
   } as PaymentRequired;
   const header = encodePaymentRequiredHeader(v2);
   const v1 = v1Challenge(header, UNPAID_ERROR_V1, snapshotOutputSchemaV1());
   if (!v1) throw new Error("the example challenge does not decode");
   return { v2, header, v1 };
+}
+
+/** Stands for each offer's JWS, which the service signs per challenge (offer-receipt.ts). */
+export const EXAMPLE_OFFER_JWS = "<JWS, EdDSA, kid did:web:<host>#<key thumbprint>>";
+
+/** The route's offer-receipt declaration as the 402 carries it: one signed offer per entry. */
+function withExampleOffers(
+  extensions: Record<string, unknown>,
+  entries: number,
+): Record<string, unknown> {
+  if (!(OFFER_RECEIPT in extensions)) return extensions;
+  const offers = Array.from({ length: entries }, (_, acceptIndex) => ({
+    format: "jws",
+    acceptIndex,
+    signature: EXAMPLE_OFFER_JWS,
+  }));
+  return { ...extensions, [OFFER_RECEIPT]: { info: { offers } } };
 }
 
 /**

@@ -5,6 +5,7 @@ import { HonoAdapter } from "@x402/hono";
 import type { Context } from "hono";
 import { answerOf, errorAnswer, type Answer } from "../answers/answer.js";
 import { describeError } from "../describe-error.js";
+import { offersFreshUntil } from "./offer-receipt.js";
 import { PROOF_GENERATIONS, carriesProof } from "./proof.js";
 import { v1Challenge } from "./v1.js";
 
@@ -13,23 +14,35 @@ const PREPARED_CHALLENGES = 64;
 
 /**
  * The unpaid 402 challenge, built by the SDK once per resource URL and reused: once /supported
- * is cached it depends on nothing else. This is the one rule for which requests get it without
+ * is cached it depends on nothing else but its signed offers' time (built again before they
+ * expire). This is the one rule for which requests get it without
  * the SDK — no proof of any generation, and not a browser (the SDK may answer those with a
  * paywall page) — used by the gate and, through it, by the Node fast path.
  */
 export class PreparedChallenges {
-  private readonly byUrl = new Map<string, Answer>();
+  private readonly byUrl = new Map<string, { answer: Answer; freshUntil: number }>();
 
   /** The prepared challenge for this request, when it would get exactly that answer. */
   get(resourceUrl: string, header: (name: string) => string | undefined): Answer | undefined {
-    return PreparedChallenges.plainUnpaid(header) ? this.byUrl.get(resourceUrl) : undefined;
+    if (!PreparedChallenges.plainUnpaid(header)) return undefined;
+    const kept = this.byUrl.get(resourceUrl);
+    // Its signed offers about to expire: the next request builds (and signs) it again.
+    return kept && Date.now() < kept.freshUntil ? kept.answer : undefined;
   }
 
   /** Keeps the challenge the SDK gave this request, when it is one `get` may hand out. */
   keep(resourceUrl: string, header: (name: string) => string | undefined, answer: Answer): void {
     if (!PreparedChallenges.plainUnpaid(header)) return;
+    const required = answer.headers["payment-required"];
+    if (!required) return;
+    let freshUntil: number;
+    try {
+      freshUntil = offersFreshUntil(decodePaymentRequiredHeader(required));
+    } catch {
+      return;
+    }
     if (this.byUrl.size >= PREPARED_CHALLENGES) this.byUrl.clear();
-    this.byUrl.set(resourceUrl, answer);
+    this.byUrl.set(resourceUrl, { answer, freshUntil });
   }
 
   private static plainUnpaid(header: (name: string) => string | undefined): boolean {

@@ -8,6 +8,7 @@ import { parseUnits } from "viem";
 import { networkById, USDC_DECIMALS } from "../../networks.js";
 import { PATHS } from "../../routes.js";
 import { snapshotDiscoveryExtension } from "./bazaar-discovery.js";
+import { offerReceiptDeclaration } from "./offer-receipt.js";
 
 /** The one priced route (docs/contract.md §1.2). */
 export const PAID_ROUTE = `POST ${PATHS.snapshot}`;
@@ -103,6 +104,8 @@ export function paidRouteConfig(offer: RouteOffer): RouteConfig {
       // Optional for clients: a paid retry with the same id gets the same answer (docs/payment.md).
       // Its `info` only: clients need no more, and the JSON schema would grow every challenge.
       [PAYMENT_IDENTIFIER]: { info: declarePaymentIdentifierExtension(false).info },
+      // Signed offers in every 402, signed receipts in every settlement (docs/contract.md §7.11).
+      ...offerReceiptDeclaration(),
     },
     unpaidResponseBody: () => ({
       contentType: "application/json",

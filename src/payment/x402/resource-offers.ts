@@ -5,6 +5,7 @@ import {
   PAYMENT_IDENTIFIER,
 } from "@x402/extensions/payment-identifier";
 import { describeError } from "../describe-error.js";
+import { offerReceiptDeclaration, offersFreshUntil } from "./offer-receipt.js";
 import {
   RESOURCE_DESCRIPTION,
   RESOURCE_MIME_TYPE,
@@ -17,11 +18,12 @@ const REMEMBERED_RESOURCES = 64;
 
 /**
  * The paid snapshot's PaymentRequired for a resource URL, built by the SDK from the route's
- * offer (the same accepts as the HTTP 402) once /supported is known, then kept: for the doors
- * that have no HTTP request of their own to build it from (MCP's tool, the page's form).
+ * offer (the same accepts and signed offers as the HTTP 402) once /supported is known, then kept
+ * while its offers are fresh: for the doors that have no HTTP request of their own to build it
+ * from (MCP's tool, the page's form).
  */
 export class ResourceOffers {
-  private readonly built = new Map<string, PaymentRequired>();
+  private readonly built = new Map<string, { required: PaymentRequired; freshUntil: number }>();
 
   constructor(
     private readonly resourceServer: x402ResourceServer,
@@ -29,13 +31,15 @@ export class ResourceOffers {
     private readonly log: (line: string) => void,
   ) {}
 
-  /** The offers already built for this resource, if any (no waiting). */
+  /** The offers already built for this resource, if any and still fresh (no waiting). */
   known(url: string): PaymentRequired | undefined {
-    return this.built.get(url);
+    const built = this.built.get(url);
+    // Its signed offers about to expire: built (and signed) again.
+    return built && Date.now() < built.freshUntil ? built.required : undefined;
   }
 
   async for(url: string): Promise<PaymentRequired | undefined> {
-    const known = this.built.get(url);
+    const known = this.known(url);
     if (known) return known;
     try {
       const config = paidRouteConfig(this.offer);
@@ -49,10 +53,13 @@ export class ResourceOffers {
         requirements,
         { url, description: RESOURCE_DESCRIPTION, mimeType: RESOURCE_MIME_TYPE },
         undefined,
-        { [PAYMENT_IDENTIFIER]: { info: declarePaymentIdentifierExtension(false).info } },
+        {
+          [PAYMENT_IDENTIFIER]: { info: declarePaymentIdentifierExtension(false).info },
+          ...offerReceiptDeclaration(),
+        },
       );
       if (this.built.size >= REMEMBERED_RESOURCES) this.built.clear();
-      this.built.set(url, required);
+      this.built.set(url, { required, freshUntil: offersFreshUntil(required) });
       return required;
     } catch (error) {
       this.log(`x402 challenge for ${url} failed: ${describeError(error)}`);

@@ -19,6 +19,7 @@ import type {
   PaymentRequiredV1,
   PaymentRequirementsV1,
 } from "@x402/core/schemas";
+import { OFFER_RECEIPT } from "@x402/extensions/offer-receipt";
 import { NETWORK_IDS } from "../../config.js";
 
 /** The receipt header of each generation. */
@@ -62,25 +63,28 @@ function v1Requirement(
 
 /**
  * The v1 challenge (the 402 body) for the v2 one in a PAYMENT-REQUIRED header: the same offers,
- * under their v1 network names. Undefined when the header cannot be read.
+ * under their v1 network names, and the same signed offers in `extensions` (the offer-receipt
+ * extension's place in both generations). Undefined when the header cannot be read.
  */
 export function v1Challenge(
   paymentRequiredHeader: string,
   error: string,
   outputSchema: Record<string, unknown>,
-): PaymentRequiredV1 | undefined {
+): (PaymentRequiredV1 & { extensions?: Record<string, unknown> }) | undefined {
   let required: PaymentRequired;
   try {
     required = decodePaymentRequiredHeader(paymentRequiredHeader);
   } catch {
     return undefined;
   }
+  const signedOffers = required.extensions?.[OFFER_RECEIPT];
   return {
     x402Version: 1,
     error,
     accepts: required.accepts.map((accepted) =>
       v1Requirement(accepted, required.resource, outputSchema),
     ),
+    ...(signedOffers !== undefined && { extensions: { [OFFER_RECEIPT]: signedOffers } }),
   };
 }
 
