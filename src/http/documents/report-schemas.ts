@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { PATHS } from "../../routes.js";
 import {
   ALL_FINDINGS,
   GRADES,
@@ -186,7 +187,7 @@ const ProofSchema = z
       .describe("Hex SHA-256 of the report without `proof`, serialised by RFC 8785 (JCS)."),
     kid: z
       .string()
-      .describe("RFC 7638 thumbprint of the signing key, listed in GET /.well-known/jwks.json."),
+      .describe(`RFC 7638 thumbprint of the signing key, listed in GET ${PATHS.jwks}.`),
     jws: z
       .string()
       .describe(
