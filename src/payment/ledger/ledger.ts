@@ -590,7 +590,7 @@ export class PaymentLedger {
       ...record,
       report: await settledReport(
         requireReport(record),
-        { auth: call.auth, transaction: settlement.transaction },
+        { key: call.key, auth: call.auth, transaction: settlement.transaction },
         this.parts.sign,
         log,
       ),

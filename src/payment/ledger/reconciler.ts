@@ -131,7 +131,12 @@ export class Reconciler {
     return {
       ...record,
       ...(record.report && {
-        report: await settledReport(record.report, { auth, transaction }, sign, log),
+        report: await settledReport(
+          record.report,
+          { key: record.key, auth, transaction },
+          sign,
+          log,
+        ),
       }),
       state: "settled",
       settlement,

@@ -14,14 +14,19 @@ export type ReportSigner = (report: KeptAnswer, settled: SettledPayment) => Prom
  */
 export async function settledReport(
   report: KeptAnswer,
-  paid: { auth: Authorization; transaction: string },
+  paid: { key: string; auth: Authorization; transaction: string },
   sign: ReportSigner | undefined,
   log: (line: string) => void,
 ): Promise<KeptAnswer> {
   if (!sign || report.status !== 200) return report;
-  const { auth, transaction } = paid;
+  const { key, auth, transaction } = paid;
   try {
-    return await sign(report, { network: auth.network, payer: auth.from, transaction });
+    return await sign(report, {
+      network: auth.network,
+      payer: auth.from,
+      transaction,
+      recordKey: key,
+    });
   } catch (error) {
     log(`report signature failed: ${describeError(error)}`);
     return report;

@@ -1,11 +1,8 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import type { ReportProof, SnapshotResult } from "../../snapshot/index.js";
 import type { KeptAnswer } from "../../store/index.js";
 import { canonicalize } from "./jcs.js";
 import type { ServiceSigner } from "./signer.js";
-
-/** Random bytes of a snapshot id: 128 bits, URL-safe once base64url-encoded (22 characters). */
-const SNAPSHOT_ID_BYTES = 16;
 
 /** What the settlement says of a paid call: what the proof names besides the report. */
 export interface SettledPayment {
@@ -13,6 +10,8 @@ export interface SettledPayment {
   network: string;
   payer: string;
   transaction: string;
+  /** The payment record's key: the snapshot id is derived from it, the same on every signing. */
+  recordKey: string;
 }
 
 /** Hex SHA-256 of a report's JCS form, its `proof` left out: the proof's `report_sha256`. */
@@ -30,7 +29,9 @@ export function signedProofBytes(proof: Omit<ReportProof, "jws"> | ReportProof):
 /**
  * The paid report with its `proof` (docs/proof.md), made once the payment settled: the body
  * re-serialised with `proof` last, the rest of the answer as it was. Written to the payment
- * record as it is, so every replay serves these same bytes.
+ * record as it is, so every replay serves these same bytes; and made alike every time for one
+ * payment (the id derived from its record, the time the report's own, Ed25519 deterministic), so
+ * a report handed out while the store could not keep it is the one a retry gets later.
  */
 export async function withProof(
   report: KeptAnswer,
@@ -39,8 +40,8 @@ export async function withProof(
 ): Promise<KeptAnswer> {
   const result = JSON.parse(report.body) as SnapshotResult;
   const unsigned: Omit<ReportProof, "jws"> = {
-    snapshot_id: randomBytes(SNAPSHOT_ID_BYTES).toString("base64url"),
-    issued_at: new Date().toISOString(),
+    snapshot_id: signer.opaqueId(settled.recordKey),
+    issued_at: result.fetched_at,
     network: settled.network,
     payer: settled.payer,
     transaction: settled.transaction,

@@ -1,3 +1,4 @@
+import { createHash, createHmac } from "node:crypto";
 import {
   CompactSign,
   base64url,
@@ -34,9 +35,17 @@ export interface ServiceSigner {
   signBytes(input: Uint8Array): Promise<string>;
   /** Every public key a verifier may need, as JWKs with `kid`, `alg` and `use`. */
   publicJwks(): JWK[];
+  /**
+   * An opaque URL-safe id of 128 bits for `seed` (HMAC-SHA256 under a secret derived from the
+   * private key): the same for the same seed, unguessable without the key.
+   */
+  opaqueId(seed: string): string;
 }
 
 export const SIGNING_ALG = "EdDSA";
+
+/** Bytes of an opaque id: 128 bits, 22 characters of base64url. */
+const OPAQUE_ID_BYTES = 16;
 
 /** An Ed25519 private JWK (`kty` OKP, `crv` Ed25519, `x`, `d`). */
 export type PrivateJwk = JWK & { kty: "OKP"; crv: "Ed25519"; x: string; d: string };
@@ -49,6 +58,7 @@ export async function signerFromJwk(jwk: PrivateJwk): Promise<ServiceSigner> {
   const sign = (payload: Uint8Array, header: JWSHeaderParameters = {}) =>
     new CompactSign(payload).setProtectedHeader({ kid, ...header, alg: SIGNING_ALG }).sign(key);
   const listed: JWK = { ...publicJwk, kid, alg: SIGNING_ALG, use: "sig" };
+  const idSecret = createHash("sha256").update(`secsnap opaque ids\n${jwk.d}`).digest();
   return {
     kid,
     sign,
@@ -61,6 +71,12 @@ export async function signerFromJwk(jwk: PrivateJwk): Promise<ServiceSigner> {
       return base64url.encode(new Uint8Array(signature));
     },
     publicJwks: () => [{ ...listed }],
+    opaqueId: (seed) =>
+      createHmac("sha256", idSecret)
+        .update(seed)
+        .digest()
+        .subarray(0, OPAQUE_ID_BYTES)
+        .toString("base64url"),
   };
 }
 

@@ -4,7 +4,7 @@
  * with the public key it lists, its bare signatures accepted by @x402/extensions' own JWS
  * builder; and the key kept in DATA_DIR, refused with one line when the file there is no key.
  */
-import { createPublicKey, verify } from "node:crypto";
+import { createHash, createPublicKey, verify } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import { base64url, calculateJwkThumbprint, compactVerify, flattenedVerify, type
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../../src/config.js";
 import { loadServiceSigner } from "../../../src/payment/index.js";
+import { withProof } from "../../../src/payment/signing/index.js";
 import { TEST_SIGNING_KEY } from "../../fixtures/signing-key.js";
 
 const key = JSON.parse(TEST_SIGNING_KEY) as Record<string, string>;
@@ -88,5 +89,40 @@ describe("the key kept in DATA_DIR", () => {
     expect((refused as ConfigError).variable).toBe("DATA_DIR");
     expect((refused as Error).message).toContain("not an Ed25519 private JWK");
     expect(readFileSync(join(dataDir, "signing-key.json"), "utf8")).toBe('{"kty":"RSA"}');
+  });
+});
+
+describe("the proof of one payment", () => {
+  const report = {
+    status: 200,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      requested_url: "https://example.com/",
+      fetched_at: "2026-11-28T13:00:00.000Z",
+    }),
+  };
+  const paid = {
+    network: "eip155:84532",
+    payer: "0x3c44cdddb6a900fa2b585dd299e03d12fa4293bc",
+    transaction: `0x${"ab".repeat(32)}`,
+    recordKey: "record-1",
+  };
+
+  it("is made alike every time, so a report handed out while the store was down is the retry's", async () => {
+    const s = await signer();
+    const first = await withProof(report, paid, s);
+    expect((await withProof(report, paid, s)).body).toBe(first.body);
+    const { proof } = JSON.parse(first.body) as { proof: Record<string, string> };
+    expect(proof.issued_at).toBe("2026-11-28T13:00:00.000Z");
+    expect(Buffer.from(proof.snapshot_id!, "base64url")).toHaveLength(16);
+  });
+
+  it("names each payment by its own unguessable id", async () => {
+    const s = await signer();
+    const ids = ["record-1", "record-2"].map((recordKey) => s.opaqueId(recordKey));
+    expect(ids[0]).not.toBe(ids[1]);
+    // Not the record key's plain hash: only the key's holder can compute it.
+    const plain = createHash("sha256").update("record-1").digest().subarray(0, 16);
+    expect(ids[0]).not.toBe(plain.toString("base64url"));
   });
 });
