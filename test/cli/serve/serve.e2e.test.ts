@@ -60,6 +60,8 @@ it(
         x402Version: 1,
         error: expect.any(String),
         accepts: [expect.objectContaining({ network: "base-sepolia", maxAmountRequired: "50000" })],
+        // The signed offers (x402 offer-receipt) ride in the v1 body too.
+        extensions: { "offer-receipt": { info: { offers: [expect.any(Object)] } } },
       });
 
       // The real x402 client pays; its snapshot then waits on the held target.
