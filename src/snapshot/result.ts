@@ -47,7 +47,7 @@ export interface ReportSections {
 export interface ReportProof {
   /** Opaque, URL-safe, at least 128 random bits. */
   snapshot_id: string;
-  /** When the proof was made, after the settlement (ISO 8601, ms, UTC). */
+  /** When the report was made: its `fetched_at` (ISO 8601, ms, UTC). */
   issued_at: string;
   /** The CAIP-2 id of the network paid on. */
   network: string;

@@ -33,6 +33,8 @@ describe("checks registry", () => {
       "tls",
       "dns",
       "cross_origin",
+      // docs/contract.md §10: a paid report's proof, last.
+      "proof",
     ]);
   });
 

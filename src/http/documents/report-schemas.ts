@@ -177,7 +177,7 @@ const ProofSchema = z
       .string()
       .regex(/^[A-Za-z0-9_-]{22,}$/)
       .describe("Opaque and URL-safe, at least 128 random bits."),
-    issued_at: z.iso.datetime().describe("When the proof was made, after the settlement."),
+    issued_at: z.iso.datetime().describe("When the report was made (its fetched_at)."),
     network: z.string().describe("The CAIP-2 id of the network paid on."),
     payer: z.string().describe("The address that paid."),
     transaction: z.string().describe("The settlement transaction's hash."),
