@@ -8,6 +8,7 @@ export type {
   PaymentRecord,
   PaymentRecordStore,
   PaymentState,
+  SnapshotStore,
 } from "./records.js";
 export { MemoryPaymentRecordStore } from "./memory.js";
 export { EmbeddedPaymentRecordStore } from "./embedded.js";
