@@ -160,11 +160,16 @@ export class SnapshotAgain implements SnapshotAgainRoute {
     if (message.expirationTime === undefined) return "the message has no expirationTime";
     const lifetime = Date.parse(message.expirationTime) - Date.parse(message.issuedAt);
     if (!(lifetime <= SIGN_IN_TTL_MS)) return "the message lives longer than five minutes";
-    const valid = await validateSIWxMessage(message, origin);
-    if (!valid.isValid) return valid.invalidMessage;
-    const signed = await verifySIWxSignature(message);
-    if (!signed.isValid) return signed.invalidMessage;
-    return undefined;
+    try {
+      const valid = await validateSIWxMessage(message, origin);
+      if (!valid.isValid) return valid.invalidMessage;
+      const signed = await verifySIWxSignature(message);
+      if (!signed.isValid) return signed.invalidMessage;
+      return undefined;
+    } catch (error) {
+      // A message the extension cannot even check (an address or signature that is no hex).
+      return describeError(error);
+    }
   }
 }
 

@@ -148,6 +148,10 @@ describe("GET /v1/snapshots/{snapshot_id}", () => {
     await expectRefused(await signedGet(url, expired), 401, "sign_in_refused");
     const forged = await signIn(url, payer, (info) => ({ ...info, nonce: "f".repeat(32) }));
     await expectRefused(await signedGet(url, forged), 401, "sign_in_refused");
+    // Readable, but its address and signature are no hex: refused, never a 500.
+    const garbled = JSON.parse(atob(await signIn(url, payer))) as Record<string, string>;
+    const nonsense = btoa(JSON.stringify({ ...garbled, address: "0xZZ", signature: "0xnope" }));
+    await expectRefused(await signedGet(url, nonsense), 401, "sign_in_refused");
     // None of them was a sign-in: the payer still gets its report.
     expect((await signedGet(url, await signIn(url, payer))).status).toBe(200);
   });
