@@ -7,6 +7,7 @@
 /** The paths, by what each serves. */
 export const PATHS = {
   snapshot: "/v1/snapshot",
+  snapshotAgain: "/v1/snapshots/{snapshot_id}",
   mcp: "/mcp",
   demo: "/demo/snapshot",
   health: "/health",
@@ -47,6 +48,13 @@ export const ROUTE_TABLE: readonly Route[] = [
     paid: true,
     documented: true,
     purpose: "the report of one URL",
+  },
+  {
+    method: "GET",
+    path: PATHS.snapshotAgain,
+    paid: false,
+    documented: true,
+    purpose: "a paid report again, for its payer (sign-in-with-x)",
   },
   {
     method: "POST",
@@ -125,3 +133,17 @@ export const ROUTE_TABLE: readonly Route[] = [
     purpose: "the page pays from the devnet account, then scans",
   },
 ];
+
+/** A table path as the router writes it: `{name}` (OpenAPI's form) becomes `:name`. */
+export function routerPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ":$1");
+}
+
+/** The table path a request path matches, `{name}` standing for one segment; undefined: none. */
+export function routeOfPath(path: string, routes: readonly string[]): string | undefined {
+  return routes.find((route) =>
+    route.includes("{")
+      ? new RegExp(`^${route.replace(/\{\w+\}/g, "[^/]+")}$`).test(path)
+      : route === path,
+  );
+}

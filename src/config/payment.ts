@@ -37,6 +37,8 @@ export interface PaymentConfig {
   rpcUrls: Partial<Record<NetworkName, string>>;
   /** How long kept paid answers and unsettled reports live (X402_IDEMPOTENCY_TTL_SECONDS). */
   paidRecordTtlSeconds: number;
+  /** Days a paid report is kept for GET /v1/snapshots/{id} (SNAPSHOT_RETENTION_DAYS); 0: none. */
+  snapshotRetentionDays: number;
   devnetRpcPort: number;
   devnetFacilitatorPort: number;
 }
@@ -137,7 +139,10 @@ const TERMS: Table<
 
 /** How long paid records are kept, and the devnet's ports. */
 const KEEPING: Table<
-  Pick<PaymentConfig, "paidRecordTtlSeconds" | "devnetRpcPort" | "devnetFacilitatorPort">
+  Pick<
+    PaymentConfig,
+    "paidRecordTtlSeconds" | "snapshotRetentionDays" | "devnetRpcPort" | "devnetFacilitatorPort"
+  >
 > = {
   paidRecordTtlSeconds: {
     name: "X402_IDEMPOTENCY_TTL_SECONDS",
@@ -148,6 +153,12 @@ const KEEPING: Table<
       "a whole number of seconds from 3600 (1 h) to 2592000 (30 days)",
     ),
     meaning: "how long kept paid answers and unsettled reports live",
+  },
+  snapshotRetentionDays: {
+    name: "SNAPSHOT_RETENTION_DAYS",
+    fallback: "30",
+    schema: int(0, 3650, "a whole number of days from 0 (keep nothing) to 3650"),
+    meaning: "how long a paid report can be fetched again by its payer",
   },
   devnetRpcPort: {
     name: "DEVNET_RPC_PORT",

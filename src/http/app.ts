@@ -5,6 +5,7 @@ import { etag } from "hono/etag";
 import { HTTPException } from "hono/http-exception";
 import {
   NOT_FOUND,
+  SNAPSHOT_NOT_FOUND,
   carriesProof,
   jsonAnswer,
   methodNotAllowed,
@@ -15,11 +16,12 @@ import {
   type FormPayment,
   type PaidRoute,
   type ServiceSigner,
+  type SnapshotAgainRoute,
 } from "../payment/index.js";
 import { demoSnapshot, type SnapshotEngine, type UrlPolicy } from "../snapshot/index.js";
 import { SERVICE_VERSION } from "../version.js";
 import { DEFAULT_PRICE_USDC, NETWORK_IDS, type OperatorContact } from "../config.js";
-import { PATHS, ROUTE_TABLE } from "../routes.js";
+import { PATHS, ROUTE_TABLE, routerPath } from "../routes.js";
 import { SnapshotAdmission } from "./guards/admission.js";
 import { readBodyText } from "./request-body.js";
 import { TrustedProxies, clientAddress } from "./guards/client-ip.js";
@@ -63,6 +65,10 @@ export interface AppDeps {
   mcpPayment?: McpPayment;
   /** The page's devnet form as a door of the paid call (the payment gate's `form`). */
   formPayment?: FormPayment;
+  /**
+   * GET /v1/snapshots/{snapshot_id} (the payment gate's `snapshots`); none: every id is unknown.
+   */
+  snapshots?: SnapshotAgainRoute;
   /** The key signing the paid reports (the payment gate's `signer`); none: no key is listed. */
   signer?: Promise<ServiceSigner>;
   /** The unpaid `tools/call snapshot` on POST /mcp answered without the SDK; default on (mcp/route.ts). */
@@ -113,6 +119,7 @@ export interface AppDeps {
 /** The methods each known path answers; everything else on these paths is 405 with Allow. */
 const ALLOWED_METHODS = {
   [PATHS.snapshot]: "POST, OPTIONS",
+  [PATHS.snapshotAgain]: "GET, HEAD, OPTIONS",
   [PATHS.mcp]: "POST, OPTIONS",
   [PATHS.demo]: "GET, HEAD, OPTIONS",
   [PATHS.health]: "GET, HEAD, OPTIONS",
@@ -407,6 +414,15 @@ function addAgentRoutes(app: Hono, deps: AppDeps): void {
  */
 function addKeyRoutes(app: Hono, deps: AppDeps, cacheable: Record<string, string>): void {
   const keys = async () => (deps.signer ? (await deps.signer).publicJwks() : []);
+  app.get(routerPath(PATHS.snapshotAgain), async (c) => {
+    if (!deps.snapshots) return toResponse(SNAPSHOT_NOT_FOUND);
+    const answer = await deps.snapshots.answer({
+      snapshotId: c.req.param("snapshot_id") ?? "",
+      requestUrl: c.req.url,
+      signIn: c.req.header("sign-in-with-x"),
+    });
+    return toResponse(answer);
+  });
   app.get(PATHS.jwks, async () =>
     toResponse(jsonAnswer(200, jwksDocument(await keys()), cacheable)),
   );
@@ -472,7 +488,7 @@ function addFallbacks(app: Hono, log: Logger, paysAndScans: boolean): void {
   const allowed = Object.entries(ALLOWED_METHODS);
   if (paysAndScans) allowed.push([PATHS.payAndScan, "POST"]);
   for (const [path, allow] of allowed) {
-    app.all(path, (c) => toResponse(methodNotAllowed(c.req.method, allow)));
+    app.all(routerPath(path), (c) => toResponse(methodNotAllowed(c.req.method, allow)));
   }
   app.notFound(() => toResponse(NOT_FOUND));
   app.onError((err, c) => {

@@ -20,6 +20,9 @@ export const DEFAULT_PROOF_RELEASES = 3;
 const DEFAULT_REFUSED_PER_PAYER_PER_MINUTE = 60;
 /** Records of paid requests (kept answers, unsettled payments) live at least this long. */
 export const DEFAULT_PAID_RECORD_TTL_MS = 60 * 60_000;
+const DAY_MS = 24 * 60 * 60_000;
+/** Paid reports are kept for their payers this long unless told (SNAPSHOT_RETENTION_DAYS). */
+export const DEFAULT_SNAPSHOT_RETENTION_MS = 30 * DAY_MS;
 
 export interface PaidRequestTimings {
   /** The record's lease and facilitator /verify. */
@@ -58,6 +61,11 @@ export interface PaymentGateOptions extends RouteOffer {
   store: PaymentRecordStore;
   /** How long a payment record lives after its last write; default 1 h. */
   paidRecordTtlMs?: number;
+  /**
+   * How long a paid report is kept for its payer (GET /v1/snapshots/{id},
+   * SNAPSHOT_RETENTION_DAYS); default 30 days, 0 none.
+   */
+  snapshotRetentionMs?: number;
   /** How long a request's claim on a proof lives unrenewed; default 15 s. */
   leaseMs?: number;
   /** How often the reconciler reads the chain for unresolved settlements; default 15 s, 0 off. */
@@ -137,14 +145,18 @@ export function paymentGateOptionsFromConfig(
 export function paidRecordOptionsFromConfig(
   config: PaymentConfig,
   devnet?: { network: Network; rpcUrl: string },
-): Pick<PaymentGateOptions, "paidRecordTtlMs" | "rpcUrls"> {
+): Pick<PaymentGateOptions, "paidRecordTtlMs" | "snapshotRetentionMs" | "rpcUrls"> {
   const rpcUrls: Record<string, string> = devnet ? { [devnet.network]: devnet.rpcUrl } : {};
   if (!devnet) {
     for (const [name, url] of Object.entries(config.rpcUrls)) {
       rpcUrls[NETWORK_IDS[name as keyof typeof NETWORK_IDS]] = url;
     }
   }
-  return { paidRecordTtlMs: config.paidRecordTtlSeconds * 1000, rpcUrls };
+  return {
+    paidRecordTtlMs: config.paidRecordTtlSeconds * 1000,
+    snapshotRetentionMs: config.snapshotRetentionDays * DAY_MS,
+    rpcUrls,
+  };
 }
 
 /** The facilitator client the options describe, its calls told to `events`. */

@@ -9,6 +9,7 @@ import { GateAnswers } from "./answers/gate-answers.js";
 import {
   DEFAULT_PAID_RECORD_TTL_MS,
   DEFAULT_PROOF_RELEASES,
+  DEFAULT_SNAPSHOT_RETENTION_MS,
   facilitatorClientFor,
   payerBudgetFor,
   type PaymentGateOptions,
@@ -24,6 +25,8 @@ import { createSdkServers } from "./x402/resource-server.js";
 import { NO_PAYMENT_EVENTS } from "./telemetry.js";
 import { newPrivateJwk, signerFromJwk, withProof, type ServiceSigner } from "./signing/index.js";
 import { OfferReceipts } from "./x402/offer-receipt.js";
+import { keepingSnapshots } from "./snapshots/kept-snapshot.js";
+import { SnapshotAgain } from "./snapshots/snapshot-again.js";
 
 export interface PaymentGate {
   /** x402 over HTTP for POST /v1/snapshot, v1 and v2 (doors/http-route.ts). */
@@ -65,6 +68,8 @@ export interface PaymentGate {
   form: FormPayment;
   /** The key that signs the paid reports' proofs: GET /.well-known/jwks.json lists it. */
   signer: Promise<ServiceSigner>;
+  /** GET /v1/snapshots/{snapshot_id}: a paid report again, for its payer (snapshots/). */
+  snapshots: SnapshotAgain;
 }
 
 /** Default pace of the reconciler: about one lease, so an orphaned settlement waits little. */
@@ -110,7 +115,12 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
   const chain = new RpcChainReader(options.rpcUrls ?? {});
   const signer = key.then(({ privateJwk }) => signerFromJwk(privateJwk));
-  const sign: ReportSigner = async (report, settled) => withProof(report, settled, await signer);
+  const retentionMs = options.snapshotRetentionMs ?? DEFAULT_SNAPSHOT_RETENTION_MS;
+  // Each signed report is kept for its payer as it is served (snapshots/kept-snapshot.ts).
+  const sign: ReportSigner = keepingSnapshots(
+    async (report, settled) => withProof(report, settled, await signer),
+    { store: options.store, retentionMs, log },
+  );
   const ledger = new PaymentLedger({
     store: options.store,
     verify: (payload, requirements) => resourceServer.verifyPayment(payload, requirements),
@@ -150,6 +160,13 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     close: () => reconciler.stop(),
     form: createFormPayment(calls, offers, answers),
     signer,
+    snapshots: new SnapshotAgain({
+      store: options.store,
+      retentionMs,
+      publicUrl: options.publicUrl,
+      networks: options.networks,
+      log,
+    }),
     mcp: createMcpPayment({
       offers,
       readiness,

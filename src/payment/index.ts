@@ -10,6 +10,7 @@ export {
   INSTANCE_BUSY,
   INTERNAL_ERROR,
   NOT_FOUND,
+  SNAPSHOT_NOT_FOUND,
   foreignOrigin,
   hostNotAllowed,
   methodNotAllowed,
@@ -27,6 +28,7 @@ export { whenSent } from "./doors/http-route.js";
 export type { PaidRoute, RouteCall } from "./doors/http-route.js";
 export type { FormOutcome, FormPayment } from "./doors/page-form.js";
 export type { PaymentGate } from "./gate.js";
+export type { SnapshotAgainRoute } from "./snapshots/snapshot-again.js";
 export { paidRecordOptionsFromConfig, paymentGateOptionsFromConfig } from "./gate-options.js";
 export type { PaidRequestTimings, PaymentGateOptions } from "./gate-options.js";
 export { RateLimiterPayerBudget, memoryPayerBudget } from "./ledger/payer-budget.js";

@@ -11,7 +11,13 @@ import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import { ConfigError } from "../config-error.js";
 import { lockDataDir } from "./data-dir-lock.js";
-import type { Acquired, PaymentIdBinding, PaymentRecord, PaymentRecordStore } from "./records.js";
+import type {
+  Acquired,
+  KeptSnapshot,
+  PaymentIdBinding,
+  PaymentRecord,
+  PaymentRecordStore,
+} from "./records.js";
 
 /** A stored record and the epoch ms after which it counts as absent. */
 interface RecordEntry {
@@ -24,8 +30,13 @@ interface BindingEntry {
   x: number;
 }
 
+interface SnapshotEntry {
+  s: KeptSnapshot;
+  x: number;
+}
+
 /** Expiry index keys: [expiresAt, kind, key], in expiry order. */
-type ExpiryKey = [number, "r" | "i", string];
+type ExpiryKey = [number, "r" | "i" | "s" | "n", string];
 
 const UNRESOLVED_STATES: ReadonlySet<string> = new Set(["settling", "report_kept"]);
 const SWEEP_BATCH = 1_000;
@@ -61,6 +72,9 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
     /** Keys of records in an unresolved state: what `unresolved` reads instead of every record. */
     private readonly pending: Database<true, string>,
     private readonly expiry: Database<true, ExpiryKey>,
+    /** Kept paid reports, and sign-in nonces (their expiry, epoch ms). */
+    private readonly snapshots: Database<SnapshotEntry, string>,
+    private readonly nonces: Database<number, string>,
     private readonly unlock: () => void,
     private readonly recordTtlMs: number,
     private readonly now: () => number,
@@ -110,6 +124,8 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
       root.openDB<BindingEntry, string>({ name: "payment-ids", encoding: "json" }),
       root.openDB<true, string>({ name: "unresolved", encoding: "json" }),
       root.openDB<true, ExpiryKey>({ name: "expiry", encoding: "json" }),
+      root.openDB<SnapshotEntry, string>({ name: "snapshots", encoding: "json" }),
+      root.openDB<number, string>({ name: "siwx-nonces", encoding: "json" }),
       unlock,
       options.recordTtlMs ?? 3_600_000,
       options.now ?? Date.now,
@@ -138,7 +154,7 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
     });
   }
 
-  /** Deletes up to SWEEP_BATCH expired records and bindings per call, oldest first. */
+  /** Deletes up to SWEEP_BATCH expired entries (records, bindings, snapshots, nonces), oldest first. */
   async sweep(): Promise<number> {
     if (this.closed) return 0;
     return this.root.transaction(() => this.deleteExpired(this.now(), SWEEP_BATCH));
@@ -155,8 +171,12 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
           void this.records.remove(key);
           void this.pending.remove(key);
         }
-      } else if (this.ids.get(key)?.x === x) {
-        void this.ids.remove(key);
+      } else if (kind === "i") {
+        if (this.ids.get(key)?.x === x) void this.ids.remove(key);
+      } else if (kind === "s") {
+        if (this.snapshots.get(key)?.x === x) void this.snapshots.remove(key);
+      } else if (this.nonces.get(key) === x) {
+        void this.nonces.remove(key);
       }
       void this.expiry.remove(index);
     }
@@ -293,6 +313,47 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
     } catch (error) {
       return Promise.reject(error as Error);
     }
+  }
+
+  keepSnapshot(id: string, snapshot: KeptSnapshot, ttlMs: number): Promise<void> {
+    return this.root.transaction(() => {
+      const now = this.now();
+      const before = this.snapshots.get(id);
+      if (before) void this.expiry.remove([before.x, "s", id]);
+      const x = now + ttlMs;
+      void this.snapshots.put(id, { s: snapshot, x });
+      void this.expiry.put([x, "s", id], true);
+      this.deleteExpired(now, SWEEP_PER_WRITE);
+    });
+  }
+
+  snapshot(id: string): Promise<KeptSnapshot | undefined> {
+    try {
+      const entry = this.snapshots.get(id);
+      return Promise.resolve(entry && entry.x > this.now() ? entry.s : undefined);
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
+
+  issueNonce(nonce: string, ttlMs: number): Promise<void> {
+    return this.root.transaction(() => {
+      const now = this.now();
+      const x = now + ttlMs;
+      void this.nonces.put(nonce, x);
+      void this.expiry.put([x, "n", nonce], true);
+      this.deleteExpired(now, SWEEP_PER_WRITE);
+    });
+  }
+
+  takeNonce(nonce: string): Promise<boolean> {
+    return this.root.transaction(() => {
+      const x = this.nonces.get(nonce);
+      if (x === undefined) return false;
+      void this.nonces.remove(nonce);
+      void this.expiry.remove([x, "n", nonce]);
+      return x > this.now();
+    });
   }
 
   async writable(): Promise<boolean> {

@@ -2,7 +2,14 @@
  * The payment records' store (docs/operations.md, "Where payment records live"): the interface,
  * its three implementations and the factory. Other folders import only from here.
  */
-export type { KeptAnswer, PaymentRecord, PaymentRecordStore, PaymentState } from "./records.js";
+export type {
+  KeptAnswer,
+  KeptSnapshot,
+  PaymentRecord,
+  PaymentRecordStore,
+  PaymentState,
+  SnapshotStore,
+} from "./records.js";
 export { MemoryPaymentRecordStore } from "./memory.js";
 export { EmbeddedPaymentRecordStore } from "./embedded.js";
 export { RedisPaymentRecordStore, redisPersistenceWarning } from "./redis.js";

@@ -1,4 +1,10 @@
-import type { Acquired, PaymentIdBinding, PaymentRecord, PaymentRecordStore } from "./records.js";
+import type {
+  Acquired,
+  KeptSnapshot,
+  PaymentIdBinding,
+  PaymentRecord,
+  PaymentRecordStore,
+} from "./records.js";
 
 interface Stored<T> {
   value: T;
@@ -15,6 +21,8 @@ export class MemoryPaymentRecordStore implements PaymentRecordStore {
   readonly kind = "memory" as const;
   private readonly records = new Map<string, Stored<PaymentRecord>>();
   private readonly ids = new Map<string, Stored<PaymentIdBinding>>();
+  private readonly snapshots = new Map<string, Stored<KeptSnapshot>>();
+  private readonly nonces = new Map<string, Stored<true>>();
   private readonly recordTtlMs: number;
 
   constructor(
@@ -112,6 +120,28 @@ export class MemoryPaymentRecordStore implements PaymentRecordStore {
       if (found.length >= limit) break;
     }
     return Promise.resolve(found);
+  }
+
+  keepSnapshot(id: string, snapshot: KeptSnapshot, ttlMs: number): Promise<void> {
+    this.snapshots.set(id, { value: snapshot, expiresAt: this.now() + ttlMs });
+    return Promise.resolve();
+  }
+
+  snapshot(id: string): Promise<KeptSnapshot | undefined> {
+    const stored = this.snapshots.get(id);
+    if (stored && stored.expiresAt <= this.now()) this.snapshots.delete(id);
+    return Promise.resolve(stored && stored.expiresAt > this.now() ? stored.value : undefined);
+  }
+
+  issueNonce(nonce: string, ttlMs: number): Promise<void> {
+    this.nonces.set(nonce, { value: true, expiresAt: this.now() + ttlMs });
+    return Promise.resolve();
+  }
+
+  takeNonce(nonce: string): Promise<boolean> {
+    const stored = this.nonces.get(nonce);
+    this.nonces.delete(nonce);
+    return Promise.resolve(stored !== undefined && stored.expiresAt > this.now());
   }
 
   writable(): Promise<boolean> {

@@ -73,7 +73,7 @@ export type Acquired =
  * configures), and rejects when the store cannot answer: the caller then tells the client 503
  * and never moves money on an unrecorded step.
  */
-export interface PaymentRecordStore {
+export interface PaymentRecordStore extends SnapshotStore {
   readonly kind: "embedded" | "redis" | "memory";
   /**
    * Takes the lease of `key` for `owner` for `leaseMs`, atomically: when there is no record,
@@ -117,4 +117,31 @@ export interface PaymentRecordStore {
 export interface PaymentIdBinding {
   readonly authorizationKey: string;
   readonly fingerprint: string;
+}
+
+/**
+ * A paid report kept for GET /v1/snapshots/{snapshot_id} (docs/contract.md §10): who paid, and
+ * the paid 200 as it was served (its body's bytes, its headers).
+ */
+export interface KeptSnapshot {
+  /** The address that paid, lower case (the proof's `payer`). */
+  readonly payer: string;
+  /** The proof's `issued_at`. */
+  readonly issuedAt: string;
+  readonly answer: KeptAnswer;
+}
+
+/**
+ * The paid reports kept for their payers, and the sign-in nonces the service issued: in the same
+ * store as the payment records, so they survive restarts and a fleet shares them.
+ */
+export interface SnapshotStore {
+  /** Keeps `snapshot` under its id for `ttlMs` (the retention). */
+  keepSnapshot(id: string, snapshot: KeptSnapshot, ttlMs: number): Promise<void>;
+  /** The snapshot kept under `id`; undefined when absent or past its retention. */
+  snapshot(id: string): Promise<KeptSnapshot | undefined>;
+  /** Records a sign-in nonce the service issued, valid for `ttlMs`. */
+  issueNonce(nonce: string, ttlMs: number): Promise<void>;
+  /** Takes an issued nonce, atomically: true once, while it lives; false ever after. */
+  takeNonce(nonce: string): Promise<boolean>;
 }

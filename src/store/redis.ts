@@ -3,6 +3,7 @@ import type { Redis } from "ioredis";
 import { KEY_PREFIX } from "./redis-client.js";
 import type {
   Acquired,
+  KeptSnapshot,
   PaymentIdBinding,
   PaymentRecord,
   PaymentRecordStore,
@@ -20,6 +21,9 @@ const PAYMENT_ID = `${KEY_PREFIX}payment-id:`;
 /** Sorted set of record keys in `settling` / `report_kept`, scored by the record's expiry. */
 const UNRESOLVED = `${KEY_PREFIX}payment-unresolved`;
 const PROBE = `${KEY_PREFIX}probe:`;
+/** A kept paid report (JSON), expiring with its retention; a sign-in nonce we issued. */
+const SNAPSHOT = `${KEY_PREFIX}snapshot:`;
+const SIWX_NONCE = `${KEY_PREFIX}siwx-nonce:`;
 
 // Every script reads the clock with TIME, so leases of all instances compare on one clock.
 const NOW = `local t = redis.call('TIME')
@@ -254,6 +258,25 @@ export class RedisPaymentRecordStore implements PaymentRecordStore {
       if (record) found.push(record);
     }
     return found;
+  }
+
+  async keepSnapshot(id: string, snapshot: KeptSnapshot, ttlMs: number): Promise<void> {
+    const json = JSON.stringify(snapshot);
+    await this.client.set(SNAPSHOT + id, json, "PX", Math.max(1, Math.ceil(ttlMs)));
+  }
+
+  async snapshot(id: string): Promise<KeptSnapshot | undefined> {
+    const json = await this.client.get(SNAPSHOT + id);
+    return json === null ? undefined : (JSON.parse(json) as KeptSnapshot);
+  }
+
+  async issueNonce(nonce: string, ttlMs: number): Promise<void> {
+    await this.client.set(SIWX_NONCE + nonce, "1", "PX", Math.max(1, Math.ceil(ttlMs)));
+  }
+
+  /** DEL answers 1 to exactly one caller, whichever instance asks first. */
+  async takeNonce(nonce: string): Promise<boolean> {
+    return (await this.client.del(SIWX_NONCE + nonce)) === 1;
   }
 
   async writable(): Promise<boolean> {

@@ -122,7 +122,7 @@ describe("CORS for browser x402 clients", () => {
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
     expect(res.headers.get("access-control-allow-methods")).toContain("POST");
     const allowed = (res.headers.get("access-control-allow-headers") ?? "").toLowerCase();
-    for (const header of ["content-type", "payment-signature", "x-payment"]) {
+    for (const header of ["content-type", "payment-signature", "x-payment", "sign-in-with-x"]) {
       expect(allowed.split(",")).toContain(header);
     }
   });

@@ -122,6 +122,21 @@ describe("bounds on unpaid work", () => {
     expect(config.refusedPerPayerPerMinute).toBe(5);
   });
 
+  it("SNAPSHOT_RETENTION_DAYS: 30 days unless set, 0 keeps nothing, anything else named", () => {
+    const retention = (days: string) =>
+      paidRecordOptionsFromConfig(
+        loadPaymentConfig({ ...production, SNAPSHOT_RETENTION_DAYS: days }),
+      ).snapshotRetentionMs;
+    expect(paidRecordOptionsFromConfig(loadPaymentConfig(production)).snapshotRetentionMs).toBe(
+      30 * 86_400_000,
+    );
+    expect(retention("0")).toBe(0);
+    expect(retention("7")).toBe(7 * 86_400_000);
+    for (const bad of ["-1", "1.5", "thirty", "3651"]) {
+      expect(() => retention(bad)).toThrow(/SNAPSHOT_RETENTION_DAYS/);
+    }
+  });
+
   it("reads the RPC URL per network and the paid record lifetime, and names a bad one", () => {
     const defaults = loadPaymentConfig(production);
     expect(defaults.rpcUrls).toEqual({});
@@ -134,6 +149,7 @@ describe("bounds on unpaid work", () => {
     });
     expect(paidRecordOptionsFromConfig(config)).toEqual({
       paidRecordTtlMs: 7_200_000,
+      snapshotRetentionMs: 30 * 86_400_000,
       rpcUrls: {
         "eip155:8453": "https://mainnet.base.example/rpc",
         "eip155:84532": "http://127.0.0.1:8545",

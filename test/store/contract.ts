@@ -370,6 +370,38 @@ export function storeContract(name: string, factory: StoreFactory, skip = false)
       });
     });
 
+    describe("kept snapshots and sign-in nonces", () => {
+      const kept = {
+        payer: "0xpayer",
+        issuedAt: "2026-01-01T00:00:00.000Z",
+        answer: { status: 200, headers: { "content-type": "application/json" }, body: '{"a":1}' },
+      };
+
+      it("a kept snapshot comes back as kept, for its retention, then is absent", async () => {
+        const store = await open();
+        const id = keyOf("snapshot");
+        expect(await store.snapshot(id)).toBeUndefined();
+        await store.keepSnapshot(id, kept, SHORT);
+        expect(await store.snapshot(id)).toEqual(kept);
+        await pastShort();
+        expect(await store.snapshot(id)).toBeUndefined();
+      });
+
+      it("a nonce issued is taken once; one never issued, or expired, never", async () => {
+        const store = await open();
+        const nonce = keyOf("nonce");
+        expect(await store.takeNonce(nonce)).toBe(false);
+        await store.issueNonce(nonce, LONG);
+        const takes = await Promise.all([1, 2, 3].map(() => store.takeNonce(nonce)));
+        expect(takes.filter(Boolean)).toEqual([true]);
+        expect(await store.takeNonce(nonce)).toBe(false);
+        const expired = keyOf("nonce");
+        await store.issueNonce(expired, SHORT);
+        await pastShort();
+        expect(await store.takeNonce(expired)).toBe(false);
+      });
+    });
+
     it("writable: an open store accepts writes", async () => {
       const store = await open();
       expect(await store.writable()).toBe(true);

@@ -236,6 +236,30 @@ describe("embedded payment record store", () => {
     }
   });
 
+  it("kept snapshots and nonces past their retention are deleted from disk too; young ones stay, after a reopen as well", async () => {
+    let now = 1_000_000;
+    const dir = freshDir();
+    const kept = { payer: "0xpayer", issuedAt: "2026-01-01T00:00:00.000Z", answer: report };
+    let store = await EmbeddedPaymentRecordStore.open({ dataDir: dir, now: () => now });
+    try {
+      await store.keepSnapshot("old", kept, 5_000);
+      await store.keepSnapshot("young", kept, 60_000);
+      await store.issueNonce("nonce-old", 5_000);
+      await store.issueNonce("nonce-young", 60_000);
+      now += 10_000;
+      expect(await store.sweep()).toBe(2);
+      now -= 10_000; // back in time: what was deleted stays gone
+      expect(await store.snapshot("old")).toBeUndefined();
+      expect(await store.takeNonce("nonce-old")).toBe(false);
+      await store.close();
+      store = await EmbeddedPaymentRecordStore.open({ dataDir: dir, now: () => now });
+      expect(await store.snapshot("young")).toEqual(kept);
+      expect(await store.takeNonce("nonce-young")).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("each new record or binding deletes expired ones, so the store keeps pace with its writes between sweeps", async () => {
     let now = 1_000_000;
     const store = await EmbeddedPaymentRecordStore.open({

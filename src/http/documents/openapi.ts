@@ -83,6 +83,7 @@ export function createOpenApiDocument(facts: ServiceFacts = {}): Record<string, 
     info: documentInfo(priceUsdc, networksInWords(networks, devnet), facts.operatorContact),
     paths: {
       [PATHS.snapshot]: { post: snapshotOperation(priceUsdc, challenge.header) },
+      [PATHS.snapshotAgain]: { get: free(snapshotAgainOperation()) },
       [PATHS.demo]: { get: free(demoOperation()) },
       [PATHS.health]: { get: free(healthOperation()) },
       [PATHS.ready]: { get: free(readyOperation()) },
@@ -219,6 +220,40 @@ function demoOperation() {
         "DemoSnapshotResult",
       ),
       "304": { description: "Not modified (`If-None-Match` matched the ETag)." },
+      "405": notAllowed(),
+      "429": rateLimited(),
+    },
+  };
+}
+
+const refusal = (description: string) => serviceError(description, cacheControl(NO_STORE));
+
+/** GET /v1/snapshots/{snapshot_id}: a paid report again, for its payer (docs/contract.md §10.4). */
+function snapshotAgainOperation() {
+  return {
+    operationId: "getSnapshotAgain",
+    summary: "A paid report again, the same bytes, for the address that paid. Free.",
+    description:
+      "`snapshot_id` is the paid report's `proof.snapshot_id`; kept SNAPSHOT_RETENTION_DAYS " +
+      "(default 30). Without `SIGN-IN-WITH-X` the answer is a 402 whose `PAYMENT-REQUIRED` offers " +
+      "no payment (`accepts: []`) and a `sign-in-with-x` challenge (x402 extension): sign its " +
+      "EIP-4361 message with the wallet that paid and send it back within five minutes; each " +
+      "challenge's nonce is accepted once.",
+    parameters: [
+      { name: "snapshot_id", in: "path", required: true, schema: { type: "string" } },
+      { name: "SIGN-IN-WITH-X", in: "header", required: false, schema: { type: "string" } },
+    ],
+    responses: {
+      "200": jsonResponse(
+        "The paid report, byte for byte as its paid 200 was.",
+        cacheControl("private, no-store"),
+        "SnapshotResult",
+      ),
+      "400": refusal("`sign_in_malformed`: the header cannot be read."),
+      "401": refusal("`sign_in_refused`: another origin, expired, a nonce not ours or used."),
+      "402": { description: "Sign in: the challenge is in `PAYMENT-REQUIRED`; nothing to pay." },
+      "403": refusal("`not_payer`: signed in by another address than the payer's."),
+      "404": refusal("`snapshot_not_found`: no report kept under this id."),
       "405": notAllowed(),
       "429": rateLimited(),
     },

@@ -34,7 +34,14 @@ export const CORS_PREFLIGHT = {
   allowMethods: ["GET", "HEAD", "POST", "OPTIONS"],
   // @x402/fetch's paid retry also sends an `Access-Control-Expose-Headers` request header; a
   // preflight that does not allow it stops the official client in every browser.
-  allowHeaders: ["Content-Type", "PAYMENT-SIGNATURE", "X-PAYMENT", "Access-Control-Expose-Headers"],
+  // SIGN-IN-WITH-X: a payer's sign-in for its report again (GET /v1/snapshots/{id}).
+  allowHeaders: [
+    "Content-Type",
+    "PAYMENT-SIGNATURE",
+    "X-PAYMENT",
+    "SIGN-IN-WITH-X",
+    "Access-Control-Expose-Headers",
+  ],
   exposeHeaders: CORS_EXPOSED_HEADERS,
   maxAge: 600,
 };

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
+import { routeOfPath } from "../../routes.js";
 
 /**
  * The logging the HTTP layer needs: pino's methods of the same names satisfy it (the service
@@ -79,7 +80,7 @@ function routeOf(url: string | undefined, routes: ReadonlySet<string>): string {
   if (url === undefined) return "other";
   const query = url.indexOf("?");
   const path = query < 0 ? url : url.slice(0, query);
-  return routes.has(path) ? path : "other";
+  return routes.has(path) ? path : (routeOfPath(path, [...routes]) ?? "other");
 }
 
 /**

@@ -22,9 +22,13 @@ const RETRY: readonly AddedHeader[] = ["Retry-After"];
 /** Every code, its status and its added headers, in the order of docs/contract.md's table. */
 export const ANSWER_CATALOGUE = {
   request_refused: { status: "4xx", headers: NONE },
+  sign_in_malformed: { status: 400, headers: NONE },
+  sign_in_refused: { status: 401, headers: NONE },
   host_not_allowed: { status: 403, headers: NONE },
   foreign_origin: { status: 403, headers: NONE },
+  not_payer: { status: 403, headers: NONE },
   not_found: { status: 404, headers: NONE },
+  snapshot_not_found: { status: 404, headers: NONE },
   method_not_allowed: { status: 405, headers: ["Allow"] },
   payment_proof_conflict: { status: 409, headers: NONE },
   payment_id_conflict: { status: 409, headers: NONE },
@@ -202,3 +206,25 @@ export function notReady(down: readonly string[]): Answer {
     code: "not_ready",
   });
 }
+
+/** GET /v1/snapshots/{id}: no report kept under this id (never one, or past its retention). */
+export const SNAPSHOT_NOT_FOUND: Answer = coded(
+  "snapshot_not_found",
+  "no report is kept under this snapshot_id (unknown, or past SNAPSHOT_RETENTION_DAYS)",
+);
+
+/** The SIGN-IN-WITH-X header cannot be read as a sign-in message; `why` says what is wrong. */
+export function signInMalformed(why: string): Answer {
+  return coded("sign_in_malformed", `the SIGN-IN-WITH-X header is malformed: ${why}`);
+}
+
+/** A readable sign-in that does not hold: another origin, expired, replayed, a bad signature. */
+export function signInRefused(why: string): Answer {
+  return coded("sign_in_refused", `sign-in refused: ${why}; ask again without it for a new one`);
+}
+
+/** Signed in, but not by the address that paid for this report. */
+export const NOT_PAYER: Answer = coded(
+  "not_payer",
+  "this report is served only to the address that paid for it",
+);

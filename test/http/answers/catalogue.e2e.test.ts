@@ -8,7 +8,14 @@
  * can receive.
  */
 import { request } from "node:http";
+import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
+import {
+  SIGN_IN_WITH_X,
+  createSIWxPayload,
+  encodeSIWxHeader,
+  type SIWxExtension,
+} from "@x402/extensions/sign-in-with-x";
 import { Hono } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { RateLimiterMemory } from "rate-limiter-flexible";
@@ -32,6 +39,7 @@ import { startFacilitatorProxy, type FacilitatorProxy } from "../../fixtures/fac
 import {
   PRICE_UNITS,
   devnetGate,
+  paidSnapshot,
   postSnapshot as post,
   startCountingTarget,
   startGatedService,
@@ -286,6 +294,24 @@ describe("the paid route's answers, money read on chain", () => {
     opened.push({ close: () => server.close(1_000) }, { close: async () => gate.close() });
     await expectAnswer(await fetch(`${server.url}/unpriced`, { method: "POST" }), "payment_failed");
     expect(ran).toBe(false);
+  });
+
+  it("snapshot_not_found, sign_in_malformed, sign_in_refused and not_payer: a report again", async () => {
+    const base = await startService();
+    await expectAnswer(await fetch(`${base}/v1/snapshots/${"A".repeat(22)}`), "snapshot_not_found");
+    const paid = await paidSnapshot(base, target.url, devnet.payer(5));
+    const { proof } = (await paid.json()) as { proof: { snapshot_id: string } };
+    const url = `${base}/v1/snapshots/${proof.snapshot_id}`;
+    const signedIn = (header: string) => fetch(url, { headers: { "sign-in-with-x": header } });
+    await expectAnswer(await signedIn("%%%"), "sign_in_malformed");
+    // Signed by another wallet than the payer's, then sent again.
+    const challenge = await fetch(url);
+    const required = decodePaymentRequiredHeader(challenge.headers.get("payment-required")!);
+    const { info, supportedChains } = required.extensions![SIGN_IN_WITH_X] as SIWxExtension;
+    const complete = { ...info, ...supportedChains[0]!, chainId: supportedChains[0]!.chainId };
+    const header = encodeSIWxHeader(await createSIWxPayload(complete, devnet.payer(6), url));
+    await expectAnswer(await signedIn(header), "not_payer");
+    await expectAnswer(await signedIn(header), "sign_in_refused");
   });
 
   it("facilitator_unavailable while the facilitator cannot be reached", async () => {

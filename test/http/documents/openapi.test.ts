@@ -36,10 +36,17 @@ describe("GET /openapi.json", () => {
     expect(validator.version).toBe("3.1");
   });
 
-  it("is the document the code generates, describing all five endpoints", () => {
+  it("is the document the code generates, describing all six endpoints", () => {
     expect(doc).toEqual(createOpenApiDocument());
     expect(Object.keys(doc.paths as object).sort()).toEqual(
-      ["/demo/snapshot", "/health", "/openapi.json", "/ready", "/v1/snapshot"].sort(),
+      [
+        "/demo/snapshot",
+        "/health",
+        "/openapi.json",
+        "/ready",
+        "/v1/snapshot",
+        "/v1/snapshots/{snapshot_id}",
+      ].sort(),
     );
     const post = (doc.paths as Record<string, Record<string, { responses: object }>>)[
       "/v1/snapshot"

@@ -53,6 +53,8 @@ it("one JSON line per request: the instance, id, method, route pattern, status, 
   expect(health.headers.get("x-request-id")).toBe("lb-7f3a.2_x");
   await fetch(`${url}/openapi.json?download=1`);
   await fetch(`${url}/admin/secret-path`);
+  // A path with a parameter is labelled by its pattern, never by the id it carries.
+  await fetch(`${url}/v1/snapshots/secret-id-0123456789abcdef`);
   expect(parsed(lines)).toEqual([
     {
       level: "info",
@@ -68,8 +70,10 @@ it("one JSON line per request: the instance, id, method, route pattern, status, 
     },
     expect.objectContaining({ route: "/openapi.json", status: 200, req_id: expect.any(String) }),
     expect.objectContaining({ route: "other", status: 404 }),
+    expect.objectContaining({ route: "/v1/snapshots/{snapshot_id}", status: 404 }),
   ]);
   expect(lines.join("")).not.toContain("secret-path");
+  expect(lines.join("")).not.toContain("secret-id");
 });
 
 it("a request id that is too long or not plain is replaced by a generated one", async () => {
