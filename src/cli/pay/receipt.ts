@@ -1,0 +1,56 @@
+/**
+ * What `secsnap pay` keeps of a paid call besides the report (docs/contract.md §8.1): the
+ * report's `snapshot_id`, named on stderr, and the settlement response with the service's signed
+ * receipt, written to `--receipt FILE`.
+ */
+import { accessSync, constants, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import type { SettleResponse } from "@x402/core/types";
+import { UsageError, type CliOutput } from "../command.js";
+
+/** `--receipt FILE`, checked before anything is signed: its directory must be writable. */
+export function receiptPath(file: string): string {
+  const path = resolve(file);
+  try {
+    accessSync(dirname(path), constants.W_OK);
+  } catch {
+    throw new UsageError(`--receipt: cannot write in ${dirname(path)}`);
+  }
+  return path;
+}
+
+/** The `proof.snapshot_id` of a paid report, if it carries one. */
+function snapshotIdOf(report: unknown): string | undefined {
+  const proof = (report as { proof?: { snapshot_id?: unknown } } | null)?.proof;
+  return typeof proof?.snapshot_id === "string" ? proof.snapshot_id : undefined;
+}
+
+/**
+ * The report's id on stderr, and the settlement kept in `path` (JSON, as the settlement header
+ * carried it). A receipt that cannot be written is not lost: it goes to stderr instead.
+ */
+export function keepProofOfPurchase(
+  report: unknown,
+  settlement: SettleResponse | undefined,
+  path: string | undefined,
+  stderr: CliOutput,
+): void {
+  const id = snapshotIdOf(report);
+  stderr.write(
+    id ? `secsnap pay: snapshot_id ${id}\n` : "secsnap pay: the report carries no snapshot_id\n",
+  );
+  if (path === undefined) return;
+  if (!settlement) {
+    stderr.write("secsnap pay: no receipt kept: the settlement header was unreadable\n");
+    return;
+  }
+  const json = `${JSON.stringify(settlement, null, 2)}\n`;
+  try {
+    writeFileSync(path, json);
+    stderr.write(`secsnap pay: settlement and receipt kept in ${path}\n`);
+  } catch (err) {
+    stderr.write(
+      `secsnap pay: cannot write ${path} (${(err as Error).message}); the settlement and receipt:\n${json}`,
+    );
+  }
+}
