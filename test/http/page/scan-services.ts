@@ -104,6 +104,7 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
         urlPolicy,
         payment: gate.route,
         formPayment: gate.form,
+        signer: gate.signer,
         networks: [devnet.network],
         payTo: devnet.payTo,
         rateLimit,
