@@ -74,6 +74,18 @@ describe("the scan form in devnet mode", () => {
     expect(tags(page)).not.toContain("script");
   });
 
+  it("shows no verified badge for a paid report whose proof does not verify against the page's key", async () => {
+    const base = await services.serveDevnetCheckingAnotherKey();
+    const before = await services.balance(services.payer);
+    const res = await submit(base, "/demo/pay-and-scan", services.hostileUrl);
+    const page = await res.text();
+    expect(res.status, page).toBe(200);
+    // Paid and shown, with its receipt, but the signature is not the key's: no badge.
+    expect(page).toContain("data-receipt>Paid 0.05 USDC");
+    expect(page).not.toContain("data-verified");
+    expect(await services.balance(services.payer)).toBe(before - PRICE_UNITS);
+  });
+
   it("refuses a blocked URL before payment, charging nothing", async () => {
     const before = await services.balance(services.payer);
     const res = await submit(services.devnetUrl, "/demo/pay-and-scan", "http://169.254.169.254/");
