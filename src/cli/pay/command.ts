@@ -17,7 +17,7 @@ import {
   signProof,
   type SignedProof,
 } from "./offer.js";
-import { keepProofOfPurchase, receiptPath } from "./receipt.js";
+import { keepProofOfPurchase, keepReport, receiptBeside, writablePath } from "./receipt.js";
 import {
   NETWORK_NAMES,
   checkKeyVariable,
@@ -72,7 +72,7 @@ function nothingCharged(code: number, stderr: CliOutput, why = "nothing was sign
 
 export const payCommand: Command = {
   usage: [
-    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1] [--json] [--rpc URL] [--timeout 300] [--receipt FILE]",
+    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1] [--json] [--rpc URL] [--timeout 300] [--output FILE] [--receipt FILE]",
     "",
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
     "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the network, amount and payee",
@@ -87,7 +87,9 @@ export const payCommand: Command = {
     "           chain id checked). Default: 127.0.0.1:8545 for a devnet offer of an API on this",
     "           machine, else Base's public RPC.",
     `--timeout  seconds to keep sending the signed proof for its answer (default ${DEFAULT_PAY_TIMEOUT_S}).`,
-    "--receipt  writes the settlement response, with the service's signed receipt, to FILE (JSON).",
+    "--output   writes the report (JSON) to FILE instead of stdout.",
+    "--receipt  writes the settlement response, with the service's signed receipt, to FILE (JSON);",
+    "           default with --output: beside it, report.json → report.receipt.json.",
     "Without SECSNAP_PRIVATE_KEY it pays only a service in devnet mode (the challenge marks it),",
     "from anvil's funded test account 2. One proof is signed per call, with a fresh payment id:",
     "after a 503, a 409 in progress or a lost answer the same proof is sent again (at most",
@@ -168,7 +170,11 @@ async function sendProof(
   );
   const { answer } = sent;
   if (answer?.response.status === 200) {
-    stdout.write(await printable(answer.body, options.json, stdout, env));
+    if (options.output === undefined) {
+      stdout.write(await printable(answer.body, options.json, stdout, env));
+    } else {
+      keepReport(`${JSON.stringify(answer.body, null, 2)}\n`, options.output, stdout, stderr);
+    }
     const settlement = paid.settlement(answer.response);
     keepProofOfPurchase(answer.body, settlement, options.receipt, stderr);
     reportSettlement(settlement, offer, stderr);
@@ -224,7 +230,9 @@ interface PayOptions {
   rpc: string | undefined;
   /** `--timeout`: seconds for the paid sends. */
   timeoutS: number;
-  /** `--receipt`, resolved: where the settlement and its receipt are kept. */
+  /** `--output`, resolved: where the report is kept instead of stdout. */
+  output: string | undefined;
+  /** `--receipt`, resolved (default beside `--output`): where the settlement and its receipt are kept. */
   receipt: string | undefined;
 }
 
@@ -239,6 +247,7 @@ function readOptions(args: string[]): PayOptions {
       json: { type: "boolean", default: false },
       rpc: { type: "string" },
       timeout: { type: "string", default: String(DEFAULT_PAY_TIMEOUT_S) },
+      output: { type: "string" },
       receipt: { type: "string" },
     },
     allowPositionals: true,
@@ -262,8 +271,22 @@ function readOptions(args: string[]): PayOptions {
     json: values.json,
     rpc: values.rpc,
     timeoutS: Number(values.timeout),
-    receipt: values.receipt === undefined ? undefined : receiptPath(values.receipt),
+    ...keptFiles(values.output, values.receipt),
   };
+}
+
+/** `--output` and `--receipt` (default beside `--output`), checked before anything is signed. */
+function keptFiles(
+  output: string | undefined,
+  receipt: string | undefined,
+): Pick<PayOptions, "output" | "receipt"> {
+  const report = output === undefined ? undefined : writablePath(output, "--output");
+  const beside = receipt ?? (report === undefined ? undefined : receiptBeside(report));
+  const kept = beside && writablePath(beside, "--receipt");
+  if (kept !== undefined && kept === report) {
+    throw new UsageError("--output and --receipt name the same file");
+  }
+  return { output: report, receipt: kept };
 }
 
 /** No answer from the API: one line, with a hint when nothing listens at `--api`. */

@@ -260,6 +260,43 @@ describe("proof of purchase", () => {
     });
   }
 
+  it("--output keeps the report, the receipt beside it, and secsnap verify accepts the report", async () => {
+    const payer = bed.payer(6).address;
+    const before = await bed.balanceOf(payer);
+    const dir = mkdtempSync(join(process.env.SECSNAP_TEST_SCRATCH ?? tmpdir(), "output-"));
+    const file = join(dir, "report.json");
+    const paid = await runCli(
+      ["pay", bed.target.url, "--api", bed.service.url, "--output", file],
+      env(6),
+    );
+    expect(paid.code, paid.stderr).toBe(0);
+    expect(paid.stdout).toBe("");
+    expect(paid.stderr).toContain(`secsnap pay: report kept in ${file}\n`);
+    const receiptFile = join(dir, "report.receipt.json");
+    expect(paid.stderr).toContain(`secsnap pay: settlement and receipt kept in ${receiptFile}\n`);
+    const report = JSON.parse(readFileSync(file, "utf8")) as { proof: { transaction: string } };
+    const kept = JSON.parse(readFileSync(receiptFile, "utf8")) as SettleResponse;
+    expect(kept.transaction).toBe(report.proof.transaction);
+    expect(kept.extensions?.["offer-receipt"]).toBeDefined();
+    expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
+    const verified = await runCli(["verify", file, "--service", bed.service.url]);
+    expect(verified.code, verified.stderr).toBe(0);
+  });
+
+  it("--output and --receipt naming one file: exit 1 before anything is signed", async () => {
+    const file = join(
+      mkdtempSync(join(process.env.SECSNAP_TEST_SCRATCH ?? tmpdir(), "same-")),
+      "x.json",
+    );
+    const { code, stderr } = await runCli(
+      ["pay", bed.target.url, "--api", bed.service.url, "--output", file, "--receipt", file],
+      env(6),
+    );
+    expect(code).toBe(1);
+    expect(stderr).toContain("--output and --receipt name the same file");
+    expect(stderr).not.toContain("paying");
+  });
+
   it("--receipt in a directory that does not exist: exit 1 before anything is signed", async () => {
     const before = await bed.balanceOf(bed.payer(6).address);
     const file = join(missingDir(), "receipt.json");
