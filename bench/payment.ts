@@ -10,7 +10,11 @@
  *    timed inside the payment gate) beside the same snapshot run unpaid through the engine; the
  *    same paid snapshot paid with x402 v1 (x402-fetch 1.x), alternating with v2, whose median
  *    must be within 1.1× the v2 one; and a paid call carrying a payment id beside its idempotent
- *    replay (the kept answer), which must be ≥ 10× faster.
+ *    replay (the kept answer), which must be ≥ 10× faster. Beside each paid v2 call, the proof of
+ *    that call's report made again (RFC 8785 canonicalising, SHA-256, Ed25519: withProof) and
+ *    its receipt signed again (OfferReceipts.withReceipt), with the gate's own key: their median
+ *    must be ≤ 2 % of the paid call's (the gate takes no other signer, so the work is timed on
+ *    its own); the bytes stored per report (the settled payment record) are printed.
  *
  * 3. The devnet facilitator under a crowd: CROWD_VERIFIES concurrent POST /verify answered by
  *    the facilitator as the devnet runs it (JSON-RPC calls of one tick batched to anvil) beside
@@ -42,11 +46,14 @@ import { createApp } from "../src/http/app.js";
 import { startServer } from "../src/http/server.js";
 import { createPaymentGate } from "../src/payment/gate.js";
 import type { PaidRequestTimings } from "../src/payment/gate-options.js";
+import { newPrivateJwk, withProof, type ServiceSigner } from "../src/payment/signing/index.js";
+import { OfferReceipts } from "../src/payment/x402/offer-receipt.js";
+import type { ReportProof } from "../src/snapshot/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../src/snapshot/index.js";
 import type { EngineOptions } from "../src/snapshot/index.js";
 import { bundledServer } from "./lib/bundled.js";
 import { duel, summarise, type Summary } from "./lib/stats.js";
-import { MemoryPaymentRecordStore } from "../src/store/index.js";
+import { MemoryPaymentRecordStore, type PaymentRecord } from "../src/store/index.js";
 
 const CHALLENGE_TARGET_RATIO = 0.75;
 const V1_PAID_TARGET_RATIO = 1.1;
@@ -57,6 +64,10 @@ const ROUNDS = 9;
 const MAX_REQUESTS_PER_ROUND = 200_000;
 const PAID_RUNS = 8;
 const REPLAY_TARGET_SPEEDUP = 10;
+/** Signing and canonicalising may add this share of the paid call at most. */
+const PROOF_TARGET_SHARE = 0.02;
+/** Proofs and receipts made again beside each paid call. */
+const SIGNINGS_PER_PAID_CALL = 25;
 const TIME_LIMIT_MS = 180_000;
 /** A crowd's admitted payments: SNAPSHOT_MAX_CONCURRENCY's default on two cores is 128. */
 const CROWD_VERIFIES = 128;
@@ -327,9 +338,49 @@ async function replayBench(
   return speedup;
 }
 
+/** The memory store, recording the size of each settled record it keeps (a report's bytes). */
+class MeasuredStore extends MemoryPaymentRecordStore {
+  readonly settledBytes: number[] = [];
+
+  override write(key: string, owner: string, record: PaymentRecord, ttlMs: number) {
+    if (record.state === "settled" && record.report) {
+      this.settledBytes.push(Buffer.byteLength(JSON.stringify(record)));
+    }
+    return super.write(key, owner, record, ttlMs);
+  }
+}
+
+/**
+ * Milliseconds of each of SIGNINGS_PER_PAID_CALL proofs and receipts made again for a paid
+ * report: its proof taken off, withProof as the gate runs it, and the receipt of its settlement.
+ */
+async function timeSignings(
+  paidBody: string,
+  signer: ServiceSigner,
+  receipts: OfferReceipts,
+  resourceUrl: string,
+): Promise<number[]> {
+  const { proof, ...bare } = JSON.parse(paidBody) as { proof: ReportProof };
+  const report = {
+    status: 200,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(bare),
+  };
+  const settled = { network: proof.network, payer: proof.payer, transaction: proof.transaction };
+  const settlement = { success: true, ...settled, network: proof.network as `${string}:${string}` };
+  const ms: number[] = [];
+  for (let i = 0; i < SIGNINGS_PER_PAID_CALL; i++) {
+    const t0 = performance.now();
+    await withProof(report, settled, signer);
+    await receipts.withReceipt(resourceUrl, settlement);
+    ms.push(performance.now() - t0);
+  }
+  return ms;
+}
+
 async function paidBench(
   devnet: Awaited<ReturnType<typeof startDevnet>>,
-): Promise<{ v1Ratio: number; replaySpeedup: number }> {
+): Promise<{ v1Ratio: number; replaySpeedup: number; proofShare: number }> {
   const site = await startTinySite();
   const engineOptions: EngineOptions = {
     timeoutMs: 10_000,
@@ -343,8 +394,11 @@ async function paidBench(
   const timings: PaidRequestTimings[] = [];
   const v1Timings: PaidRequestTimings[] = [];
   let paying: "v1" | "v2" = "v2";
+  const store = new MeasuredStore();
+  const signingKey = { privateJwk: await newPrivateJwk() };
   const gate = createPaymentGate({
-    store: new MemoryPaymentRecordStore(),
+    signingKey,
+    store,
     payTo: devnet.payTo,
     networks: [devnet.network],
     priceUsdc: "0.05",
@@ -376,9 +430,14 @@ async function paidBench(
 
   const unpaidMs: number[] = [];
   const paidClientMs: number[] = [];
+  const signingMs: number[] = [];
+  const bodyBytes: number[] = [];
+  const signer = await gate.signer;
+  const receipts = new OfferReceipts(Promise.resolve(signingKey), undefined);
   let replaySpeedup = 0;
   // The paid runs' own timings, before the replay runs add theirs.
   let paidTimings: PaidRequestTimings[] = [];
+  let storedBytes: number[] = [];
   try {
     for (let i = 0; i < PAID_RUNS + 1; i++) {
       const t0 = performance.now();
@@ -389,9 +448,10 @@ async function paidBench(
         headers: { "content-type": "application/json" },
         body: JSON.stringify({ url: site.url }),
       });
-      await res.arrayBuffer();
+      const paidBody = await res.text();
       const t2 = performance.now();
       if (res.status !== 200) throw new Error(`paid snapshot answered ${res.status}`);
+      const signings = await timeSignings(paidBody, signer, receipts, `${service.url}/v1/snapshot`);
       paying = "v1";
       const v1 = await v1PaidFetch(`${service.url}/v1/snapshot`, {
         method: "POST",
@@ -404,8 +464,11 @@ async function paidBench(
       if (i === 0) continue; // warm-up
       unpaidMs.push(t1 - t0);
       paidClientMs.push(t2 - t1);
+      signingMs.push(...signings);
+      bodyBytes.push(Buffer.byteLength(paidBody));
     }
     paidTimings = [...timings];
+    storedBytes = [...store.settledBytes];
     const replayKey = devnet.payerPrivateKeys[6];
     if (!replayKey) throw new Error("no devnet payer");
     const replayClient = new x402Client();
@@ -447,7 +510,35 @@ async function paidBench(
   console.log(
     `  ratio v1/v2 paid (medians)              ${fmt(v1Ratio, 2)}        target ≤ ${V1_PAID_TARGET_RATIO}  ${v1Ratio <= V1_PAID_TARGET_RATIO ? "OK" : "MISSED"}`,
   );
-  return { v1Ratio, replaySpeedup };
+  const proofShare = proofCost(summarise(signingMs), total, {
+    body: summarise(bodyBytes),
+    record: summarise(storedBytes),
+  });
+  return { v1Ratio, replaySpeedup, proofShare };
+}
+
+/** Prints what signing costs beside the paid call and what a report keeps; returns the share. */
+function proofCost(
+  signing: Summary,
+  paid: Summary,
+  bytes: { body: Summary; record: Summary },
+): number {
+  // The paid call already holds one signing: the share is of the call without it.
+  const share = signing.median / (paid.median - signing.median);
+  console.log(
+    `\nSigning beside the paid call: withProof (RFC 8785, SHA-256, Ed25519 JWS) + the x402 receipt, ${SIGNINGS_PER_PAID_CALL} after each paid v2 call, the same key`,
+  );
+  console.log(row("proof + receipt of one report", signing, "ms"));
+  console.log(
+    `  share of the paid call (medians)        ${fmt(100 * share, 2)} %      target ≤ ${100 * PROOF_TARGET_SHARE} %  ${share <= PROOF_TARGET_SHARE ? "OK" : "MISSED"}  (of the paid call inside the service, its own signing left out)`,
+  );
+  console.log(
+    `  signed report body                      ${fmt(bytes.body.median, 0)} B      (the paid 200's body, proof included; min ${bytes.body.min}, max ${bytes.body.max})`,
+  );
+  console.log(
+    `  bytes stored per report                 ${fmt(bytes.record.median, 0)} B      (the settled payment record as the store keeps it, x402 v1 and v2: the signed report, the settlement with its receipt, the payment proof; min ${bytes.record.min}, max ${bytes.record.max})`,
+  );
+  return share;
 }
 
 /**
@@ -557,11 +648,12 @@ async function main(): Promise<number> {
     }
     const ratio = await challengeBench(devnet.facilitatorUrl, devnet.payTo);
     if (process.argv.slice(2).includes("challenge")) return ratio >= CHALLENGE_TARGET_RATIO ? 0 : 1;
-    const { v1Ratio, replaySpeedup } = await paidBench(devnet);
+    const { v1Ratio, replaySpeedup, proofShare } = await paidBench(devnet);
     await verifyCrowdBench(devnet);
     return ratio >= CHALLENGE_TARGET_RATIO &&
       v1Ratio <= V1_PAID_TARGET_RATIO &&
-      replaySpeedup >= REPLAY_TARGET_SPEEDUP
+      replaySpeedup >= REPLAY_TARGET_SPEEDUP &&
+      proofShare <= PROOF_TARGET_SHARE
       ? 0
       : 1;
   } finally {

@@ -478,6 +478,7 @@ function addPageRoutes(
       failingScansPerClient: deps.failingFormScansPerClient,
     }),
     ...(devnetPayer && { devnetPayer }),
+    ...(deps.signer && { signer: deps.signer }),
     ...(deps.publicUrl !== undefined && { publicUrl: deps.publicUrl }),
   });
   addReferenceRoutes(app, PATHS.openApi);

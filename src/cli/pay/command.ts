@@ -17,6 +17,7 @@ import {
   signProof,
   type SignedProof,
 } from "./offer.js";
+import { keepProofOfPurchase, keepReport, receiptBeside, writablePath } from "./receipt.js";
 import {
   NETWORK_NAMES,
   checkKeyVariable,
@@ -71,11 +72,11 @@ function nothingCharged(code: number, stderr: CliOutput, why = "nothing was sign
 
 export const payCommand: Command = {
   usage: [
-    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1] [--json] [--rpc URL] [--timeout 300]",
+    "Usage: secsnap pay <url> [--api http://127.0.0.1:8080] [--max-usdc 1] [--network base|base-sepolia] [--v1] [--json] [--rpc URL] [--timeout 300] [--output FILE] [--receipt FILE]",
     "",
     "Asks the API for a snapshot of <url>, pays its x402 challenge (USDC, scheme exact) with the",
     "key in SECSNAP_PRIVATE_KEY and prints the report on stdout; the network, amount and payee",
-    "(before signing) and the settlement transaction go to stderr.",
+    "(before signing), the report's snapshot_id and the settlement transaction go to stderr.",
     `--api      the service's base URL, path included; ${PATHS.snapshot} is added unless it ends so.`,
     "--network  the network to pay on. Default: a testnet when one is offered; Base mainnet only",
     "           when asked for or when it is the only network offered.",
@@ -86,6 +87,9 @@ export const payCommand: Command = {
     "           chain id checked). Default: 127.0.0.1:8545 for a devnet offer of an API on this",
     "           machine, else Base's public RPC.",
     `--timeout  seconds to keep sending the signed proof for its answer (default ${DEFAULT_PAY_TIMEOUT_S}).`,
+    "--output   writes the report (JSON) to FILE instead of stdout.",
+    "--receipt  writes the settlement response, with the service's signed receipt, to FILE (JSON);",
+    "           default with --output: beside it, report.json → report.receipt.json.",
     "Without SECSNAP_PRIVATE_KEY it pays only a service in devnet mode (the challenge marks it),",
     "from anvil's funded test account 2. One proof is signed per call, with a fresh payment id:",
     "after a 503, a 409 in progress or a lost answer the same proof is sent again (at most",
@@ -166,8 +170,14 @@ async function sendProof(
   );
   const { answer } = sent;
   if (answer?.response.status === 200) {
-    stdout.write(await printable(answer.body, options.json, stdout, env));
-    reportSettlement(paid.settlement(answer.response), offer, stderr);
+    if (options.output === undefined) {
+      stdout.write(await printable(answer.body, options.json, stdout, env));
+    } else {
+      keepReport(`${JSON.stringify(answer.body, null, 2)}\n`, options.output, stdout, stderr);
+    }
+    const settlement = paid.settlement(answer.response);
+    keepProofOfPurchase(answer.body, settlement, options.receipt, stderr);
+    reportSettlement(settlement, offer, stderr);
     return PAY_EXIT.report;
   }
   // An answer that ends the sends by itself (not a 503 or a 409 in progress) is reported as such,
@@ -220,6 +230,10 @@ interface PayOptions {
   rpc: string | undefined;
   /** `--timeout`: seconds for the paid sends. */
   timeoutS: number;
+  /** `--output`, resolved: where the report is kept instead of stdout. */
+  output: string | undefined;
+  /** `--receipt`, resolved (default beside `--output`): where the settlement and its receipt are kept. */
+  receipt: string | undefined;
 }
 
 function readOptions(args: string[]): PayOptions {
@@ -233,6 +247,8 @@ function readOptions(args: string[]): PayOptions {
       json: { type: "boolean", default: false },
       rpc: { type: "string" },
       timeout: { type: "string", default: String(DEFAULT_PAY_TIMEOUT_S) },
+      output: { type: "string" },
+      receipt: { type: "string" },
     },
     allowPositionals: true,
   });
@@ -255,7 +271,22 @@ function readOptions(args: string[]): PayOptions {
     json: values.json,
     rpc: values.rpc,
     timeoutS: Number(values.timeout),
+    ...keptFiles(values.output, values.receipt),
   };
+}
+
+/** `--output` and `--receipt` (default beside `--output`), checked before anything is signed. */
+function keptFiles(
+  output: string | undefined,
+  receipt: string | undefined,
+): Pick<PayOptions, "output" | "receipt"> {
+  const report = output === undefined ? undefined : writablePath(output, "--output");
+  const beside = receipt ?? (report === undefined ? undefined : receiptBeside(report));
+  const kept = beside && writablePath(beside, "--receipt");
+  if (kept !== undefined && kept === report) {
+    throw new UsageError("--output and --receipt name the same file");
+  }
+  return { output: report, receipt: kept };
 }
 
 /** No answer from the API: one line, with a hint when nothing listens at `--api`. */

@@ -44,6 +44,8 @@ export type ScanOutcome =
       report: SnapshotResult;
       /** The settlement's transaction and payer, from the PAYMENT-RESPONSE receipt. */
       receipt?: { transaction: string; payer?: string };
+      /** The report's proof, given only once it verified against the service's own keys. */
+      verified?: { snapshotId: string; kid: string };
     }
   | { kind: "challenge"; url: string; offers: readonly ChallengeOffer[] }
   | { kind: "refused"; url: string; status: number; message: string; errorType?: string };
@@ -85,6 +87,7 @@ form.scan input{flex:1 1 16rem;min-width:0;font:inherit;padding:.45rem .6rem;bor
 form.scan button{font:inherit;padding:.45rem 1rem;border:1px solid var(--accent);border-radius:6px;background:var(--accent);color:#fff;cursor:pointer}
 .result{border:1px solid var(--line);border-radius:8px;padding:.25rem 1rem 1rem;margin:1rem 0}
 .error{color:var(--bad);font-weight:600}
+.verified{display:inline-block;color:var(--ok);border:1px solid var(--ok);border-radius:6px;padding:.1rem .5rem;font-weight:600}
 nav.top{display:flex;flex-wrap:wrap;gap:.4rem 1rem}
 dl.offer{display:grid;grid-template-columns:max-content 1fr;gap:.2rem .8rem}dl.offer dd{margin:0;overflow-wrap:anywhere}
 ul.findings li{background:var(--card);border:1px solid var(--line);border-left-width:4px;border-radius:6px;padding:.5rem .75rem;margin:.5rem 0}
@@ -318,6 +321,13 @@ ${payer.index} (<code>${payer.address}</code>): no real money.`
 </form>`;
 }
 
+/** A paid report whose proof verified: anyone can check it again (docs/proof.md). */
+function verifiedBadge({ snapshotId, kid }: { snapshotId: string; kid: string }): Html {
+  return h`<p><span class="verified" data-verified>✓ Verified</span> <span class="muted">signed by
+this service's key <code>${kid}</code> (<a href="${PATHS.jwks}">${PATHS.jwks}</a>); snapshot
+<code>${snapshotId}</code>. <code>secsnap verify</code> checks the JSON report the same way.</span></p>`;
+}
+
 function outcomeSection(facts: PageFacts, outcome: ScanOutcome): Html {
   const body = ((): Html => {
     switch (outcome.kind) {
@@ -330,6 +340,7 @@ ${
       } in transaction <code>${outcome.receipt.transaction}</code>.</p>`
     : ""
 }
+${outcome.verified ? verifiedBadge(outcome.verified) : ""}
 ${renderReport(outcome.report, "h4")}`;
       case "challenge":
         return h`<h3>Payment required for <code>${outcome.url}</code></h3>

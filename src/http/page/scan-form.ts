@@ -15,10 +15,12 @@ import {
   memoryPayerBudget,
   retryAfterSeconds,
   toResponse,
+  verifyReportProof,
   whenSent,
   type Answer,
   type FormOutcome,
   type FormPayment,
+  type ServiceSigner,
 } from "../../payment/index.js";
 import {
   SnapshotError,
@@ -51,6 +53,8 @@ export interface ScanRoutes {
   payment?: FormPayment;
   /** Devnet mode: the funded account the service pays from. */
   devnetPayer?: { privateKey: `0x${string}` };
+  /** The key signing the paid reports: a paid report's proof is checked against it. */
+  signer?: Promise<ServiceSigner>;
   /** Origins the form may be posted from besides the request's own (PUBLIC_URL's). */
   publicUrl?: string;
   /**
@@ -157,25 +161,41 @@ function addPayAndScan<E extends Env>(
       return page(facts, refused(url, outcome.answer), outcome.answer.status);
     }
     await budget.refund(visitor);
-    return paidPage(c, routes.log, facts, url, outcome);
+    return paidPage(c, routes, facts, url, outcome);
   });
 }
 
-/** The report paid for, with its receipt; the ledger is told once the page was sent. */
-function paidPage(
+/**
+ * The report paid for, with its receipt, and its verified badge when its proof checks out
+ * against the service's own keys; the ledger is told once the page was sent.
+ */
+async function paidPage(
   c: Context,
-  log: ScanRoutes["log"],
+  routes: ScanRoutes,
   facts: PageFacts,
   url: string,
   outcome: Extract<FormOutcome, { kind: "paid" }>,
-): Response {
+): Promise<Response> {
   whenSent(c, (delivered) => {
-    outcome.finish(delivered).catch((error: unknown) => log("payment record store failed", error));
+    outcome
+      .finish(delivered)
+      .catch((error: unknown) => routes.log("payment record store failed", error));
   });
   const report = JSON.parse(outcome.report.body) as SnapshotResult;
   const { transaction, payer } = outcome.settlement;
   const receipt = { transaction, ...(payer !== undefined && { payer }) };
-  return page(facts, { kind: "report", url, report, receipt }, 200);
+  const verified = await verifiedProof(report, routes.signer);
+  return page(facts, { kind: "report", url, report, receipt, ...(verified && { verified }) }, 200);
+}
+
+/** What the badge names, when the report's proof verifies against the service's public keys. */
+async function verifiedProof(
+  report: SnapshotResult,
+  signer: Promise<ServiceSigner> | undefined,
+): Promise<{ snapshotId: string; kid: string } | undefined> {
+  if (!signer) return undefined;
+  const check = await verifyReportProof(report, { keys: (await signer).publicJwks() });
+  return check.ok ? { snapshotId: check.proof.snapshot_id, kid: check.proof.kid } : undefined;
 }
 
 /** The scan of a service without payment: as its free POST /v1/snapshot, under the same slots. */

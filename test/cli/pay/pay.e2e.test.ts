@@ -5,9 +5,14 @@
  * a lost answer or a 409 in progress, and the last line saying what was charged, checked against
  * the chain (Ctrl-C in a real process).
  */
+import { mkdtempSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import type { AddressInfo } from "node:net";
-import type { Network } from "@x402/core/types";
+import type { Network, SettleResponse } from "@x402/core/types";
+import { verifyReceiptSignatureJWS, type JWSSignedReceipt } from "@x402/extensions/offer-receipt";
+import type { JWK } from "jose";
 import { setTimeout as sleep } from "node:timers/promises";
 import { testActions, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -215,6 +220,102 @@ describe("on a terminal", () => {
     expect(await bed.balanceOf(payer)).toBe(before - 2n * PRICE_UNITS);
   });
 });
+
+describe("proof of purchase", () => {
+  for (const v1 of [false, true]) {
+    it(`${v1 ? "x402 v1" : "x402 v2"}: names the report's snapshot_id and keeps the settlement with its signed receipt in --receipt`, async () => {
+      const payer = bed.payer(6).address;
+      const fromBlock = (await bed.chain.getBlockNumber({ cacheTime: 0 })) + 1n;
+      const dir = mkdtempSync(join(process.env.SECSNAP_TEST_SCRATCH ?? tmpdir(), "receipt-"));
+      const file = join(dir, "receipt.json");
+      const { code, stdout, stderr } = await runCli(
+        [
+          "pay",
+          bed.target.url,
+          "--api",
+          bed.service.url,
+          "--receipt",
+          file,
+          ...(v1 ? ["--v1"] : []),
+        ],
+        env(6),
+      );
+      expect(code, stderr).toBe(0);
+      const report = JSON.parse(stdout) as { proof: { snapshot_id: string; transaction: string } };
+      expect(stderr).toContain(`secsnap pay: snapshot_id ${report.proof.snapshot_id}\n`);
+      expect(stderr).toContain(`secsnap pay: settlement and receipt kept in ${file}\n`);
+      // The one transfer of the call is the transaction the report and the receipt name.
+      const transfers = await bed.transfersFrom(payer, fromBlock);
+      expect(transfers.map((t) => t.transactionHash)).toEqual([report.proof.transaction]);
+      const kept = JSON.parse(readFileSync(file, "utf8")) as SettleResponse;
+      expect(kept).toMatchObject({ success: true, transaction: report.proof.transaction });
+      const receipt = kept.extensions?.["offer-receipt"] as { info: { receipt: JWSSignedReceipt } };
+      // The key the service serves: its JWKS has one Ed25519 key.
+      const served = await fetch(new URL("/.well-known/jwks.json", bed.service.url));
+      const [{ kty, crv, x }] = ((await served.json()) as { keys: [Required<JWK>] }).keys;
+      const signed = await verifyReceiptSignatureJWS(receipt.info.receipt, { kty, crv, x });
+      expect(signed).toMatchObject({ transaction: report.proof.transaction });
+      expect(signed.payer.toLowerCase()).toBe(payer.toLowerCase());
+      expect(lastLine(stderr)).toMatch(/^secsnap pay: charged 0\.05 USDC /);
+    });
+  }
+
+  it("--output keeps the report, the receipt beside it, and secsnap verify accepts the report", async () => {
+    const payer = bed.payer(6).address;
+    const before = await bed.balanceOf(payer);
+    const dir = mkdtempSync(join(process.env.SECSNAP_TEST_SCRATCH ?? tmpdir(), "output-"));
+    const file = join(dir, "report.json");
+    const paid = await runCli(
+      ["pay", bed.target.url, "--api", bed.service.url, "--output", file],
+      env(6),
+    );
+    expect(paid.code, paid.stderr).toBe(0);
+    expect(paid.stdout).toBe("");
+    expect(paid.stderr).toContain(`secsnap pay: report kept in ${file}\n`);
+    const receiptFile = join(dir, "report.receipt.json");
+    expect(paid.stderr).toContain(`secsnap pay: settlement and receipt kept in ${receiptFile}\n`);
+    const report = JSON.parse(readFileSync(file, "utf8")) as { proof: { transaction: string } };
+    const kept = JSON.parse(readFileSync(receiptFile, "utf8")) as SettleResponse;
+    expect(kept.transaction).toBe(report.proof.transaction);
+    expect(kept.extensions?.["offer-receipt"]).toBeDefined();
+    expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
+    const verified = await runCli(["verify", file, "--service", bed.service.url]);
+    expect(verified.code, verified.stderr).toBe(0);
+  });
+
+  it("--output and --receipt naming one file: exit 1 before anything is signed", async () => {
+    const file = join(
+      mkdtempSync(join(process.env.SECSNAP_TEST_SCRATCH ?? tmpdir(), "same-")),
+      "x.json",
+    );
+    const { code, stderr } = await runCli(
+      ["pay", bed.target.url, "--api", bed.service.url, "--output", file, "--receipt", file],
+      env(6),
+    );
+    expect(code).toBe(1);
+    expect(stderr).toContain("--output and --receipt name the same file");
+    expect(stderr).not.toContain("paying");
+  });
+
+  it("--receipt in a directory that does not exist: exit 1 before anything is signed", async () => {
+    const before = await bed.balanceOf(bed.payer(6).address);
+    const file = join(missingDir(), "receipt.json");
+    const { code, stdout, stderr } = await runCli(
+      ["pay", bed.target.url, "--api", bed.service.url, "--receipt", file],
+      env(6),
+    );
+    expect(code).toBe(1);
+    expect(stdout).toBe("");
+    expect(stderr).toContain(`--receipt: cannot write in ${dirname(file)}`);
+    expect(stderr).not.toContain("paying");
+    expect(await bed.balanceOf(bed.payer(6).address)).toBe(before);
+  });
+});
+
+/** A directory that does not exist, so nothing can be written in it. */
+function missingDir(): string {
+  return join(mkdtempSync(join(process.env.SECSNAP_TEST_SCRATCH ?? tmpdir(), "none-")), "missing");
+}
 
 describe("--max-usdc", () => {
   it("refuses a higher price before signing, with its own line and exit code 3", async () => {

@@ -213,6 +213,7 @@ describe.skipIf(!chromiumPath)(
         expect(await result.locator("li[data-check]").count()).toBeGreaterThan(0);
         expect(await result.locator("li[data-finding]").count()).toBeGreaterThan(0);
         expect(await result.locator("[data-receipt]").innerText()).toMatch(/^Paid 0\.05 USDC/);
+        expect(await result.locator("[data-verified]").isVisible()).toBe(true);
         await result.screenshot({ path: `${DOCS_SCREENSHOTS}/page-report.png` });
         expect(await services.balance(services.payer)).toBe(before.payer - PRICE_UNITS);
         expect(await services.balance(services.devnet.payTo)).toBe(before.payTo + PRICE_UNITS);

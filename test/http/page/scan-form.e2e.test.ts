@@ -53,6 +53,18 @@ describe("the scan form in devnet mode", () => {
     expect(page).toContain("data-check=");
     expect(page).toContain("data-finding=");
     expect(page).toMatch(/data-receipt>Paid 0\.05 USDC from <code>0x[0-9a-fA-F]{40}<\/code>/);
+    // The badge names the report's proof, checked against the key the service serves.
+    const { keys } = (await (
+      await fetch(`${services.devnetUrl}/.well-known/jwks.json`)
+    ).json()) as {
+      keys: { kid: string }[];
+    };
+    expect(page).toMatch(
+      new RegExp(
+        `data-verified>✓ Verified</span> <span class="muted">signed by\nthis service's key <code>${keys[0]!.kid}</code>`,
+      ),
+    );
+    expect(page).toMatch(/snapshot\n<code>[A-Za-z0-9_-]{22}<\/code>/);
     // Money moved once: the devnet payer −0.05 USDC, the payee +0.05 USDC.
     expect(await services.balance(services.payer)).toBe(before.payer - PRICE_UNITS);
     expect(await services.balance(devnet.payTo)).toBe(before.payTo + PRICE_UNITS);
@@ -60,6 +72,18 @@ describe("the scan form in devnet mode", () => {
     expect(page).toContain("q=&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;");
     expect(page).not.toContain(HOSTILE);
     expect(tags(page)).not.toContain("script");
+  });
+
+  it("shows no verified badge for a paid report whose proof does not verify against the page's key", async () => {
+    const base = await services.serveDevnetCheckingAnotherKey();
+    const before = await services.balance(services.payer);
+    const res = await submit(base, "/demo/pay-and-scan", services.hostileUrl);
+    const page = await res.text();
+    expect(res.status, page).toBe(200);
+    // Paid and shown, with its receipt, but the signature is not the key's: no badge.
+    expect(page).toContain("data-receipt>Paid 0.05 USDC");
+    expect(page).not.toContain("data-verified");
+    expect(await services.balance(services.payer)).toBe(before - PRICE_UNITS);
   });
 
   it("refuses a blocked URL before payment, charging nothing", async () => {
@@ -75,6 +99,9 @@ describe("the scan form in devnet mode", () => {
 
   it("names the funded devnet account on the page, and its form pays", async () => {
     const page = await (await fetch(`${services.devnetUrl}/`)).text();
+    // The demo report is not paid for: no proof, no badge.
+    expect(page).toContain('id="demo"');
+    expect(page).not.toContain("data-verified");
     expect(page).toContain('action="/demo/pay-and-scan"');
     expect(page).toContain(DEFAULT_PAYER.address);
     expect(page).toContain(DEFAULT_PAYER.privateKey);

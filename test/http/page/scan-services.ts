@@ -15,7 +15,8 @@ import {
   startServer,
   type RunningServer,
 } from "../../../src/http/index.js";
-import { createPaymentGate } from "../../../src/payment/index.js";
+import { createPaymentGate, type ServiceSigner } from "../../../src/payment/index.js";
+import { newPrivateJwk, signerFromJwk } from "../../../src/payment/signing/index.js";
 import {
   createSnapshotEngine,
   createUrlPolicy,
@@ -41,6 +42,8 @@ export interface ScanServices {
   closedUrl: string;
   /** Another devnet-mode service with these budgets, behind a proxy on 127.0.0.1. */
   serveDevnet(budgets: DevnetBudgets): Promise<string>;
+  /** Another devnet-mode service whose page checks the proofs against a key that signs nothing. */
+  serveDevnetCheckingAnotherKey(): Promise<string>;
   payer: Address;
   balance(owner: Address): Promise<bigint>;
   close(): Promise<void>;
@@ -90,6 +93,7 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
     const serve = async (
       mode: "devnet" | "production",
       budgets?: DevnetBudgets,
+      pageSigner?: Promise<ServiceSigner>,
     ): Promise<RunningServer> => {
       const gate = createPaymentGate({
         ...devnetGate(devnet),
@@ -104,6 +108,7 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
         urlPolicy,
         payment: gate.route,
         formPayment: gate.form,
+        signer: pageSigner ?? gate.signer,
         networks: [devnet.network],
         payTo: devnet.payTo,
         rateLimit,
@@ -132,6 +137,10 @@ export async function startScanServices(opts: { perMinute: number }): Promise<Sc
       hostileUrl: site.url("/"),
       closedUrl: `http://${new URL(site.url("/")).hostname}:${probePort}/`,
       serveDevnet: async (budgets) => (await serve("devnet", budgets)).url,
+      serveDevnetCheckingAnotherKey: async () => {
+        const otherKey = newPrivateJwk().then((jwk) => signerFromJwk(jwk));
+        return (await serve("devnet", undefined, otherKey)).url;
+      },
       payer: DEFAULT_PAYER.address,
       balance: (owner) => usdcBalance(chain, devnet.usdcAddress, owner),
       close,
