@@ -366,8 +366,14 @@ async function timeSignings(
     headers: { "content-type": "application/json" },
     body: JSON.stringify(bare),
   };
-  const settled = { network: proof.network, payer: proof.payer, transaction: proof.transaction };
-  const settlement = { success: true, ...settled, network: proof.network as `${string}:${string}` };
+  const settled = {
+    network: proof.network,
+    payer: proof.payer,
+    transaction: proof.transaction,
+    recordKey: proof.snapshot_id,
+  };
+  const { recordKey: _key, ...paid } = settled;
+  const settlement = { success: true, ...paid, network: proof.network as `${string}:${string}` };
   const ms: number[] = [];
   for (let i = 0; i < SIGNINGS_PER_PAID_CALL; i++) {
     const t0 = performance.now();
