@@ -17,16 +17,15 @@ const LINES = "max-lines-per-function";
 const FILE = "max-lines";
 const BRANCHES = "complexity";
 const SHAPE_EXCEPTIONS = {
-  // To be split in the reshape of the paid path into one paid call and its thin adapters.
-  "src/payment/gate.ts": [LINES],
+  // The payment ledger (one state machine, docs/payment.md) and its reconciler: to be split by
+  // state when next changed; serve's payment set-up, by mode.
   "src/payment/ledger/ledger.ts": [FILE],
   "src/payment/ledger/reconciler.ts": [BRANCHES],
-  "src/http/mcp/route.ts": [LINES, BRANCHES],
   "src/cli/serve/payment.ts": [LINES],
-  // To read the public paths from the one route table of the reshape.
+  // Long lists of the route table's paths and of the server's hooks.
   "src/http/documents/llms-and-well-known.ts": [LINES],
   "src/http/server.ts": [LINES],
-  // Older than the limits and outside the reshape: to be split when next changed.
+  // Older than the limits: to be split when next changed.
   "src/cli/mcp/listing.ts": [LINES, BRANCHES],
   "src/cli/mcp/payer.ts": [LINES, BRANCHES],
   "src/cli/pay/send.ts": [LINES, BRANCHES],

@@ -14,7 +14,7 @@ import {
   payerBudgetFor,
   type PaymentGateOptions,
 } from "./gate-options.js";
-import { DEFAULT_LEASE_MS, PaymentLedger } from "./ledger/ledger.js";
+import { DEFAULT_LEASE_MS, PaymentLedger, type LedgerParts } from "./ledger/ledger.js";
 import { createMcpPayment, type McpPayment } from "./doors/mcp-tool.js";
 import { ResourceOffers } from "./x402/resource-offers.js";
 import { PaidCalls } from "./paid-call.js";
@@ -93,16 +93,12 @@ const DEFAULT_RECONCILE_INTERVAL_MS = 15_000;
  */
 export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
   const log = options.log ?? ((line: string) => console.error(line));
-  const maxReleases = options.proofReleases ?? DEFAULT_PROOF_RELEASES;
   const { budget, perMinute } = payerBudgetFor(options);
   const events = options.events ?? NO_PAYMENT_EVENTS;
   const answers = new GateAnswers(String(options.retryAfterSeconds ?? 5), perMinute, events);
   const facilitator = facilitatorClientFor(options, events);
-  // Without a key given (tests, benchmarks): a key of this gate's own, in memory.
-  const key = Promise.resolve(
-    options.signingKey ?? newPrivateJwk().then((privateJwk) => ({ privateJwk })),
-  );
-  const offerReceipts = new OfferReceipts(key, options.publicUrl);
+  const signing = signingParts(options, log);
+  const { offerReceipts, signer, retentionMs } = signing;
   const { resourceServer, httpServer } = createSdkServers(options, facilitator, offerReceipts);
   const readiness = new FacilitatorReadiness(
     httpServer,
@@ -111,41 +107,14 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     options.supportedRetryMs ?? 1000,
     log,
   );
-  const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
-  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
-  const chain = new RpcChainReader(options.rpcUrls ?? {});
-  const signer = key.then(({ privateJwk }) => signerFromJwk(privateJwk));
-  const retentionMs = options.snapshotRetentionMs ?? DEFAULT_SNAPSHOT_RETENTION_MS;
-  // Each signed report is kept for its payer as it is served (snapshots/kept-snapshot.ts).
-  const sign: ReportSigner = keepingSnapshots(
-    async (report, settled) => withProof(report, settled, await signer),
-    { store: options.store, retentionMs, log },
-  );
-  const ledger = new PaymentLedger({
-    store: options.store,
+  const { ledger, reconciler } = ledgerParts(options, {
     verify: (payload, requirements) => resourceServer.verifyPayment(payload, requirements),
     settle: (payload, requirements) => facilitator.settle(payload, requirements),
-    chain,
     budget,
     events,
-    maxReleases,
-    recordTtlMs,
-    leaseMs,
-    ...(options.onPaidRequest && { onPaidRequest: options.onPaidRequest }),
-    sign,
+    sign: signing.sign,
     log,
   });
-  const reconciler = new Reconciler({
-    store: options.store,
-    chain,
-    leaseMs,
-    recordTtlMs,
-    newOwner: () => ledger.newOwner("reconciler"),
-    sign,
-    log,
-  });
-  const interval = options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
-  if (interval > 0) reconciler.start(interval);
   const challenges = new PreparedChallenges();
   const calls = new PaidCalls({ readiness, resourceServer, ledger, events, offerReceipts, log });
   const offers = new ResourceOffers(resourceServer, options, log);
@@ -167,14 +136,55 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
       networks: options.networks,
       log,
     }),
-    mcp: createMcpPayment({
-      offers,
-      readiness,
-      calls,
-      answers,
-      events,
-      v1OutputSchema,
-      log,
-    }),
+    mcp: createMcpPayment({ offers, readiness, calls, answers, events, v1OutputSchema, log }),
   };
+}
+
+/**
+ * The service's one key and what signs with it: the reports' proofs (kept for their payers as
+ * they are served, snapshots/kept-snapshot.ts), the 402's offers and the receipts.
+ */
+function signingParts(options: PaymentGateOptions, log: (line: string) => void) {
+  // Without a key given (tests, benchmarks): a key of this gate's own, in memory.
+  const key = Promise.resolve(
+    options.signingKey ?? newPrivateJwk().then((privateJwk) => ({ privateJwk })),
+  );
+  const signer = key.then(({ privateJwk }) => signerFromJwk(privateJwk));
+  const retentionMs = options.snapshotRetentionMs ?? DEFAULT_SNAPSHOT_RETENTION_MS;
+  const sign: ReportSigner = keepingSnapshots(
+    async (report, settled) => withProof(report, settled, await signer),
+    { store: options.store, retentionMs, log },
+  );
+  return { offerReceipts: new OfferReceipts(key, options.publicUrl), signer, sign, retentionMs };
+}
+
+/** The payment ledger over the record store, and the reconciler beside it (started) on its chain. */
+function ledgerParts(
+  options: PaymentGateOptions,
+  parts: Pick<LedgerParts, "verify" | "settle" | "budget" | "events" | "sign" | "log">,
+) {
+  const recordTtlMs = options.paidRecordTtlMs ?? DEFAULT_PAID_RECORD_TTL_MS;
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS;
+  const chain = new RpcChainReader(options.rpcUrls ?? {});
+  const ledger = new PaymentLedger({
+    ...parts,
+    store: options.store,
+    chain,
+    maxReleases: options.proofReleases ?? DEFAULT_PROOF_RELEASES,
+    recordTtlMs,
+    leaseMs,
+    ...(options.onPaidRequest && { onPaidRequest: options.onPaidRequest }),
+  });
+  const reconciler = new Reconciler({
+    store: options.store,
+    chain,
+    leaseMs,
+    recordTtlMs,
+    newOwner: () => ledger.newOwner("reconciler"),
+    ...(parts.sign && { sign: parts.sign }),
+    log: parts.log,
+  });
+  const interval = options.reconcileIntervalMs ?? DEFAULT_RECONCILE_INTERVAL_MS;
+  if (interval > 0) reconciler.start(interval);
+  return { ledger, reconciler };
 }

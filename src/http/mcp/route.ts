@@ -71,11 +71,6 @@ const MAX_IDLE_SERVERS = 16;
 
 /** Mounts POST /mcp (GET and DELETE fall to the app's 405: no SSE stream, no session). */
 export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps): void {
-  const demo = demoSnapshot() as unknown as Record<string, unknown>;
-  const demoResult: McpToolResult = {
-    content: [{ type: "text", text: JSON.stringify(demo) }],
-    structuredContent: demo,
-  };
   const requests = new AsyncLocalStorage<RequestContext>();
   const { payment } = deps;
   /** Whether a parsed message is one `tools/call` of `snapshot` with a proof in its `_meta`. */
@@ -83,67 +78,25 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     const meta = snapshotCallMeta(message);
     return meta !== undefined && (payment?.carriesProof(meta) ?? false);
   };
-  /** A server with both tools; its handlers read the request from the async context. */
-  const build = (): McpServer => {
-    const server = new McpServer({ name: "secsnap", version: SERVICE_VERSION });
-    server.registerTool(MCP_TOOL_NAMES.snapshot, SNAPSHOT_TOOL, async ({ url }, extra) => {
-      const request = requests.getStore();
-      if (!request) throw new Error("MCP tool call outside a request");
-      const answer = await snapshotTool(deps, request.c, url, extra._meta);
-      if (answer.finish) request.finishes.push(answer.finish);
-      if (payment?.carriesProof(extra._meta) && isPaymentRequired(answer.result)) {
-        request.refusedProof = true;
-      }
-      return answer.result;
-    });
-    server.registerTool(MCP_TOOL_NAMES.demoSnapshot, DEMO_SNAPSHOT_TOOL, () => demoResult);
-    return server;
-  };
-  // A transport serves one request (stateless), and a server one transport at a time; building
-  // a server (its tools' schemas) costs more than the request, so idle servers are reused.
-  const idle: McpServer[] = [];
+  const servers = new ServerPool(() => buildServer(deps, requests));
   const fast =
     payment && deps.unpaidFastPath !== false
       ? new McpUnpaidFastPath(deps.urlPolicy, () => payment.unpaidResult())
       : undefined;
   app.post(PATHS.mcp, async (c) => {
-    let body: McpRequestBody = { read: false };
-    let prepared: Response | undefined;
-    if (fast) {
-      const taken = await fast.answer(c);
-      if ("answer" in taken) prepared = taken.answer;
-      else body = taken.body;
-    }
-    // Every message is seen before the SDK answers any: a batch is refused, not counted as one.
-    if (!prepared && !body.read) {
-      const read = await readMcpBody(c);
-      if ("answer" in read) prepared = read.answer;
-      else body = read;
-    }
+    const { body, prepared } = await readRequest(c, fast);
     const budget = deps.budgetOf?.(c);
-    const paid = payment !== undefined && body.read && body.parsed && carriesProof(body.value);
     if (budget) {
+      const paid = payment !== undefined && body.read && body.parsed && carriesProof(body.value);
       const refused = paid ? await budget.proofsSpent() : await budget.free();
       if (refused) return refused;
     }
     if (prepared) return prepared;
     if (isBatch(body)) return batchRefused();
     const context: RequestContext = { c, finishes: [], refusedProof: false };
-    const server = idle.pop() ?? build();
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    await server.connect(transport);
-    let reusable = false;
-    let response: Response;
-    try {
-      response = await requests.run(context, () => handOver(transport, c.req.raw, body));
-      reusable = true;
-    } finally {
-      await server.close();
-      if (reusable && idle.length < MAX_IDLE_SERVERS) idle.push(server);
-    }
+    const response = await servers.serve((transport) =>
+      requests.run(context, () => handOver(transport, c.req.raw, body)),
+    );
     if (context.refusedProof) budget?.countRefusedProof();
     if (context.finishes.length > 0) {
       whenSent(c, (delivered) => {
@@ -152,6 +105,76 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     }
     return response;
   });
+}
+
+/**
+ * The request's body as far as read, or the answer already known: the unpaid fast path's, or a
+ * refusal of the body. Every message is seen before the SDK answers any: a batch is refused, not
+ * counted as one.
+ */
+async function readRequest(
+  c: Context,
+  fast: McpUnpaidFastPath | undefined,
+): Promise<{ body: McpRequestBody; prepared?: Response }> {
+  if (fast) {
+    const taken = await fast.answer(c);
+    if ("answer" in taken) return { body: { read: false }, prepared: taken.answer };
+    if (taken.body.read) return { body: taken.body };
+  }
+  const read = await readMcpBody(c);
+  return "answer" in read ? { body: { read: false }, prepared: read.answer } : { body: read };
+}
+
+/** A server with both tools; its handlers read the request from the async context. */
+function buildServer(deps: McpRouteDeps, requests: AsyncLocalStorage<RequestContext>): McpServer {
+  const demo = demoSnapshot() as unknown as Record<string, unknown>;
+  const demoResult: McpToolResult = {
+    content: [{ type: "text", text: JSON.stringify(demo) }],
+    structuredContent: demo,
+  };
+  const server = new McpServer({ name: "secsnap", version: SERVICE_VERSION });
+  server.registerTool(MCP_TOOL_NAMES.snapshot, SNAPSHOT_TOOL, async ({ url }, extra) => {
+    const request = requests.getStore();
+    if (!request) throw new Error("MCP tool call outside a request");
+    const answer = await snapshotTool(deps, request.c, url, extra._meta);
+    if (answer.finish) request.finishes.push(answer.finish);
+    if (deps.payment?.carriesProof(extra._meta) && isPaymentRequired(answer.result)) {
+      request.refusedProof = true;
+    }
+    return answer.result;
+  });
+  server.registerTool(MCP_TOOL_NAMES.demoSnapshot, DEMO_SNAPSHOT_TOOL, () => demoResult);
+  return server;
+}
+
+/**
+ * A transport serves one request (stateless), and a server one transport at a time; building a
+ * server (its tools' schemas) costs more than the request, so idle servers are reused.
+ */
+class ServerPool {
+  private readonly idle: McpServer[] = [];
+
+  constructor(private readonly build: () => McpServer) {}
+
+  async serve(
+    handle: (transport: WebStandardStreamableHTTPServerTransport) => Promise<Response>,
+  ): Promise<Response> {
+    const server = this.idle.pop() ?? this.build();
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    let reusable = false;
+    try {
+      const response = await handle(transport);
+      reusable = true;
+      return response;
+    } finally {
+      await server.close();
+      if (reusable && this.idle.length < MAX_IDLE_SERVERS) this.idle.push(server);
+    }
+  }
 }
 
 /** The request to the SDK's transport, with its body as the route read it. */
