@@ -8,7 +8,15 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { challengeIn, postSnapshot, v2Proof } from "../fixtures/paid-devnet.js";
+import {
+  challengeIn,
+  devnetGate,
+  paidSnapshot,
+  postSnapshot,
+  startCountingTarget,
+  startGatedService,
+  v2Proof,
+} from "../fixtures/paid-devnet.js";
 import { startPaidBed, type PaidBed } from "../fixtures/paid-service.js";
 import { payerEnv, runCli } from "./run.js";
 
@@ -16,6 +24,7 @@ const PRICE_UNITS = 50_000n;
 
 let bed: PaidBed;
 let dir: string;
+const opened: { close(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   bed = await startPaidBed();
@@ -23,6 +32,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await Promise.all(opened.map((x) => x.close()));
   await bed?.close();
 });
 
@@ -86,6 +96,28 @@ describe("secsnap get", () => {
     expect(keyless.code).toBe(1);
     expect(keyless.stderr).toMatch(/^secsnap get: no SECSNAP_PRIVATE_KEY: signing in as anvil/);
     expect(keyless.stderr).toContain("403 not_payer");
+  });
+
+  it("a challenge bound to another origin than --api's: not signed, exit 1", async () => {
+    // The service names https://secsnap.example in its challenges: asked at 127.0.0.1, the
+    // client must not sign a message another origin could replay.
+    const target = await startCountingTarget();
+    opened.push(target);
+    const elsewhere = await startGatedService({
+      engine: target.engine,
+      scope: target.scope,
+      gate: { ...devnetGate(bed.devnet), publicUrl: "https://secsnap.example" },
+    });
+    opened.push(elsewhere);
+    const paid = await paidSnapshot(elsewhere.url, target.url, bed.payer(2));
+    expect(paid.status).toBe(200);
+    const { proof } = (await paid.json()) as { proof: { snapshot_id: string } };
+    const run = await runCli(["get", proof.snapshot_id, "--api", elsewhere.url], env(2));
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(
+      /^secsnap get: not signed in: SIWX challenge domain "secsnap.example" does not match .+\n$/,
+    );
   });
 
   it("an unknown id, or a wrong --api: exit 1, one line, no stack", async () => {

@@ -29,7 +29,9 @@ export type SnapshotAgain =
   | { kind: "report"; body: string }
   /** The API said no: its status, its error code and sentence. */
   | { kind: "refused"; status: number; code: string | undefined; why: string }
-  /** No answer, or a 402 this client cannot sign in to. */
+  /** A 402 this client does not sign: another origin's, or no sign-in on an EVM chain. */
+  | { kind: "unsigned"; why: string }
+  /** No answer. */
   | { kind: "failed"; why: string };
 
 /**
@@ -116,17 +118,17 @@ async function signIn(
       : ((await unsigned.json()) as PaymentRequired);
     extension = required.extensions?.[SIGN_IN_WITH_X] as SIWxExtension | undefined;
   } catch (err) {
-    return { kind: "failed", why: `the API's 402 cannot be read: ${(err as Error).message}` };
+    return { kind: "unsigned", why: `the API's 402 cannot be read: ${(err as Error).message}` };
   }
   const chain = extension?.supportedChains?.find((c) => c.chainId.startsWith("eip155:"));
   if (!extension?.info || !chain) {
-    return { kind: "failed", why: "the API's 402 offers no sign-in-with-x on an EVM chain" };
+    return { kind: "unsigned", why: "the API's 402 offers no sign-in-with-x on an EVM chain" };
   }
   try {
     assertSIWxChallengeBoundToOrigin(extension.info, url);
     const info = { ...extension.info, chainId: chain.chainId, type: chain.type };
     return encodeSIWxHeader(await createSIWxPayload(info, account, url));
   } catch (err) {
-    return { kind: "failed", why: `not signed in: ${(err as Error).message}` };
+    return { kind: "unsigned", why: `not signed in: ${(err as Error).message}` };
   }
 }

@@ -19,7 +19,8 @@ export const getCommand: Command = {
     `--api     the service's base URL, path included; ${PATHS.snapshotAgain} is added to it.`,
     "--output  writes the report to FILE instead of stdout.",
     "Exit codes: 0 report printed, 1 bad usage or key, or refused (another wallet's report:",
-    "not_payer; no report kept under this id; sign-in refused), 4 service unavailable.",
+    "not_payer; no report kept under this id; sign-in refused; a challenge for another origin,",
+    "not signed), 4 service unavailable.",
   ].join("\n"),
 
   async run({ args, env, stdout, stderr }) {
@@ -60,9 +61,9 @@ function refusal(
   base: URL,
   stderr: CliOutput,
 ): number {
-  if (again.kind === "failed") {
+  if (again.kind !== "refused") {
     stderr.write(`secsnap get: ${again.why}\n`);
-    return GET_EXIT.unavailable;
+    return again.kind === "unsigned" ? GET_EXIT.refused : GET_EXIT.unavailable;
   }
   const { status, code, why } = again;
   const hint =

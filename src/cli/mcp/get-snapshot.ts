@@ -25,7 +25,9 @@ export async function getSnapshot(
   const { account, note } = signIn;
   if (note) log(note);
   const again = await getSnapshotAgain(base, id, account, cancelled);
-  if (again.kind === "failed") return failure(`No report: ${again.why}.`);
+  if (again.kind === "failed" || again.kind === "unsigned") {
+    return failure(`No report: ${again.why}.`);
+  }
   if (again.kind === "refused") {
     return failure(
       `The API answered ${again.status}${again.code ? ` ${again.code}` : ""}: ${again.why} ` +
