@@ -19,6 +19,10 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<Command> }
     summary: "Pay for one live snapshot with x402 and print the report",
     load: async () => (await import("./pay/command.js")).payCommand,
   },
+  get: {
+    summary: "Get a report paid for before again, free, signed in with the paying wallet",
+    load: async () => (await import("./get/command.js")).getCommand,
+  },
   mcp: {
     summary: "Serve MCP on stdio for MCP hosts: tools that pay the API for reports (x402)",
     load: async () => (await import("./mcp/command.js")).mcpCommand,

@@ -6,7 +6,12 @@ export { SnapshotAdmission } from "./guards/admission.js";
 export { ROUTES, createApp } from "./app.js";
 export { createChallengeFastPath } from "./challenge-fast-path.js";
 export type { NodeFront } from "./challenge-fast-path.js";
-export { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "./mcp/tools.js";
+export {
+  DEMO_SNAPSHOT_TOOL,
+  GET_SNAPSHOT_TOOL,
+  MCP_TOOL_NAMES,
+  SNAPSHOT_TOOL,
+} from "./mcp/tools.js";
 export { createOpenApiDocument } from "./documents/openapi.js";
 export { formScansPerClient } from "./page/scan-form.js";
 export {

@@ -83,10 +83,15 @@ const textOf = (result: CallToolResult) =>
   result.content.map((c) => (c.type === "text" ? c.text : "")).join("\n");
 
 describe("the official SDK client", () => {
-  it("lists the three tools, then pays `snapshot`: the report, its settlement, 50000 moved", async () => {
+  it("lists the four tools, then pays `snapshot`: the report, its settlement, 50000 moved", async () => {
     const { client } = await connect([], env(3));
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(["demo_snapshot", "snapshot", "wallet"]);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      "demo_snapshot",
+      "get_snapshot",
+      "snapshot",
+      "wallet",
+    ]);
     const validate = await outputValidator(client, "snapshot");
 
     const payer = bed.payer(3).address;
@@ -155,6 +160,48 @@ describe("the official SDK client", () => {
     );
     expect(stderr()).toContain(`devnet: paying from anvil test account 2`);
     expect(await bed.balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+});
+
+describe("get_snapshot: a paid report again, signed in with the paying wallet", () => {
+  const callGet = async (client: Client, snapshot_id: string) =>
+    (await client.callTool({ name: "get_snapshot", arguments: { snapshot_id } })) as CallToolResult;
+
+  it("pays `snapshot`, then `get_snapshot` of its id returns the same report, free", async () => {
+    const { client } = await connect([], env(5));
+    const validate = await outputValidator(client, "get_snapshot");
+    const paid = await callSnapshot(client, bed.target.url);
+    expect(paid.isError, textOf(paid)).toBeFalsy();
+    const report = paid.structuredContent as { proof: { snapshot_id: string } };
+    const payer = bed.payer(5).address;
+    const before = await bed.balanceOf(payer);
+
+    const again = await callGet(client, report.proof.snapshot_id);
+    expect(again.isError, textOf(again)).toBeFalsy();
+    expect(again.structuredContent).toEqual(paid.structuredContent);
+    expect(validate(again.structuredContent), JSON.stringify(validate.errors)).toBe(true);
+    // The report's JSON, as served: the paid answer's.
+    expect(again.content[1]).toEqual(paid.content[1]);
+    expect(textOf(again)).toContain(`signed in as ${payer}`);
+    expect(await bed.balanceOf(payer)).toBe(before);
+  });
+
+  it("another wallet's report, or an unknown id: an error result saying why, no report", async () => {
+    const { client: payerClient } = await connect([], env(6));
+    const paid = await callSnapshot(payerClient, bed.target.url);
+    expect(paid.isError, textOf(paid)).toBeFalsy();
+    const { snapshot_id } = (paid.structuredContent as { proof: { snapshot_id: string } }).proof;
+
+    const { client: other } = await connect([], env(7));
+    const refused = await callGet(other, snapshot_id);
+    expect(refused.isError).toBe(true);
+    expect(refused.structuredContent).toBeUndefined();
+    expect(textOf(refused)).toMatch(/^The API answered 403 not_payer: /);
+    expect(textOf(refused)).toContain(`signed in as ${bed.payer(7).address}`);
+
+    const unknown = await callGet(other, "A".repeat(22));
+    expect(unknown.isError).toBe(true);
+    expect(textOf(unknown)).toMatch(/^The API answered 404 snapshot_not_found: /);
   });
 });
 
@@ -426,7 +473,12 @@ describe("the MCP Inspector's CLI", () => {
   // Two runs of an outside CLI, each starting Node twice: slow on a busy machine.
   it("lists the tools and calls demo_snapshot", { timeout: 90_000 }, async () => {
     const listed = (await inspect(["tools/list"])) as { tools: Tool[] };
-    expect(listed.tools.map((t) => t.name).sort()).toEqual(["demo_snapshot", "snapshot", "wallet"]);
+    expect(listed.tools.map((t) => t.name).sort()).toEqual([
+      "demo_snapshot",
+      "get_snapshot",
+      "snapshot",
+      "wallet",
+    ]);
     const demo = (await inspect(["tools/call", "--tool-name", "demo_snapshot"])) as CallToolResult;
     expect(demo.isError).toBeFalsy();
     expect(demo.structuredContent).toMatchObject({

@@ -121,6 +121,7 @@ it("each MCP host snippet, with this checkout's path, starts the server a host l
       const { tools } = await client.listTools();
       expect(tools.map((tool) => tool.name).sort()).toEqual([
         "demo_snapshot",
+        "get_snapshot",
         "snapshot",
         "wallet",
       ]);

@@ -389,7 +389,7 @@ export class McpPayer {
 }
 
 /** The report in a few lines: grade, score, the worst findings. */
-function summary(body: unknown): string {
+export function summary(body: unknown): string {
   const parsed = SnapshotResultSchema.safeParse(body);
   if (!parsed.success) return "The API's report does not match the SnapshotResult schema.";
   const report = parsed.data;

@@ -1,5 +1,5 @@
 /**
- * The MCP server of `secsnap mcp` on the official SDK: its three tools registered on an
+ * The MCP server of `secsnap mcp` on the official SDK: its four tools registered on an
  * McpServer (docs/mcp.md). Loaded by command.ts once the session needs more than its first
  * answers, and by the build, which records those answers (listing.ts).
  */
@@ -13,7 +13,12 @@ import {
   type JSONRPCMessage,
 } from "@modelcontextprotocol/sdk/types.js";
 import * as z from "zod";
-import { DEMO_SNAPSHOT_TOOL, MCP_TOOL_NAMES, SNAPSHOT_TOOL } from "../../http/index.js";
+import {
+  DEMO_SNAPSHOT_TOOL,
+  GET_SNAPSHOT_TOOL,
+  MCP_TOOL_NAMES,
+  SNAPSHOT_TOOL,
+} from "../../http/index.js";
 import { SERVICE_VERSION } from "../../version.js";
 import { PATHS } from "../../routes.js";
 import type { EarlySession, McpListing } from "./listing.js";
@@ -43,7 +48,7 @@ const WalletOutputSchema = z.object({
   note: z.string().optional(),
 });
 
-/** The server with its three tools. */
+/** The server with its four tools. */
 function createServer(options: McpOptions, env: NodeJS.ProcessEnv, log: (line: string) => void) {
   const server = new McpServer({ name: "secsnap", version: SERVICE_VERSION });
 
@@ -57,6 +62,12 @@ function createServer(options: McpOptions, env: NodeJS.ProcessEnv, log: (line: s
   );
   server.registerTool(MCP_TOOL_NAMES.demoSnapshot, DEMO_SNAPSHOT_TOOL, async (_args, extra) =>
     guarded(log, () => demo(options.base, extra.signal)),
+  );
+  server.registerTool("get_snapshot", GET_SNAPSHOT_TOOL, async ({ snapshot_id }, extra) =>
+    guarded(log, async () => {
+      const { getSnapshot } = await import("./get-snapshot.js");
+      return getSnapshot(options.base, env, snapshot_id, extra.signal, log);
+    }),
   );
   server.registerTool(
     "wallet",

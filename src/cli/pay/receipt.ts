@@ -28,13 +28,19 @@ export function receiptBeside(output: string): string {
  * The report kept in `path`, said on stderr; a report that cannot be written is not lost: it
  * goes to stdout instead, as without `--output`.
  */
-export function keepReport(text: string, path: string, stdout: CliOutput, stderr: CliOutput): void {
+export function keepReport(
+  text: string,
+  path: string,
+  stdout: CliOutput,
+  stderr: CliOutput,
+  command = "pay",
+): void {
   try {
     writeFileSync(path, text);
-    stderr.write(`secsnap pay: report kept in ${path}\n`);
+    stderr.write(`secsnap ${command}: report kept in ${path}\n`);
   } catch (err) {
     stderr.write(
-      `secsnap pay: cannot write ${path} (${(err as Error).message}); the report follows on stdout\n`,
+      `secsnap ${command}: cannot write ${path} (${(err as Error).message}); the report follows on stdout\n`,
     );
     stdout.write(text);
   }

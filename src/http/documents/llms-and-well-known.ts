@@ -88,7 +88,8 @@ export function llmsTxt(baseUrl: string, facts: ServiceFacts): string {
   is an error result with the SnapshotError, never charged) and \`demo_snapshot\` (free).
 - \`secsnap mcp\`: a stdio MCP server for MCP hosts (Claude Desktop, Cursor, VS Code) that pays
   this API with the wallet in \`SECSNAP_PRIVATE_KEY\`, within per-call and per-session caps.
-  Tools: \`snapshot\`, \`demo_snapshot\`, \`wallet\`.
+  Tools: \`snapshot\`, \`demo_snapshot\`, \`wallet\`, \`get_snapshot\` (a paid report again, free,
+  by its \`proof.snapshot_id\`, signed in with the same wallet).
 
 ## Input
 

@@ -93,3 +93,25 @@ export const DEMO_SNAPSHOT_TOOL = {
   outputSchema: DemoSnapshotResultSchema,
   annotations: { readOnlyHint: true, openWorldHint: false, idempotentHint: true },
 };
+
+/**
+ * `get_snapshot`: a paid report again, free, for its payer (docs/contract.md §10.4). Only
+ * `secsnap mcp` lists it: it signs in with the wallet its `snapshot` pays with, and the service's
+ * own `POST /mcp` holds no wallet to sign in with.
+ */
+export const GET_SNAPSHOT_TOOL = {
+  title: "A paid report again (free, for the wallet that paid)",
+  description:
+    "Returns a report this wallet paid for before, by the `proof.snapshot_id` of its report: the same " +
+    "report, signed as it was, free, while the service keeps it (30 days by default). Signs in with " +
+    "the paying wallet (x402 sign-in-with-x); another wallet's report or an unknown id is an error " +
+    "result saying so.",
+  inputSchema: {
+    snapshot_id: z
+      .string()
+      .min(1)
+      .describe("The report's `proof.snapshot_id`, as the paid `snapshot` result carries it."),
+  },
+  outputSchema: SnapshotResultSchema,
+  annotations: { readOnlyHint: true, openWorldHint: true, idempotentHint: true },
+};
