@@ -20,9 +20,17 @@
  *    the facilitator as the devnet runs it (JSON-RPC calls of one tick batched to anvil) beside
  *    one sending each call alone, both on the same anvil, alternating; the ratio is printed.
  *
+ * 4. The report again: one report paid over the devnet with the official client, then in
+ *    alternating paired rounds REFETCHES_PER_ROUND signed GET /v1/snapshots/{id} (each with a
+ *    fresh challenge fetched and signed by the payer outside the timer; only the signed GET is
+ *    timed, each must be the paid 200's bytes) beside as many GET /health, one at a time; the
+ *    median of the per-round ratios must be ≤ 3. The sign-in check (parseSIWxHeader,
+ *    verifySIWxSignature) timed alone on the same headers gives its share.
+ *
  *   tsx bench/payment.ts            exits 1 if a ratio misses its target
  *   tsx bench/payment.ts challenge  part 1 only (the 402 beside GET /health)
  *   tsx bench/payment.ts verify     part 3 only (the facilitator's crowd of verifies)
+ *   tsx bench/payment.ts refetch    part 4 only (the report again beside GET /health)
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
@@ -33,10 +41,18 @@ import { x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { PAYMENT_IDENTIFIER, generatePaymentId } from "@x402/extensions/payment-identifier";
+import {
+  SIGN_IN_WITH_X,
+  createSIWxPayload,
+  encodeSIWxHeader,
+  parseSIWxHeader,
+  verifySIWxSignature,
+  type SIWxExtension,
+} from "@x402/extensions/sign-in-with-x";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { Pool, type Dispatcher } from "undici";
 import { createWalletClient, http, publicActions } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { privateKeyToAccount, type PrivateKeyAccount } from "viem/accounts";
 import { baseSepolia } from "viem/chains";
 import { wrapFetchWithPayment as wrapV1Fetch } from "x402-fetch";
 import { GAS_PAYER } from "../src/devnet/constants.js";
@@ -71,6 +87,10 @@ const SIGNINGS_PER_PAID_CALL = 25;
 const TIME_LIMIT_MS = 180_000;
 /** A crowd's admitted payments: SNAPSHOT_MAX_CONCURRENCY's default on two cores is 128. */
 const CROWD_VERIFIES = 128;
+/** A signed re-fetch may cost this many GET /health at most. */
+const REFETCH_TARGET_RATIO = 3;
+const REFETCHES_PER_ROUND = 20;
+const REFETCH_ROUNDS = 9;
 
 const body = JSON.stringify({ url: "https://example.com/" });
 
@@ -637,6 +657,137 @@ async function verifyCrowdBench(devnet: Awaited<ReturnType<typeof startDevnet>>)
   }
 }
 
+/** A SIGN-IN-WITH-X header for a fresh challenge of `url` (its unsigned GET), signed by `account`. */
+async function freshSignIn(url: string, account: PrivateKeyAccount): Promise<string> {
+  const unsigned = await fetch(url);
+  await unsigned.arrayBuffer();
+  if (unsigned.status !== 402) throw new Error(`unsigned re-fetch answered ${unsigned.status}`);
+  const required = decodePaymentRequiredHeader(unsigned.headers.get("payment-required") ?? "");
+  const extension = required.extensions?.[SIGN_IN_WITH_X] as SIWxExtension | undefined;
+  const chain = extension?.supportedChains[0];
+  if (!extension || !chain) throw new Error("the re-fetch's 402 offers no sign-in");
+  const info = { ...extension.info, chainId: chain.chainId, type: chain.type };
+  return encodeSIWxHeader(await createSIWxPayload(info, account, url));
+}
+
+/** Milliseconds of the sign-in check alone, as the route runs it, for each header. */
+async function timeSignInChecks(headers: readonly string[]): Promise<number[]> {
+  const ms: number[] = [];
+  for (const header of headers) {
+    const t0 = performance.now();
+    const signed = await verifySIWxSignature(parseSIWxHeader(header));
+    ms.push(performance.now() - t0);
+    if (!signed.isValid) throw new Error(`sign-in not valid: ${signed.invalidMessage}`);
+  }
+  return ms;
+}
+
+/**
+ * One report paid over the devnet, then its signed re-fetch beside GET /health on the same
+ * service, REFETCHES_PER_ROUND sequential requests a side per round; returns the paired ratio.
+ */
+async function refetchBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promise<number> {
+  const site = await startTinySite();
+  const engineOptions: EngineOptions = {
+    timeoutMs: 10_000,
+    maxRedirects: 10,
+    allowedPorts: new Set([Number(new URL(site.url).port), site.probePort]),
+    allowCidrs: ["127.0.0.0/8"],
+    dnsServers: [],
+    httpsProbePort: site.probePort,
+  };
+  const engine = createSnapshotEngine(engineOptions);
+  const gate = createPaymentGate({
+    signingKey: { privateJwk: await newPrivateJwk() },
+    store: new MemoryPaymentRecordStore(),
+    payTo: devnet.payTo,
+    networks: [devnet.network],
+    priceUsdc: "0.05",
+    facilitatorUrl: devnet.facilitatorUrl,
+    log: () => {},
+  });
+  const app = createApp({
+    engine,
+    urlPolicy: createUrlPolicy(engineOptions),
+    payment: gate.route,
+    snapshots: gate.snapshots,
+    log: () => {},
+  });
+  const service = await startServer({ config: { host: "127.0.0.1", port: 0 }, app });
+  const key = devnet.payerPrivateKeys[5];
+  if (!key) throw new Error("no devnet payer");
+  const account = privateKeyToAccount(key);
+  const client = new x402Client();
+  registerExactEvmScheme(client, { signer: account });
+  try {
+    const paid = await wrapFetchWithPayment(fetch, client)(`${service.url}/v1/snapshot`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ url: site.url }),
+    });
+    const report = await paid.text();
+    if (paid.status !== 200) throw new Error(`paid snapshot answered ${paid.status}`);
+    const id = (JSON.parse(report) as { proof: ReportProof }).proof.snapshot_id;
+    const url = `${service.url}/v1/snapshots/${id}`;
+    const checkMs: number[] = [];
+    const refetches = async (): Promise<number> => {
+      // Outside the timer: a fresh challenge per request, signed by the payer.
+      const headers: string[] = [];
+      for (let i = 0; i < REFETCHES_PER_ROUND; i++) headers.push(await freshSignIn(url, account));
+      checkMs.push(...(await timeSignInChecks(headers)));
+      let ms = 0;
+      for (const header of headers) {
+        const t0 = performance.now();
+        const res = await fetch(url, { headers: { [SIGN_IN_WITH_X]: header } });
+        const text = await res.text();
+        ms += performance.now() - t0;
+        if (res.status !== 200 || text !== report) {
+          throw new Error(`signed re-fetch answered ${res.status}, not the paid report's bytes`);
+        }
+      }
+      return ms;
+    };
+    const health = async (): Promise<number> => {
+      const t0 = performance.now();
+      for (let i = 0; i < REFETCHES_PER_ROUND; i++) {
+        const res = await fetch(`${service.url}/health`);
+        await res.text();
+        if (res.status !== 200) throw new Error(`GET /health answered ${res.status}`);
+      }
+      return performance.now() - t0;
+    };
+    const result = await duel(
+      { name: "signed re-fetch", run: refetches },
+      { name: "GET /health", run: health },
+      { warmup: 1, rounds: REFETCH_ROUNDS },
+    );
+    const perRequest = (s: Summary): Summary => ({
+      min: s.min / REFETCHES_PER_ROUND,
+      median: s.median / REFETCHES_PER_ROUND,
+      max: s.max / REFETCHES_PER_ROUND,
+    });
+    const refetch = perRequest(result.a.time);
+    const ratio = result.pairedRatio;
+    const check = summarise(checkMs.slice(REFETCHES_PER_ROUND)); // the warm-up round left out
+    console.log(
+      `\nThe report again: signed GET /v1/snapshots/{id} vs GET /health (same service, ${REFETCHES_PER_ROUND} sequential requests a side in ${result.rounds} alternating rounds, per request)`,
+    );
+    console.log(row("GET /health", perRequest(result.b.time), "ms"));
+    console.log(row("signed re-fetch (200, paid bytes)", refetch, "ms"));
+    console.log(
+      `  ratio re-fetch/health (paired)          ${fmt(ratio, 2)}        target ≤ ${REFETCH_TARGET_RATIO}  ${ratio <= REFETCH_TARGET_RATIO ? "OK" : "MISSED"}  (median of per-round ratios; ratio of medians ${result.ratio.toFixed(2)})`,
+    );
+    console.log(
+      `${row("  sign-in check alone", check, "ms")}  ${((100 * check.median) / refetch.median).toFixed(0).padStart(3)}%  (parseSIWxHeader + verifySIWxSignature on the same headers, of the re-fetch's median)`,
+    );
+    return ratio;
+  } finally {
+    await service.close(1_000);
+    await engine.close();
+    await new Promise<void>((resolve) => site.server.close(() => resolve()));
+  }
+}
+
 async function main(): Promise<number> {
   const limit = setTimeout(() => {
     console.error(`payment benchmark exceeded ${TIME_LIMIT_MS} ms; stopping`);
@@ -652,12 +803,17 @@ async function main(): Promise<number> {
       await verifyCrowdBench(devnet);
       return 0;
     }
+    if (process.argv.slice(2).includes("refetch")) {
+      return (await refetchBench(devnet)) <= REFETCH_TARGET_RATIO ? 0 : 1;
+    }
     const ratio = await challengeBench(devnet.facilitatorUrl, devnet.payTo);
     if (process.argv.slice(2).includes("challenge")) return ratio >= CHALLENGE_TARGET_RATIO ? 0 : 1;
     const { v1Ratio, replaySpeedup, proofShare } = await paidBench(devnet);
     await verifyCrowdBench(devnet);
+    const refetchRatio = await refetchBench(devnet);
     return ratio >= CHALLENGE_TARGET_RATIO &&
       v1Ratio <= V1_PAID_TARGET_RATIO &&
+      refetchRatio <= REFETCH_TARGET_RATIO &&
       replaySpeedup >= REPLAY_TARGET_SPEEDUP &&
       proofShare <= PROOF_TARGET_SHARE
       ? 0
