@@ -28,6 +28,7 @@ import { NO_PAYMENT_EVENTS } from "./telemetry.js";
 import { newPrivateJwk, signerFromJwk, withProof, type ServiceSigner } from "./signing/index.js";
 import { OfferReceipts } from "./x402/offer-receipt.js";
 import { keepingSnapshots } from "./snapshots/kept-snapshot.js";
+import { describeError } from "./describe-error.js";
 import { SnapshotAgain } from "./snapshots/snapshot-again.js";
 
 export interface PaymentGate {
@@ -136,7 +137,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     close: () => reconciler.stop(),
     form: createFormPayment(calls, offers, answers),
     signer,
-    signingKeys: () => listedKeys(signer, options.store),
+    signingKeys: () => listedKeys(signer, options.store, log),
     snapshots: new SnapshotAgain({
       store: options.store,
       retentionMs,
@@ -167,9 +168,22 @@ function signingParts(options: PaymentGateOptions, log: (line: string) => void) 
   return { offerReceipts: new OfferReceipts(key, options.publicUrl), signer, sign, retentionMs };
 }
 
-/** The signer's keys, then those the store remembers for the reports it keeps, once per kid. */
-async function listedKeys(signer: Promise<ServiceSigner>, store: SnapshotStore): Promise<JWK[]> {
-  const [current, remembered] = await Promise.all([signer, store.signingKeys()]);
+/**
+ * The signer's keys, then those the store remembers for the reports it keeps, once per kid. A
+ * store that fails is logged and the key in use is listed alone: new reports still verify.
+ */
+async function listedKeys(
+  signer: Promise<ServiceSigner>,
+  store: SnapshotStore,
+  log: (line: string) => void,
+): Promise<JWK[]> {
+  const [current, remembered] = await Promise.all([
+    signer,
+    store.signingKeys().catch((error: unknown) => {
+      log(`signing keys not read: ${describeError(error)}`);
+      return [];
+    }),
+  ]);
   const listed = current.publicJwks();
   const kids = new Set(listed.map((key) => key.kid));
   for (const key of remembered) {

@@ -19,7 +19,11 @@ import {
 } from "jose";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { canonicalize, type PrivateJwk } from "../../../src/payment/index.js";
-import { MemoryPaymentRecordStore } from "../../../src/store/index.js";
+import {
+  MemoryPaymentRecordStore,
+  RedisPaymentRecordStore,
+  createRedisClient,
+} from "../../../src/store/index.js";
 import {
   devnetGate,
   paidSnapshot,
@@ -186,3 +190,25 @@ it("the old key is listed while a report it signed is kept, and gone after", asy
   expect(await didKids(after.url)).toEqual([b.kid]);
   await expect(verify(report, expired)).rejects.toThrow();
 }, 180_000);
+
+it.skipIf(!redisServerBinary)(
+  "a store that cannot be read: the key in use is listed alone, never a 500",
+  async () => {
+    const redis = await startRedis();
+    opened.push(redis);
+    const client = createRedisClient(redis.url, () => {});
+    const store = new RedisPaymentRecordStore(client, { ownsClient: true });
+    opened.push(store);
+    const key = await newKey();
+    const service = await startGatedService({
+      engine: target.engine,
+      scope: target.scope,
+      gate: { ...devnetGate(devnet), store, signingKey: key },
+    });
+    opened.push(service);
+    await redis.stop();
+    expect((await servedJwks(service.url)).keys.map((listed) => listed.kid)).toEqual([key.kid]);
+    expect(await didKids(service.url)).toEqual([key.kid]);
+  },
+  60_000,
+);
