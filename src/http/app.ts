@@ -1,3 +1,4 @@
+import type { JWK } from "jose";
 import { ServerResponse } from "node:http";
 import { Hono, type Context, type MiddlewareHandler } from "hono";
 import { cors } from "hono/cors";
@@ -71,6 +72,11 @@ export interface AppDeps {
   snapshots?: SnapshotAgainRoute;
   /** The key signing the paid reports (the payment gate's `signer`); none: no key is listed. */
   signer?: Promise<ServiceSigner>;
+  /**
+   * What GET /.well-known/jwks.json and did.json list (the payment gate's `signingKeys`: the
+   * signer's key and those of the reports still kept); default the signer's key alone.
+   */
+  signingKeys?: () => Promise<JWK[]>;
   /** The unpaid `tools/call snapshot` on POST /mcp answered without the SDK; default on (mcp/route.ts). */
   mcpUnpaidFastPath?: boolean;
   /** The configured price the API description states (X402_PRICE_USDC); default its default. */
@@ -413,7 +419,10 @@ function addAgentRoutes(app: Hono, deps: AppDeps): void {
  * document of PUBLIC_URL's host (without it, of a loopback host the request named; else 404).
  */
 function addKeyRoutes(app: Hono, deps: AppDeps, cacheable: Record<string, string>): void {
-  const keys = async () => (deps.signer ? (await deps.signer).publicJwks() : []);
+  const keys = async () => {
+    if (deps.signingKeys) return deps.signingKeys();
+    return deps.signer ? (await deps.signer).publicJwks() : [];
+  };
   app.get(routerPath(PATHS.snapshotAgain), async (c) => {
     if (!deps.snapshots) return toResponse(SNAPSHOT_NOT_FOUND);
     const answer = await deps.snapshots.answer({

@@ -1,3 +1,5 @@
+import type { JWK } from "jose";
+import type { SnapshotStore } from "../store/index.js";
 import type { Answer } from "./answers/answer.js";
 import { RpcChainReader } from "./ledger/chain-check.js";
 import { PreparedChallenges } from "./x402/challenge.js";
@@ -26,6 +28,7 @@ import { NO_PAYMENT_EVENTS } from "./telemetry.js";
 import { newPrivateJwk, signerFromJwk, withProof, type ServiceSigner } from "./signing/index.js";
 import { OfferReceipts } from "./x402/offer-receipt.js";
 import { keepingSnapshots } from "./snapshots/kept-snapshot.js";
+import { describeError } from "./describe-error.js";
 import { SnapshotAgain } from "./snapshots/snapshot-again.js";
 
 export interface PaymentGate {
@@ -66,8 +69,13 @@ export interface PaymentGate {
   mcp: McpPayment;
   /** The page's devnet form, paying from the devnet account (doors/page-form.ts). */
   form: FormPayment;
-  /** The key that signs the paid reports' proofs: GET /.well-known/jwks.json lists it. */
+  /** The key that signs the paid reports' proofs. */
   signer: Promise<ServiceSigner>;
+  /**
+   * What GET /.well-known/jwks.json lists: the signer's key first, then every key that signed a
+   * report still kept (an earlier SIGNING_KEY, after a rotation), once each.
+   */
+  signingKeys(): Promise<JWK[]>;
   /** GET /v1/snapshots/{snapshot_id}: a paid report again, for its payer (snapshots/). */
   snapshots: SnapshotAgain;
 }
@@ -129,6 +137,7 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     close: () => reconciler.stop(),
     form: createFormPayment(calls, offers, answers),
     signer,
+    signingKeys: () => listedKeys(signer, options.store, log),
     snapshots: new SnapshotAgain({
       store: options.store,
       retentionMs,
@@ -151,11 +160,37 @@ function signingParts(options: PaymentGateOptions, log: (line: string) => void) 
   );
   const signer = key.then(({ privateJwk }) => signerFromJwk(privateJwk));
   const retentionMs = options.snapshotRetentionMs ?? DEFAULT_SNAPSHOT_RETENTION_MS;
+  const signingKey = signer.then((current) => ({ ...current.publicJwks()[0], kid: current.kid }));
   const sign: ReportSigner = keepingSnapshots(
     async (report, settled) => withProof(report, settled, await signer),
-    { store: options.store, retentionMs, log },
+    { store: options.store, retentionMs, signingKey, log },
   );
   return { offerReceipts: new OfferReceipts(key, options.publicUrl), signer, sign, retentionMs };
+}
+
+/**
+ * The signer's keys, then those the store remembers for the reports it keeps, once per kid. A
+ * store that fails is logged and the key in use is listed alone: new reports still verify.
+ */
+async function listedKeys(
+  signer: Promise<ServiceSigner>,
+  store: SnapshotStore,
+  log: (line: string) => void,
+): Promise<JWK[]> {
+  const [current, remembered] = await Promise.all([
+    signer,
+    store.signingKeys().catch((error: unknown) => {
+      log(`signing keys not read: ${describeError(error)}`);
+      return [];
+    }),
+  ]);
+  const listed = current.publicJwks();
+  const kids = new Set(listed.map((key) => key.kid));
+  for (const key of remembered) {
+    if (!kids.has(key.kid)) listed.push({ ...key });
+    kids.add(key.kid);
+  }
+  return listed;
 }
 
 /** The payment ledger over the record store, and the reconciler beside it (started) on its chain. */

@@ -17,6 +17,7 @@ import type {
   PaymentIdBinding,
   PaymentRecord,
   PaymentRecordStore,
+  PublicSigningKey,
 } from "./records.js";
 
 /** A stored record and the epoch ms after which it counts as absent. */
@@ -35,8 +36,13 @@ interface SnapshotEntry {
   x: number;
 }
 
+interface SigningKeyEntry {
+  k: PublicSigningKey;
+  x: number;
+}
+
 /** Expiry index keys: [expiresAt, kind, key], in expiry order. */
-type ExpiryKey = [number, "r" | "i" | "s" | "n", string];
+type ExpiryKey = [number, "r" | "i" | "s" | "n" | "k", string];
 
 const UNRESOLVED_STATES: ReadonlySet<string> = new Set(["settling", "report_kept"]);
 const SWEEP_BATCH = 1_000;
@@ -75,6 +81,8 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
     /** Kept paid reports, and sign-in nonces (their expiry, epoch ms). */
     private readonly snapshots: Database<SnapshotEntry, string>,
     private readonly nonces: Database<number, string>,
+    /** The public keys that signed kept reports, by kid, with the latest such report's expiry. */
+    private readonly signingKeysByKid: Database<SigningKeyEntry, string>,
     private readonly unlock: () => void,
     private readonly recordTtlMs: number,
     private readonly now: () => number,
@@ -126,6 +134,7 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
       root.openDB<true, ExpiryKey>({ name: "expiry", encoding: "json" }),
       root.openDB<SnapshotEntry, string>({ name: "snapshots", encoding: "json" }),
       root.openDB<number, string>({ name: "siwx-nonces", encoding: "json" }),
+      root.openDB<SigningKeyEntry, string>({ name: "signing-keys", encoding: "json" }),
       unlock,
       options.recordTtlMs ?? 3_600_000,
       options.now ?? Date.now,
@@ -154,7 +163,7 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
     });
   }
 
-  /** Deletes up to SWEEP_BATCH expired entries (records, bindings, snapshots, nonces), oldest first. */
+  /** Deletes up to SWEEP_BATCH expired entries (records, bindings, snapshots, nonces, keys), oldest first. */
   async sweep(): Promise<number> {
     if (this.closed) return 0;
     return this.root.transaction(() => this.deleteExpired(this.now(), SWEEP_BATCH));
@@ -175,6 +184,8 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
         if (this.ids.get(key)?.x === x) void this.ids.remove(key);
       } else if (kind === "s") {
         if (this.snapshots.get(key)?.x === x) void this.snapshots.remove(key);
+      } else if (kind === "k") {
+        if (this.signingKeysByKid.get(key)?.x === x) void this.signingKeysByKid.remove(key);
       } else if (this.nonces.get(key) === x) {
         void this.nonces.remove(key);
       }
@@ -354,6 +365,30 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
       void this.expiry.remove([x, "n", nonce]);
       return x > this.now();
     });
+  }
+
+  rememberSigningKey(key: PublicSigningKey, ttlMs: number): Promise<void> {
+    return this.root.transaction(() => {
+      const now = this.now();
+      const before = this.signingKeysByKid.get(key.kid);
+      const x = Math.max(before?.x ?? 0, now + ttlMs);
+      if (before && before.x !== x) void this.expiry.remove([before.x, "k", key.kid]);
+      void this.signingKeysByKid.put(key.kid, { k: key, x });
+      void this.expiry.put([x, "k", key.kid], true);
+    });
+  }
+
+  signingKeys(): Promise<PublicSigningKey[]> {
+    try {
+      const now = this.now();
+      const live = Array.from(this.signingKeysByKid.getRange())
+        .map(({ value }) => value)
+        .filter((entry) => entry.x > now)
+        .sort((a, b) => b.x - a.x);
+      return Promise.resolve(live.map((entry) => entry.k));
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
   }
 
   async writable(): Promise<boolean> {

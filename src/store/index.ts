@@ -8,6 +8,7 @@ export type {
   PaymentRecord,
   PaymentRecordStore,
   PaymentState,
+  PublicSigningKey,
   SnapshotStore,
 } from "./records.js";
 export { MemoryPaymentRecordStore } from "./memory.js";

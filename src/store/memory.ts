@@ -4,6 +4,7 @@ import type {
   PaymentIdBinding,
   PaymentRecord,
   PaymentRecordStore,
+  PublicSigningKey,
 } from "./records.js";
 
 interface Stored<T> {
@@ -23,6 +24,7 @@ export class MemoryPaymentRecordStore implements PaymentRecordStore {
   private readonly ids = new Map<string, Stored<PaymentIdBinding>>();
   private readonly snapshots = new Map<string, Stored<KeptSnapshot>>();
   private readonly nonces = new Map<string, Stored<true>>();
+  private readonly signingKeysByKid = new Map<string, Stored<PublicSigningKey>>();
   private readonly recordTtlMs: number;
 
   constructor(
@@ -142,6 +144,22 @@ export class MemoryPaymentRecordStore implements PaymentRecordStore {
     const stored = this.nonces.get(nonce);
     this.nonces.delete(nonce);
     return Promise.resolve(stored !== undefined && stored.expiresAt > this.now());
+  }
+
+  rememberSigningKey(key: PublicSigningKey, ttlMs: number): Promise<void> {
+    const before = this.signingKeysByKid.get(key.kid)?.expiresAt ?? 0;
+    const expiresAt = Math.max(before, this.now() + ttlMs);
+    this.signingKeysByKid.set(key.kid, { value: key, expiresAt });
+    return Promise.resolve();
+  }
+
+  signingKeys(): Promise<PublicSigningKey[]> {
+    const now = this.now();
+    for (const [kid, stored] of this.signingKeysByKid) {
+      if (stored.expiresAt <= now) this.signingKeysByKid.delete(kid);
+    }
+    const live = [...this.signingKeysByKid.values()].sort((a, b) => b.expiresAt - a.expiresAt);
+    return Promise.resolve(live.map((stored) => stored.value));
   }
 
   writable(): Promise<boolean> {

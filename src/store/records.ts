@@ -144,4 +144,14 @@ export interface SnapshotStore {
   issueNonce(nonce: string, ttlMs: number): Promise<void>;
   /** Takes an issued nonce, atomically: true once, while it lives; false ever after. */
   takeNonce(nonce: string): Promise<boolean>;
+  /**
+   * Remembers the public key that signed a kept report, under its `kid`, for at least `ttlMs`
+   * (the report's retention): a later report pushes its expiry on, an earlier never shortens it.
+   */
+  rememberSigningKey(key: PublicSigningKey, ttlMs: number): Promise<void>;
+  /** Every remembered signing key not yet expired, the latest to expire first. */
+  signingKeys(): Promise<PublicSigningKey[]>;
 }
+
+/** A public JWK with its `kid` (the RFC 7638 thumbprint), as GET /.well-known/jwks.json lists it. */
+export type PublicSigningKey = Readonly<Record<string, unknown>> & { readonly kid: string };

@@ -8,6 +8,7 @@ import type {
   PaymentRecord,
   PaymentRecordStore,
   PaymentState,
+  PublicSigningKey,
 } from "./records.js";
 
 /**
@@ -24,6 +25,9 @@ const PROBE = `${KEY_PREFIX}probe:`;
 /** A kept paid report (JSON), expiring with its retention; a sign-in nonce we issued. */
 const SNAPSHOT = `${KEY_PREFIX}snapshot:`;
 const SIWX_NONCE = `${KEY_PREFIX}siwx-nonce:`;
+/** The kids of the keys that signed kept reports, scored by their expiry; their JWKs by kid. */
+const SIGNING_KEYS = `${KEY_PREFIX}signing-keys`;
+const SIGNING_KEY_JWKS = `${KEY_PREFIX}signing-key-jwks`;
 
 // Every script reads the clock with TIME, so leases of all instances compare on one clock.
 const NOW = `local t = redis.call('TIME')
@@ -113,12 +117,36 @@ while #found < limit * 3 do
 end
 return found`;
 
+// KEYS: expiry set, JWKs. ARGV: kid, JWK JSON, TTL. An expiry is pushed on, never pulled back.
+const REMEMBER_KEY = `${NOW}
+local ttl = tonumber(ARGV[3])
+local before = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not before or tonumber(before) < now + ttl then redis.call('ZADD', KEYS[1], now + ttl, ARGV[1]) end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+for _, key in ipairs(KEYS) do
+  if redis.call('PTTL', key) < ttl then redis.call('PEXPIRE', key, ttl) end
+end
+return 1`;
+
+// KEYS: expiry set, JWKs. Drops the expired keys; returns the others' JWKs, latest expiry first.
+const SIGNING_KEYS_SCRIPT = `${NOW}
+local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #gone > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  redis.call('HDEL', KEYS[2], unpack(gone))
+end
+local kids = redis.call('ZREVRANGEBYSCORE', KEYS[1], '+inf', '(' .. now)
+if #kids == 0 then return {} end
+return redis.call('HMGET', KEYS[2], unpack(kids))`;
+
 interface StoreCommands {
   secsnapPaymentAcquire(...args: (string | number)[]): Promise<(string | number | null)[]>;
   secsnapPaymentRenew(...args: (string | number)[]): Promise<number>;
   secsnapPaymentWrite(...args: (string | number)[]): Promise<number>;
   secsnapPaymentRelease(...args: (string | number)[]): Promise<number>;
   secsnapPaymentUnresolved(...args: (string | number)[]): Promise<(string | null)[]>;
+  secsnapRememberSigningKey(...args: (string | number)[]): Promise<number>;
+  secsnapSigningKeys(...args: (string | number)[]): Promise<(string | null)[]>;
 }
 
 /** A record JSON from the hash, with its lease fields put back. */
@@ -169,6 +197,8 @@ export class RedisPaymentRecordStore implements PaymentRecordStore {
     client.defineCommand("secsnapPaymentWrite", { numberOfKeys: 2, lua: WRITE });
     client.defineCommand("secsnapPaymentRelease", { numberOfKeys: 2, lua: RELEASE });
     client.defineCommand("secsnapPaymentUnresolved", { numberOfKeys: 1, lua: UNRESOLVED_SCRIPT });
+    client.defineCommand("secsnapRememberSigningKey", { numberOfKeys: 2, lua: REMEMBER_KEY });
+    client.defineCommand("secsnapSigningKeys", { numberOfKeys: 2, lua: SIGNING_KEYS_SCRIPT });
     this.commands = client as unknown as StoreCommands;
     this.recordTtlMs = options.recordTtlMs ?? 3_600_000;
     this.ownsClient = options.ownsClient ?? false;
@@ -277,6 +307,23 @@ export class RedisPaymentRecordStore implements PaymentRecordStore {
   /** DEL answers 1 to exactly one caller, whichever instance asks first. */
   async takeNonce(nonce: string): Promise<boolean> {
     return (await this.client.del(SIWX_NONCE + nonce)) === 1;
+  }
+
+  async rememberSigningKey(key: PublicSigningKey, ttlMs: number): Promise<void> {
+    const ttl = Math.max(1, Math.ceil(ttlMs));
+    const json = JSON.stringify(key);
+    await this.commands.secsnapRememberSigningKey(
+      SIGNING_KEYS,
+      SIGNING_KEY_JWKS,
+      key.kid,
+      json,
+      ttl,
+    );
+  }
+
+  async signingKeys(): Promise<PublicSigningKey[]> {
+    const jwks = await this.commands.secsnapSigningKeys(SIGNING_KEYS, SIGNING_KEY_JWKS);
+    return jwks.flatMap((json) => (json === null ? [] : [JSON.parse(json) as PublicSigningKey]));
   }
 
   async writable(): Promise<boolean> {

@@ -402,6 +402,50 @@ export function storeContract(name: string, factory: StoreFactory, skip = false)
       });
     });
 
+    describe("signing keys", () => {
+      const keyNamed = (kid: string) => ({ kty: "OKP", crv: "Ed25519", x: `x-${kid}`, kid });
+
+      it("a remembered key is listed for its retention, then is absent", async () => {
+        const store = await open();
+        const kept = keyNamed(keyOf("kid"));
+        const listed = () => store.signingKeys().then((keys) => keys.map((key) => key.kid));
+        expect(await listed()).not.toContain(kept.kid);
+        await store.rememberSigningKey(kept, SHORT);
+        expect(await store.signingKeys()).toContainEqual(kept);
+        await pastShort();
+        expect(await listed()).not.toContain(kept.kid);
+      });
+
+      it("a later report pushes a key's expiry on; a shorter one never pulls it back", async () => {
+        const store = await open();
+        const pushed = keyNamed(keyOf("kid"));
+        const shortened = keyNamed(keyOf("kid"));
+        await store.rememberSigningKey(pushed, SHORT);
+        await store.rememberSigningKey(pushed, LONG);
+        await store.rememberSigningKey(shortened, LONG);
+        await store.rememberSigningKey(shortened, SHORT);
+        await pastShort();
+        const kids = (await store.signingKeys()).map((key) => key.kid);
+        expect(kids.filter((kid) => kid === pushed.kid || kid === shortened.kid).sort()).toEqual(
+          [pushed.kid, shortened.kid].sort(),
+        );
+      });
+
+      it("one entry per kid, the latest to expire first", async () => {
+        const store = await open();
+        const sooner = keyNamed(keyOf("kid"));
+        const later = keyNamed(keyOf("kid"));
+        await store.rememberSigningKey(sooner, LONG);
+        await store.rememberSigningKey(later, LONG * 2);
+        await store.rememberSigningKey(sooner, LONG);
+        const kids = (await store.signingKeys()).map((key) => key.kid);
+        expect(kids.filter((kid) => kid === sooner.kid || kid === later.kid)).toEqual([
+          later.kid,
+          sooner.kid,
+        ]);
+      });
+    });
+
     it("writable: an open store accepts writes", async () => {
       const store = await open();
       expect(await store.writable()).toBe(true);

@@ -260,6 +260,28 @@ describe("embedded payment record store", () => {
     }
   });
 
+  it("a signing key past its last report's retention is deleted from disk; a pushed-on one stays, after a reopen as well", async () => {
+    let now = 1_000_000;
+    const dir = freshDir();
+    const retired = { kty: "OKP", crv: "Ed25519", x: "x-retired", kid: "retired" };
+    const pushed = { kty: "OKP", crv: "Ed25519", x: "x-pushed", kid: "pushed" };
+    let store = await EmbeddedPaymentRecordStore.open({ dataDir: dir, now: () => now });
+    try {
+      await store.rememberSigningKey(retired, 5_000);
+      await store.rememberSigningKey(pushed, 5_000);
+      await store.rememberSigningKey(pushed, 60_000);
+      now += 10_000;
+      expect(await store.sweep()).toBe(1); // the retired key: the pushed one left its first expiry
+      now -= 10_000; // back in time: what was deleted stays gone
+      expect(await store.signingKeys()).toEqual([pushed]);
+      await store.close();
+      store = await EmbeddedPaymentRecordStore.open({ dataDir: dir, now: () => now });
+      expect(await store.signingKeys()).toEqual([pushed]);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("each new record or binding deletes expired ones, so the store keeps pace with its writes between sweeps", async () => {
     let now = 1_000_000;
     const store = await EmbeddedPaymentRecordStore.open({

@@ -178,6 +178,7 @@ async function wireService(config: Config, stdout: CliOutput): Promise<Service> 
     mcpPayment: gate.mcp,
     formPayment: gate.form,
     signer: gate.signer,
+    signingKeys: gate.signingKeys,
     snapshots: gate.snapshots,
     priceUsdc: config.payment.priceUsdc,
     networks: payment.networks,
