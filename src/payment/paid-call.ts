@@ -10,6 +10,9 @@ import type { x402ResourceServer } from "@x402/core/server";
 import type { PaymentRequired } from "@x402/core/types";
 import type { KeptAnswer } from "../store/index.js";
 import type { SnapshotTarget } from "../snapshot/index.js";
+import type { Answer } from "./answers/answer.js";
+import { CLIENT_GONE, PAYMENT_FAILED, paymentConflict } from "./answers/catalogue.js";
+import type { GateAnswers } from "./answers/gate-answers.js";
 import { paymentIdOf } from "./ledger/authorization.js";
 import type { FacilitatorReadiness } from "./facilitator/readiness.js";
 import type { PaidOutcome, PaymentLedger, WorkAdmission } from "./ledger/ledger.js";
@@ -110,5 +113,32 @@ export class PaidCalls {
         this.parts.offerReceipts.withReceipt(offered.resource.url, settlement),
       ...(request.admission && { admission: request.admission }),
     });
+  }
+}
+
+/** The outcomes every door answers alike, with the catalogue's answers. */
+export type CatalogueOutcome = Exclude<
+  PaidCallOutcome,
+  { kind: "paid" | "payment_required" | "unreadable_proof" | "refused" }
+>;
+
+/** The catalogue's answer to an outcome every door answers alike (answers/catalogue.ts). */
+export function catalogueAnswer(outcome: CatalogueOutcome, answers: GateAnswers): Answer {
+  switch (outcome.kind) {
+    case "offers_failed":
+      return PAYMENT_FAILED;
+    case "unpaid":
+      return outcome.answer;
+    case "client_gone":
+      // Nobody receives it; the status is for the log.
+      return CLIENT_GONE;
+    case "conflict":
+      return paymentConflict(outcome.code, outcome.retryAfterSeconds);
+    case "over_budget":
+      return answers.overBudget(outcome.retryAfterMs);
+    case "unavailable":
+      return answers.unavailable(outcome.code);
+    case "store_down":
+      return answers.storeDown();
   }
 }

@@ -1,20 +1,6 @@
-import {
-  CLIENT_GONE,
-  PAYMENT_FAILED,
-  payerOverBudget,
-  paymentConflict,
-  paymentUnavailable,
-  type UnavailableCode,
-} from "./catalogue.js";
+import { payerOverBudget, paymentUnavailable, type UnavailableCode } from "./catalogue.js";
 import type { Answer } from "./answer.js";
-import type { PaidCallOutcome } from "../paid-call.js";
 import type { PaymentEvents } from "../telemetry.js";
-
-/** The outcomes every door answers alike, with the catalogue's answers. */
-export type CatalogueOutcome = Exclude<
-  PaidCallOutcome,
-  { kind: "paid" | "payment_required" | "unreadable_proof" | "refused" }
->;
 
 /**
  * The gate's answers in place of the snapshot: payment unavailable (503 with `retryAfter`
@@ -39,26 +25,5 @@ export class GateAnswers {
 
   overBudget(retryAfterMs: number): Answer {
     return payerOverBudget(retryAfterMs, this.perMinute);
-  }
-
-  /** The catalogue's answer to an outcome every door answers alike. */
-  of(outcome: CatalogueOutcome): Answer {
-    switch (outcome.kind) {
-      case "offers_failed":
-        return PAYMENT_FAILED;
-      case "unpaid":
-        return outcome.answer;
-      case "client_gone":
-        // Nobody receives it; the status is for the log.
-        return CLIENT_GONE;
-      case "conflict":
-        return paymentConflict(outcome.code, outcome.retryAfterSeconds);
-      case "over_budget":
-        return this.overBudget(outcome.retryAfterMs);
-      case "unavailable":
-        return this.unavailable(outcome.code);
-      case "store_down":
-        return this.storeDown();
-    }
   }
 }

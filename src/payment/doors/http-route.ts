@@ -25,7 +25,7 @@ import {
 import { describeError } from "../describe-error.js";
 import type { GateAnswers } from "../answers/gate-answers.js";
 import type { WorkAdmission } from "../ledger/ledger.js";
-import type { PaidCallOutcome, PaidCalls } from "../paid-call.js";
+import { catalogueAnswer, type PaidCallOutcome, type PaidCalls } from "../paid-call.js";
 import { readRequestProof } from "../x402/proof.js";
 import { V1_RECEIPT_HEADER, V2_RECEIPT_HEADER } from "../x402/v1.js";
 
@@ -112,7 +112,7 @@ async function answerOf(
         ? refusalAnswer(offered, outcome.reason, outcome.message, v1Body)
         : PAYMENT_FAILED;
     default:
-      return parts.answers.of(outcome);
+      return catalogueAnswer(outcome, parts.answers);
   }
 }
 

@@ -11,7 +11,7 @@ import { errorAnswer, type Answer } from "../answers/answer.js";
 import type { GateAnswers } from "../answers/gate-answers.js";
 import type { WorkAdmission } from "../ledger/ledger.js";
 import type { ResourceOffers } from "../x402/resource-offers.js";
-import type { PaidCalls } from "../paid-call.js";
+import { catalogueAnswer, type PaidCalls } from "../paid-call.js";
 import { readEncodedProof } from "../x402/proof.js";
 
 /** One paid call of the form. */
@@ -77,7 +77,7 @@ export function createFormPayment(
             answer: errorAnswer(402, `Unreadable payment proof: ${outcome.why}.`),
           };
         default:
-          return { kind: "not_paid", answer: answers.of(outcome) };
+          return { kind: "not_paid", answer: catalogueAnswer(outcome, answers) };
       }
     },
   };
