@@ -8,9 +8,11 @@ import {
   NOT_FOUND,
   SNAPSHOT_NOT_FOUND,
   carriesProof,
+  didWebOf,
   jsonAnswer,
   methodNotAllowed,
   requestRefused,
+  serviceUrlOf,
   toResponse,
   type Answer,
   type McpPayment,
@@ -29,7 +31,7 @@ import { TrustedProxies, clientAddress } from "./guards/client-ip.js";
 import { CORS_EXPOSED, CORS_HEADERS, CORS_PREFLIGHT, ownOrigin } from "./guards/cors.js";
 import { INTERNAL_ERROR } from "./errors.js";
 import { llmsTxt, wellKnownX402 } from "./documents/llms-and-well-known.js";
-import { didDocument, didWebOf, jwksDocument } from "./documents/signing-keys.js";
+import { didDocument, jwksDocument } from "./documents/signing-keys.js";
 import { hostGuard } from "./guards/host-rule.js";
 import { mcpHostGuard } from "./guards/mcp-host.js";
 import { addMcpRoute, type McpCallBudget } from "./mcp/route.js";
@@ -436,7 +438,8 @@ function addKeyRoutes(app: Hono, deps: AppDeps, cacheable: Record<string, string
     toResponse(jsonAnswer(200, jwksDocument(await keys()), cacheable)),
   );
   app.get(PATHS.didWeb, async (c) => {
-    const did = didWebOf(deps.publicUrl, c.req.url);
+    const service = serviceUrlOf(deps.publicUrl, c.req.url);
+    const did = service && didWebOf(service);
     if (did === undefined) return toResponse(NOT_FOUND);
     return toResponse(jsonAnswer(200, didDocument(did, await keys()), cacheable));
   });

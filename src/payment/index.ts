@@ -40,7 +40,9 @@ export type { McpPayment, McpToolResult } from "./doors/mcp-tool.js";
 export { usdcAmount } from "./x402/priced-route.js";
 export {
   canonicalize,
+  didWebOf,
   loadServiceSigner,
+  serviceUrlOf,
   verifyReportProof,
   type LoadedSigner,
   type PrivateJwk,

@@ -7,4 +7,5 @@ export { canonicalize } from "./jcs.js";
 export { loadServiceSigner, type LoadedSigner } from "./key-source.js";
 export { withProof, type SettledPayment } from "./report-proof.js";
 export { newPrivateJwk, signerFromJwk, type PrivateJwk, type ServiceSigner } from "./signer.js";
+export { didWebOf, serviceUrlOf } from "./service-host.js";
 export { verifyReportProof } from "./verify-proof.js";

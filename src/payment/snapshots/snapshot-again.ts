@@ -21,6 +21,7 @@ import {
   signInRefused,
 } from "../answers/catalogue.js";
 import { describeError } from "../describe-error.js";
+import { serviceUrlOf } from "../signing/index.js";
 
 /** How long a sign-in challenge (its nonce) lives: the contract's five minutes. */
 export const SIGN_IN_TTL_MS = 5 * 60_000;
@@ -84,9 +85,8 @@ export class SnapshotAgain implements SnapshotAgainRoute {
 
   /** PUBLIC_URL's origin; without it the request's, when its host is loopback; else none. */
   private originOf(requestUrl: string): URL | undefined {
-    if (this.options.publicUrl !== undefined) return new URL(this.options.publicUrl);
-    const url = new URL(requestUrl);
-    return isLoopback(url.hostname) ? new URL(url.origin) : undefined;
+    const url = serviceUrlOf(this.options.publicUrl, requestUrl);
+    return url && new URL(url.origin);
   }
 
   /** The 402: nothing to pay (`accepts` empty), the sign-in challenge with a nonce we keep. */
@@ -171,8 +171,4 @@ export class SnapshotAgain implements SnapshotAgainRoute {
       return describeError(error);
     }
   }
-}
-
-function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }

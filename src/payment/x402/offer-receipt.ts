@@ -28,7 +28,7 @@ import {
   type KeyObject,
 } from "node:crypto";
 import { base64url, calculateJwkThumbprint } from "jose";
-import type { PrivateJwk } from "../signing/index.js";
+import { didWebOf, serviceUrlOf, type PrivateJwk } from "../signing/index.js";
 
 /** How long an offer commits to its terms. */
 const OFFER_VALIDITY_SECONDS = 600;
@@ -67,21 +67,10 @@ async function loadKey(key: Promise<OfferReceiptKey>): Promise<LoadedKey> {
   return { privateKey, thumbprint: await calculateJwkThumbprint({ kty, crv, x }) };
 }
 
-/** The did:web host (port's colon percent-encoded) for a resource URL. */
-function didWebHost(resourceUrl: string, publicUrl: string | undefined): string {
-  if (publicUrl !== undefined) return encodeURIComponent(new URL(publicUrl).host);
-  let url: URL | undefined;
-  try {
-    url = new URL(resourceUrl);
-  } catch {
-    url = undefined;
-  }
-  // Without PUBLIC_URL only a loopback host is taken from the request; anything else is local.
-  return url && isLoopback(url.hostname) ? encodeURIComponent(url.host) : "localhost";
-}
-
-function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+/** The did:web an artifact names the service by: its host's, or `localhost` (never a client's). */
+function didWebFor(resourceUrl: string, publicUrl: string | undefined): string {
+  const url = serviceUrlOf(publicUrl, resourceUrl);
+  return url ? didWebOf(url) : "did:web:localhost";
 }
 
 /**
@@ -126,7 +115,7 @@ export class OfferReceipts {
   private async signer(resourceUrl: string): Promise<JWSSigner> {
     const { privateKey, thumbprint } = await this.key;
     return {
-      kid: `did:web:${didWebHost(resourceUrl, this.publicUrl)}#${thumbprint}`,
+      kid: `${didWebFor(resourceUrl, this.publicUrl)}#${thumbprint}`,
       format: "jws",
       algorithm: "EdDSA",
       // Node's own Ed25519, in this turn: a built challenge goes out without waiting a thread.
