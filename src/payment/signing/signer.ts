@@ -44,7 +44,7 @@ export interface ServiceSigner {
 
 export const SIGNING_ALG = "EdDSA";
 
-/** Bytes of an opaque id: 128 bits, 22 characters of base64url. */
+/** Bytes of an opaque id: 128 bits, 32 hex digits (hex, not base64url: an id never starts with `-`, which a shell's option parser would take for a flag). */
 const OPAQUE_ID_BYTES = 16;
 
 /** An Ed25519 private JWK (`kty` OKP, `crv` Ed25519, `x`, `d`). */
@@ -76,7 +76,7 @@ export async function signerFromJwk(jwk: PrivateJwk): Promise<ServiceSigner> {
         .update(seed)
         .digest()
         .subarray(0, OPAQUE_ID_BYTES)
-        .toString("base64url"),
+        .toString("hex"),
   };
 }
 

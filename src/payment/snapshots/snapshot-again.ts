@@ -25,8 +25,8 @@ import { serviceUrlOf } from "../signing/index.js";
 
 /** How long a sign-in challenge (its nonce) lives: the contract's five minutes. */
 export const SIGN_IN_TTL_MS = 5 * 60_000;
-/** A snapshot id as the proof makes it: base64url, 128 bits or more. */
-const SNAPSHOT_ID = /^[A-Za-z0-9_-]{22,86}$/;
+/** A snapshot id as the proof makes it: 32 hex digits (128 bits). */
+const SNAPSHOT_ID = /^[0-9a-f]{32}$/;
 /** The kept report is served after a one-use sign-in: no cache keeps it. */
 const SNAPSHOT_CACHE_CONTROL = "private, no-store";
 const STATEMENT = "Sign in with the wallet that paid for this report to get it again.";

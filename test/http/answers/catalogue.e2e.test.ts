@@ -298,7 +298,7 @@ describe("the paid route's answers, money read on chain", () => {
 
   it("snapshot_not_found, sign_in_malformed, sign_in_refused and not_payer: a report again", async () => {
     const base = await startService();
-    await expectAnswer(await fetch(`${base}/v1/snapshots/${"A".repeat(22)}`), "snapshot_not_found");
+    await expectAnswer(await fetch(`${base}/v1/snapshots/${"a".repeat(32)}`), "snapshot_not_found");
     const paid = await paidSnapshot(base, target.url, devnet.payer(5));
     const { proof } = (await paid.json()) as { proof: { snapshot_id: string } };
     const url = `${base}/v1/snapshots/${proof.snapshot_id}`;

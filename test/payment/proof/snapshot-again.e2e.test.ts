@@ -157,7 +157,7 @@ describe("GET /v1/snapshots/{snapshot_id}", () => {
   });
 
   it("an unknown id: 404 snapshot_not_found, signed in or not; a malformed header: 400", async () => {
-    const unknown = snapshotUrl(base, "A".repeat(22));
+    const unknown = snapshotUrl(base, "a".repeat(32));
     await expectRefused(await fetch(unknown), 404, "snapshot_not_found");
     await expectRefused(await fetch(snapshotUrl(base, "not-an-id")), 404, "snapshot_not_found");
     const { id } = await paidReport(base, devnet.payer(4));
