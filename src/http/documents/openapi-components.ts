@@ -166,12 +166,13 @@ export function componentSchemas(
   examples: ComponentExamples,
   networks: readonly string[],
 ): Record<ComponentName, Record<string, unknown>> {
-  const registry = z.registry<{ id: string; example: unknown }>();
+  const registry = z.registry<{ id: string }>();
   for (const [id, schema] of Object.entries(components(v1Names(networks)))) {
-    registry.add(schema, { id, example: examples[id as ComponentName] });
+    registry.add(schema, { id });
   }
+  // No `metadata: registry`: the descriptions live in zod's global registry (`.describe()`), and
+  // reading metadata from this one instead would drop every one of them.
   const { schemas } = z.toJSONSchema(registry, {
-    metadata: registry,
     target: "draft-2020-12",
     uri: (id) => `#/components/schemas/${id}`,
   });
@@ -179,7 +180,7 @@ export function componentSchemas(
   for (const [id, schema] of Object.entries(schemas)) {
     // $schema and $id belong to standalone documents, not to OpenAPI components.
     const { $schema: _dialect, $id: _id, ...rest } = schema as Record<string, unknown>;
-    out[id] = rest;
+    out[id] = { ...rest, example: examples[id as ComponentName] };
   }
   return out as Record<ComponentName, Record<string, unknown>>;
 }

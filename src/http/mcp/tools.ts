@@ -15,6 +15,7 @@ import {
   SnapshotErrorBodySchema,
   SnapshotResultSchema,
 } from "../documents/report-schemas.js";
+import { SnapshotRequestSchema } from "../../payment/index.js";
 
 /**
  * The x402 challenge (PaymentRequired) as the unpaid `POST /mcp` call carries it: the fields a
@@ -75,9 +76,8 @@ export const SNAPSHOT_TOOL = {
     "Costs 0.05 USDC per call, paid with x402. An invalid or blocked URL is an error result with a " +
     "SnapshotError and is never charged.",
   inputSchema: {
-    url: z
-      .string()
-      .describe("The public http(s) URL (or bare host name) to check, e.g. https://example.com"),
+    // The request body's own field: one description in the OpenAPI, the Bazaar and MCP.
+    url: SnapshotRequestSchema.shape.url,
   },
   outputSchema: SnapshotToolOutputSchema,
   annotations: { readOnlyHint: true, openWorldHint: true, idempotentHint: false },

@@ -11,7 +11,7 @@ export const SnapshotRequestSchema = z.object({
   url: z
     .string()
     .describe(
-      `A public http(s) URL, at most ${MAX_URL_LENGTH} characters; without a scheme, https:// is assumed.`,
+      `The public http(s) URL to check, e.g. https://example.com, at most ${MAX_URL_LENGTH} characters; without a scheme (a bare host name), https:// is assumed.`,
     ),
 });
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RateLimiterMemory } from "rate-limiter-flexible";
 import { ClientRateLimit, createApp, createOpenApiDocument } from "../../../src/http/index.js";
 import { ALL_FINDINGS, createUrlPolicy } from "../../../src/snapshot/index.js";
+import { connectedMcpClient } from "../../fixtures/mcp-client.js";
 import { DEFAULT_PORTS, ScriptedEngine, sampleResult, serveApp, type Served } from "../helpers.js";
 
 let served: Served;
@@ -93,6 +94,42 @@ describe("GET /openapi.json", () => {
       validate("SnapshotError", { requested_url: "", error: "x", error_type: "nope" }).ok,
     ).toBe(false);
     expect(validate("Health", { status: "down", version: "1.0.0" }).ok).toBe(false);
+  });
+});
+
+/** Every `description` in a JSON Schema, by the path of property names and keywords to it. */
+function descriptionsOf(schema: unknown, path = "", out = new Map<string, string>()) {
+  if (typeof schema !== "object" || schema === null) return out;
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === "description" && typeof value === "string") out.set(path || "(root)", value);
+    else if (key !== "example" && key !== "examples") descriptionsOf(value, `${path}/${key}`, out);
+  }
+  return out;
+}
+
+describe("the OpenAPI components carry every description of the schemas", () => {
+  it("SnapshotResult, DemoSnapshotResult and the request: the same descriptions as MCP lists", async () => {
+    const { client, tools } = await connectedMcpClient(served.url);
+    await client.close();
+    const components = (doc.components as { schemas: Record<string, unknown> }).schemas;
+    const snapshotTool = tools.find((tool) => tool.name === "snapshot");
+    const demoTool = tools.find((tool) => tool.name === "demo_snapshot");
+    // The snapshot tool's output is anyOf [SnapshotResult, SnapshotError, PaymentRequired].
+    const listedResult = (snapshotTool?.outputSchema as unknown as { anyOf: unknown[] }).anyOf[0];
+    const pairs = [
+      [components.SnapshotResult, listedResult],
+      [components.DemoSnapshotResult, demoTool?.outputSchema],
+    ] as const;
+    for (const [published, listed] of pairs) {
+      const fromMcp = descriptionsOf(listed);
+      expect(fromMcp.size).toBeGreaterThan(20);
+      expect(descriptionsOf(published)).toEqual(fromMcp);
+    }
+    const urlField = (components.SnapshotRequest as { properties: { url: object } }).properties.url;
+    expect(descriptionsOf(urlField).get("(root)")).toBe(
+      descriptionsOf(snapshotTool?.inputSchema).get("/properties/url"),
+    );
+    expect(descriptionsOf(components.SnapshotRequest).get("(root)")).toMatch(/at most \d+ KiB/);
   });
 });
 
