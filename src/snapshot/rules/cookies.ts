@@ -60,6 +60,9 @@ export const COOKIE_SAMESITE_INVALID: FindingDef = {
   id: "cookie-samesite-invalid",
   check: "cookies",
   severity: "low",
+  // The SameSite meant is dropped, so Firefox and Safari send the cookie cross-site; Observatory
+  // takes 20 (docs/findings.md "Score and grade").
+  penalty: 15,
   message:
     "A cookie's SameSite is none of Strict, Lax or None; browsers ignore it and apply their own default.",
   recommendation: "Write `SameSite=Lax` (or `Strict`, or `None` with `Secure`), spelt as here.",
