@@ -63,7 +63,7 @@ export const CSP_NO_OBJECT_SRC: FindingDef = {
   check: "csp",
   severity: "low",
   message:
-    "The Content-Security-Policy does not restrict plugins (no object-src, and default-src allows some).",
+    "The Content-Security-Policy does not restrict plugins (no object-src, and no default-src that blocks them).",
   recommendation: "Add `object-src 'none'` to the Content-Security-Policy.",
 };
 export const CSP_OBJECT_ANY_SOURCE: FindingDef = {
