@@ -242,6 +242,13 @@ describe("cookies of every response of the chain", () => {
     expect(ids(["a=1; Secure; Domain=github.io"], "https://me.github.io/")).toEqual([
       "cookie-domain-rejected",
     ]);
+    // Odd Domains are another site's too, and make no judge throw.
+    for (const odd of ["..", "-", "%", "\u00e9.test", "[::1]", "1.2.3.4"]) {
+      expect(ids([`a=1; Secure; Domain=${odd}`], "https://www.site.test/"), odd).toEqual([
+        "cookie-domain-rejected",
+      ]);
+    }
+    expect(ids(["a=1; Secure; Domain=127.0.0.1"], "https://127.0.0.1/")).toEqual([]);
     for (const kept of ["a=1; Secure; Domain=site.test", "a=1; Secure; Domain=.WWW.site.test"]) {
       expect(ids([kept], "https://www.site.test/"), kept).toEqual([]);
     }

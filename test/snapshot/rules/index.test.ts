@@ -162,6 +162,9 @@ describe("hostile values", () => {
       "permissions-policy",
       "feature-policy",
       "set-cookie",
+      "cross-origin-opener-policy",
+      "cross-origin-embedder-policy",
+      "cross-origin-resource-policy",
     ];
     for (let i = 0; i < 1000; i++) {
       const headers: Record<string, string[]> = {};
