@@ -111,7 +111,8 @@ function about(def: FindingDef, cookies: Cookie[], what: string): Finding[] {
 }
 
 // tough-cookie is required on the first cookie with an Expires or a Domain, and tldts on the
-// first Domain tough-cookie accepts, not at start-up, as tldts is in dns.ts (docs/benchmarks.md, "Start-up").
+// first Domain tough-cookie accepts, not at start-up, as tldts is in dns.ts (docs/benchmarks.md,
+// "Start-up").
 const requireCjs = createRequire(import.meta.url);
 let toughCookie: typeof ToughCookie | undefined;
 const tough = () => (toughCookie ??= requireCjs("tough-cookie") as typeof ToughCookie);
