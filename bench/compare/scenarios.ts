@@ -213,4 +213,40 @@ export const SCENARIOS: readonly Scenario[] = [
     why: "Observatory does not read security.txt",
     securityTxt: false,
   }),
+  best("csp-object-any", "`object-src *`: plugins from any host", "same", {
+    headers: { "content-security-policy": BEST_CSP.replace("object-src 'none'", "object-src *") },
+  }),
+  best("csp-default-inline-only", "`default-src 'unsafe-inline'`, no object-src", "same", {
+    headers: {
+      "content-security-policy": BEST_CSP.replace(
+        "default-src 'none'",
+        "default-src 'unsafe-inline'",
+      ).replace("object-src 'none'; ", ""),
+    },
+  }),
+  best("csp-no-form-action", "CSP without form-action (it has no fallback)", "same", {
+    headers: { "content-security-policy": BEST_CSP.replace("form-action 'self'; ", "") },
+  }),
+  best("referrer-origin", "`Referrer-Policy: origin-when-cross-origin`", "same", {
+    headers: { "referrer-policy": "origin-when-cross-origin" },
+  }),
+  best("cookie-affinity", "a load balancer's affinity cookie, Secure, not HttpOnly", "same", {
+    headers: { "set-cookie": "heroku-session-affinity=ACyDaANoA24; Secure; Path=/" },
+  }),
+  best("cookie-other-domain", "a session cookie with a Domain of another site", "same", {
+    headers: { "set-cookie": "sessionid=abc123; Path=/; Domain=other.test" },
+  }),
+  best("cookie-samesite-typo", "`SameSite=Stirct` on a Secure, HttpOnly session cookie", "same", {
+    headers: { "set-cookie": "sessionid=abc123; Path=/; Secure; HttpOnly; SameSite=Stirct" },
+  }),
+  best("corp-invalid", "`Cross-Origin-Resource-Policy: same-orign`", "same", {
+    headers: { "cross-origin-resource-policy": "same-orign" },
+  }),
+  best("coop-coep-invalid", "COOP `same-origin-allowpopups`, COEP `require_corp`", "more", {
+    why: "Observatory 1.4.8 does not read COOP or COEP; its current code takes 5 for each invalid one, as we do",
+    headers: {
+      "cross-origin-opener-policy": "same-origin-allowpopups",
+      "cross-origin-embedder-policy": "require_corp",
+    },
+  }),
 ];

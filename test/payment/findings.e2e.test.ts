@@ -61,6 +61,7 @@ const WEAK_IDS = [
   "x-content-type-options-invalid",
   "referrer-policy-unsafe",
   "hsts-no-include-subdomains",
+  "csp-no-form-action",
 ];
 
 /** Invalid values and careless cookies. */
@@ -115,21 +116,56 @@ const PRELOAD: OutgoingHttpHeaders = {
   "strict-transport-security": "max-age=20000000; includeSubDomains; preload",
   "content-security-policy": "default-src 'self'; frame-ancestors 'none'",
 };
-const PRELOAD_IDS = ["csp-no-object-src", "hsts-not-preload-ready", "csp-no-base-uri"];
+const PRELOAD_IDS = [
+  "csp-no-object-src",
+  "hsts-not-preload-ready",
+  "csp-no-base-uri",
+  "csp-no-form-action",
+];
 
 /** Wider than it looks: a CSP whose script sources let any HTTPS host (or data:) run script. */
 const WIDE: OutgoingHttpHeaders = {
   ...GOOD_HEADERS,
   "content-security-policy":
-    "default-src 'self'; script-src 'self' https: data:; object-src 'none'; base-uri 'none'",
+    "default-src 'self'; script-src 'self' https: data:; object-src 'none'; base-uri 'none'; form-action 'self'",
 };
 const WIDE_IDS = ["csp-script-any-source"];
+
+/**
+ * What the owner meant but browsers read otherwise: plugins and forms open to any host, an
+ * origin sent over plain HTTP, a SameSite typo, a cookie for another site, COOP/COEP/CORP typos;
+ * an affinity cookie beside them is no session cookie.
+ */
+const MEANT: OutgoingHttpHeaders = {
+  ...GOOD_HEADERS,
+  "content-security-policy":
+    "default-src 'self'; object-src *; base-uri 'none'; form-action https:; frame-ancestors 'none'",
+  "referrer-policy": "origin",
+  "set-cookie": [
+    "heroku-session-affinity=ACyDaANo; Secure; Path=/",
+    "sessionid=k3y; Secure; HttpOnly; Path=/; SameSite=Stirct",
+    "prefs=1; Path=/; Domain=other.test",
+  ],
+  "cross-origin-opener-policy": "same-origin-allowpopups",
+  "cross-origin-embedder-policy": "require_corp",
+  "cross-origin-resource-policy": "Same-Origin",
+};
+const MEANT_IDS = [
+  "csp-object-any-source",
+  "referrer-policy-origin",
+  "cookie-samesite-invalid",
+  "cookie-domain-rejected",
+  "coop-invalid",
+  "coep-invalid",
+  "corp-invalid",
+  "csp-no-form-action",
+];
 
 /** Every header but the CSP, which the page sets in a `<meta>` tag instead. */
 const META: OutgoingHttpHeaders = Object.fromEntries(
   Object.entries(GOOD_HEADERS).filter(([name]) => name !== "content-security-policy"),
 );
-const META_PAGE = `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'self'; object-src 'none'; base-uri 'none'"></head><body>hi</body></html>`;
+const META_PAGE = `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'"></head><body>hi</body></html>`;
 
 let devnet: PaidDevnet;
 let dns: DnsFixture;
@@ -163,6 +199,7 @@ beforeAll(async () => {
       "/preload": respond.text("preload", PRELOAD),
       "/meta": respond.html(META_PAGE, META),
       "/wide": respond.text("wide", WIDE),
+      "/meant": respond.text("meant", MEANT),
       ...SECURITY_TXT,
     },
   });
@@ -337,6 +374,18 @@ describe("paid reports judge values, not only presence", () => {
     expect(paid).toBe(PRICE_UNITS);
     expect(received).toBe(PRICE_UNITS);
     expectNamed(report, [...ids]);
+  });
+
+  it("mistakes browsers ignore or reject, judged as browsers read them; paid once on chain", async () => {
+    const { report, paid, received } = await paidReport(6, site.url("/meant", "site.test"));
+    expect(paid).toBe(PRICE_UNITS);
+    expect(received).toBe(PRICE_UNITS);
+    expectNamed(report, MEANT_IDS);
+    expect(report.findings.find((f) => f.id === "cookie-domain-rejected")?.message).toMatch(
+      /^The cookie "prefs" is set with a Domain/,
+    );
+    // object-src * 20, the SameSite typo 15, five lows 5 each, form-action info: 100 − 60.
+    expect(report).toMatchObject({ score: 40, grade: "D+" });
   });
 
   it("an expired security.txt and a disclosed server version are low; paid once on chain", async () => {

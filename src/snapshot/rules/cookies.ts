@@ -3,6 +3,7 @@
  * (RFC 6265bis): a cookie set by a redirect is kept by the browser like the final page's.
  */
 import { createRequire } from "node:module";
+import type * as Tldts from "tldts";
 import type * as ToughCookie from "tough-cookie";
 import type { Cookie } from "undici";
 import { parseSetCookie } from "../net/set-cookie.js";
@@ -16,6 +17,11 @@ import { defineRule } from "./rule.js";
 /** Names that look like a session or credential; csrf/xsrf tokens are meant to be read by scripts. */
 const SESSION_LIKE = /sess|sid|auth|token|jwt|login/i;
 const SCRIPT_READABLE = /csrf|xsrf/i;
+/**
+ * Load balancers' affinity cookies (`heroku-session-affinity`, `ARRAffinity`, `AWSALB`, …): they
+ * pick a backend and let nobody in, whatever "session" in their name says.
+ */
+const AFFINITY = /affinity|sticky|^awsalb|^awselb|^route$|^serverid$|^bigipserver/i;
 
 export const COOKIE_NO_SECURE: FindingDef = {
   id: "cookie-no-secure",
@@ -48,6 +54,27 @@ export const COOKIE_PREFIX_INVALID: FindingDef = {
     "A cookie breaks the rules of its name prefix (`__Host-` needs Secure, Path=/ and no Domain; `__Secure-` needs Secure); browsers reject it.",
   recommendation:
     "Set `__Host-` cookies with `Secure; Path=/` and no `Domain`, and `__Secure-` cookies with `Secure`.",
+};
+
+export const COOKIE_SAMESITE_INVALID: FindingDef = {
+  id: "cookie-samesite-invalid",
+  check: "cookies",
+  severity: "low",
+  // The SameSite meant is dropped, so Firefox and Safari send the cookie cross-site; Observatory
+  // takes 20 (docs/findings.md "Score and grade").
+  penalty: 15,
+  message:
+    "A cookie's SameSite is none of Strict, Lax or None; browsers ignore it and apply their own default.",
+  recommendation: "Write `SameSite=Lax` (or `Strict`, or `None` with `Secure`), spelt as here.",
+};
+export const COOKIE_DOMAIN_REJECTED: FindingDef = {
+  id: "cookie-domain-rejected",
+  check: "cookies",
+  severity: "low",
+  message:
+    "A cookie is set with a Domain that is not the host's own nor one it belongs to; browsers reject it.",
+  recommendation:
+    "Set `Domain` to the host that sends the cookie or a parent domain of it (or leave it out).",
 };
 
 export const COOKIE_NO_SAMESITE: FindingDef = {
@@ -83,11 +110,18 @@ function about(def: FindingDef, cookies: Cookie[], what: string): Finding[] {
   return [found(def, `${nameOf(first)}${more} ${what}`)];
 }
 
-// tough-cookie is required on the first cookie with an Expires, not at start-up, as tldts is
-// in dns.ts (docs/benchmarks.md, "Start-up").
+// tough-cookie is required on the first cookie with an Expires or a Domain, and tldts on the
+// first Domain tough-cookie accepts, not at start-up, as tldts is in dns.ts (docs/benchmarks.md,
+// "Start-up").
 const requireCjs = createRequire(import.meta.url);
 let toughCookie: typeof ToughCookie | undefined;
 const tough = () => (toughCookie ??= requireCjs("tough-cookie") as typeof ToughCookie);
+let tldts: typeof Tldts | undefined;
+/** The public suffix of a domain, private ones too (`github.io`), as browsers' list has them. */
+function publicSuffix(domain: string): string | null {
+  tldts ??= requireCjs("tldts") as typeof Tldts;
+  return tldts.getPublicSuffix(domain, { allowPrivateDomains: true });
+}
 
 /**
  * An Expires value read as browsers read it (RFC 6265bis §5.1.1: tough-cookie's parser), in ms
@@ -155,15 +189,37 @@ function storedPath(path: string | undefined, setBy: URL): string {
 interface SetCookie extends Cookie {
   overHttps: boolean;
   pathAttribute: string | undefined;
+  /** The value of the last SameSite attribute as written, the one that counts (§5.7). */
+  sameSiteAttribute: string | undefined;
+}
+
+/**
+ * Whether browsers refuse the cookie for its Domain (RFC 6265bis §5.7): the host that set it
+ * does not domain-match it, or it is a public suffix other than that host. undici gives the
+ * Domain lower-cased, without its leading dot; an empty one is ignored (§5.6.3).
+ */
+function domainRejected(domain: string | undefined, setBy: URL): boolean {
+  if (domain === undefined || domain === "") return false;
+  const host = setBy.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  if (!tough().domainMatch(host, domain, false)) return true;
+  return host !== domain && publicSuffix(domain) === domain;
+}
+
+/** The cookies the chain's responses leave stored, and those browsers reject for their Domain. */
+interface ChainCookies {
+  stored: SetCookie[];
+  rejected: Cookie[];
 }
 
 /**
  * Every cookie the chain's responses leave stored, in order; one per name, domain and path (the
  * last). undici's parser answers null for a cookie it refuses (control characters, name and
- * value over 4096 bytes), as browsers do.
+ * value over 4096 bytes), as browsers do. A cookie rejected for its Domain stores and removes
+ * nothing.
  */
-function chainCookies(hops: readonly Hop[]): SetCookie[] {
+function chainCookies(hops: readonly Hop[]): ChainCookies {
   const byKey = new Map<string, SetCookie>();
+  const rejected: Cookie[] = [];
   for (const hop of hops) {
     const setBy = new URL(hop.url);
     const overHttps = setBy.protocol === "https:";
@@ -174,24 +230,44 @@ function chainCookies(hops: readonly Hop[]): SetCookie[] {
       // A Secure cookie from plain http is ignored entirely (RFC 6265bis §5.7): not stored, and
       // it removes nothing.
       if (c === null || (c.secure === true && !isPotentiallyTrustworthy(setBy))) continue;
+      if (domainRejected(c.domain, setBy)) {
+        rejected.push(c);
+        continue;
+      }
       const attrs = attributes(raw);
       const pathAttr = pathAttribute(attrs);
       const path = storedPath(pathAttr, setBy);
       const key = `${c.name}\u0000${c.domain ?? ""}\u0000${path}`;
       byKey.delete(key);
+      const sameSiteAttribute = attrs.findLast((a) => a.name === "samesite")?.value;
       // Expired as it is set: the stored one is removed and this one is never kept.
       if (!deletes(attrs, readAt))
-        byKey.set(key, { ...c, path, pathAttribute: pathAttr, overHttps });
+        byKey.set(key, { ...c, path, pathAttribute: pathAttr, sameSiteAttribute, overHttps });
     }
   }
-  return [...byKey.values()];
+  return { stored: [...byKey.values()], rejected };
 }
 
-const isSession = (c: Cookie) => SESSION_LIKE.test(c.name) && !SCRIPT_READABLE.test(c.name);
+/**
+ * Whether a cookie is a session or credential (docs/findings.md "How values are judged"): its
+ * attributes first (HttpOnly: the site itself keeps it from scripts), then its name; never a
+ * load balancer's affinity cookie, nor a csrf/xsrf token scripts must read.
+ */
+function isSession(c: Cookie): boolean {
+  if (AFFINITY.test(c.name) || SCRIPT_READABLE.test(c.name)) return false;
+  return c.httpOnly === true || SESSION_LIKE.test(c.name);
+}
+
+/** A session cookie browsers keep: one that breaks its prefix's rules is said by that alone. */
+const keptSession = (c: SetCookie) => isSession(c) && !prefixBroken(c);
+
+/** A SameSite attribute there, but its value none of the three (RFC 6265bis §5.6.7). */
+const sameSiteInvalid = (c: SetCookie) =>
+  c.sameSiteAttribute !== undefined && !/^(strict|lax|none)$/i.test(c.sameSiteAttribute);
 
 export function judgeCookies(e: Evidence): Finding[] {
-  const cookies = chainCookies(e.chain.hops);
-  if (cookies.length === 0) return [];
+  const { stored: cookies, rejected } = chainCookies(e.chain.hops);
+  if (cookies.length === 0 && rejected.length === 0) return [];
   return [
     ...about(
       COOKIE_NO_SECURE,
@@ -201,7 +277,7 @@ export function judgeCookies(e: Evidence): Finding[] {
     ),
     ...about(
       COOKIE_NO_HTTPONLY,
-      cookies.filter((c) => isSession(c) && !c.httpOnly),
+      cookies.filter((c) => keptSession(c) && !c.httpOnly),
       "looks like a session cookie but is set without HttpOnly, so scripts can read it.",
     ),
     ...about(
@@ -215,9 +291,19 @@ export function judgeCookies(e: Evidence): Finding[] {
       "breaks the rules of its name prefix (`__Host-` needs Secure, Path=/ and no Domain; `__Secure-` needs Secure); browsers reject it.",
     ),
     ...about(
+      COOKIE_SAMESITE_INVALID,
+      cookies.filter(sameSiteInvalid),
+      "has a SameSite that is none of Strict, Lax or None; browsers ignore it and apply their own default.",
+    ),
+    ...about(
+      COOKIE_DOMAIN_REJECTED,
+      rejected,
+      "is set with a Domain that is not the host's own nor one it belongs to; browsers reject it.",
+    ),
+    ...about(
       COOKIE_NO_SAMESITE,
-      // An unknown SameSite value is no value (RFC 6265bis §5.6.7): the browser's default.
-      cookies.filter((c) => isSession(c) && c.sameSite === undefined),
+      // An unknown SameSite value is no value (RFC 6265bis §5.6.7), said by its own finding.
+      cookies.filter((c) => keptSession(c) && c.sameSite === undefined && !sameSiteInvalid(c)),
       "looks like a session cookie but is set without SameSite, so browsers that do not default to Lax send it with cross-site requests (CSRF).",
     ),
   ];
@@ -230,6 +316,8 @@ export const cookiesRule = defineRule({
     COOKIE_NO_HTTPONLY,
     COOKIE_SAMESITE_NONE_INSECURE,
     COOKIE_PREFIX_INVALID,
+    COOKIE_SAMESITE_INVALID,
+    COOKIE_DOMAIN_REJECTED,
     COOKIE_NO_SAMESITE,
   ],
   judge: judgeCookies,

@@ -1,12 +1,14 @@
 /**
  * Cross-Origin-Opener-Policy, -Embedder-Policy and -Resource-Policy of the final response, read as
  * browsers read them (HTML "cross-origin opener policies", "embedder policy"; Fetch "CORP"), and
- * whether the page is cross-origin isolated. A section only: no finding, so no grade moves (these
- * are opt-ins most sites need not make; Observatory does not score them either).
+ * whether the page is cross-origin isolated. These are opt-ins most sites need not make: a missing
+ * header is no finding. A value browsers ignore is (low), as Observatory takes 5 for it.
  */
 import { Token, parseItem } from "structured-headers";
 import { finalHeader, isPotentiallyTrustworthy } from "./evidence.js";
 import type { Evidence } from "./evidence.js";
+import { found } from "./finding.js";
+import type { Finding, FindingDef } from "./finding.js";
 import { defineRule } from "./rule.js";
 
 const COOP_VALUES = [
@@ -17,6 +19,34 @@ const COOP_VALUES = [
 ] as const;
 const COEP_VALUES = ["require-corp", "credentialless", "unsafe-none"] as const;
 const CORP_VALUES = ["same-origin", "same-site", "cross-origin"] as const;
+
+export const COOP_INVALID: FindingDef = {
+  id: "coop-invalid",
+  check: "cross_origin",
+  severity: "low",
+  message:
+    "Cross-Origin-Opener-Policy has a value browsers do not know (or is sent twice), so they ignore it.",
+  recommendation:
+    "Send one `Cross-Origin-Opener-Policy: same-origin` (or `same-origin-allow-popups`), the value as written here.",
+};
+export const COEP_INVALID: FindingDef = {
+  id: "coep-invalid",
+  check: "cross_origin",
+  severity: "low",
+  message:
+    "Cross-Origin-Embedder-Policy has a value browsers do not know (or is sent twice), so they ignore it.",
+  recommendation:
+    "Send one `Cross-Origin-Embedder-Policy: require-corp` (or `credentialless`), the value as written here.",
+};
+export const CORP_INVALID: FindingDef = {
+  id: "corp-invalid",
+  check: "cross_origin",
+  severity: "low",
+  message:
+    "Cross-Origin-Resource-Policy has a value browsers do not know (or is sent twice), so any site may embed the response.",
+  recommendation:
+    "Send one `Cross-Origin-Resource-Policy: same-origin` (or `same-site`), in lower case as written here.",
+};
 
 /** The `cross_origin` section of a report. */
 export interface CrossOriginSection {
@@ -73,8 +103,26 @@ export function crossOriginSection(e: Evidence): CrossOriginSection | null {
   };
 }
 
+/**
+ * A header that is there but that browsers ignore: the owner meant a policy and got none. Judged
+ * on any page: on one that is no secure context COOP and COEP are ignored whatever they say.
+ */
+export function judgeCrossOrigin(e: Evidence): Finding[] {
+  if (e.chain.final === null) return [];
+  const headers: [string, (values: readonly string[]) => boolean, FindingDef][] = [
+    ["cross-origin-opener-policy", (v) => policyToken(v, COOP_VALUES) !== null, COOP_INVALID],
+    ["cross-origin-embedder-policy", (v) => policyToken(v, COEP_VALUES) !== null, COEP_INVALID],
+    ["cross-origin-resource-policy", (v) => corpOf(v) !== null, CORP_INVALID],
+  ];
+  return headers.flatMap(([name, valid, def]) => {
+    const values = finalHeader(e, name);
+    return values.length > 0 && !valid(values) ? [found(def)] : [];
+  });
+}
+
 export const crossOriginRule = defineRule({
   topic: "cross_origin",
-  findings: [],
+  findings: [COOP_INVALID, COEP_INVALID, CORP_INVALID],
+  judge: judgeCrossOrigin,
   section: { key: "cross_origin", of: crossOriginSection },
 });

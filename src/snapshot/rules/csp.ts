@@ -63,8 +63,16 @@ export const CSP_NO_OBJECT_SRC: FindingDef = {
   check: "csp",
   severity: "low",
   message:
-    "The Content-Security-Policy does not restrict plugins (no object-src, and default-src is not 'none').",
+    "The Content-Security-Policy does not restrict plugins (no object-src, and no default-src that blocks them).",
   recommendation: "Add `object-src 'none'` to the Content-Security-Policy.",
+};
+export const CSP_OBJECT_ANY_SOURCE: FindingDef = {
+  id: "csp-object-any-source",
+  check: "csp",
+  severity: "medium",
+  message:
+    "The Content-Security-Policy's object-src lets plugins load from any host or scheme (`*`, `https:`, `data:`), so it restricts nothing.",
+  recommendation: "Set `object-src 'none'` in the Content-Security-Policy.",
 };
 export const CSP_NO_BASE_URI: FindingDef = {
   id: "csp-no-base-uri",
@@ -72,6 +80,14 @@ export const CSP_NO_BASE_URI: FindingDef = {
   severity: "info",
   message: "The Content-Security-Policy does not restrict `<base>` (no base-uri).",
   recommendation: "Add `base-uri 'none'` (or `'self'`) to the Content-Security-Policy.",
+};
+export const CSP_NO_FORM_ACTION: FindingDef = {
+  id: "csp-no-form-action",
+  check: "csp",
+  severity: "info",
+  message:
+    "The Content-Security-Policy does not restrict where forms submit (no form-action, which does not fall back to default-src).",
+  recommendation: "Add `form-action 'self'` (or `'none'`) to the Content-Security-Policy.",
 };
 export const CSP_REPORT_ONLY: FindingDef = {
   id: "csp-report-only",
@@ -302,11 +318,31 @@ function allowsEval(p: Policy): boolean {
   return src === null || src.includes("'unsafe-eval'");
 }
 
+/**
+ * Sources that let plugins come from anywhere: any host (`*`, `https://*`) or a whole scheme
+ * (`https:`, `data:`, `blob:`), which any site can serve or any page can make.
+ */
+const broadSource = (s: string) => ANY_HOST.test(s) || /^[a-z][a-z0-9+.-]*:$/.test(s);
+
+/** Whether a source list matches no URL at all: empty, or only keywords such as 'none'. */
+const matchesNoUrl = (list: readonly string[]) =>
+  list.every((s) => s.startsWith("'") && s !== "'self'");
+
+/**
+ * The policy restricts plugins when its object-src has no broad source, or, without one, when
+ * its default-src allows none (empty, `'none'`, or only keywords like `'unsafe-inline'`).
+ */
 function restrictsObjects(p: Policy): boolean {
-  const object = p.get("object-src");
-  if (object !== undefined) return true;
-  const fallback = p.get("default-src");
-  return fallback?.length === 1 && fallback[0]?.toLowerCase() === "'none'";
+  const object = p.get("object-src")?.map((s) => s.toLowerCase());
+  if (object !== undefined) return !object.some(broadSource);
+  const fallback = p.get("default-src")?.map((s) => s.toLowerCase());
+  return fallback !== undefined && matchesNoUrl(fallback);
+}
+
+/** The broad object-src sources of the policies, when some policy has one. */
+function broadObjectSources(all: readonly Policy[]): string[] {
+  const sources = all.flatMap((p) => p.get("object-src") ?? []);
+  return [...new Set(sources.map((s) => s.toLowerCase()).filter(broadSource))];
 }
 
 /** A host no site lists: a base-uri that lets `<base>` point there lets it point anywhere. */
@@ -316,6 +352,41 @@ const ANY_OTHER_HOST = new URL("https://elsewhere.invalid/");
 function restrictsBase(p: Policy, pageUrl: URL): boolean {
   const list = p.get("base-uri");
   return list !== undefined && !matchesSourceList(ANY_OTHER_HOST, list, pageUrl);
+}
+
+/** Whether the policy's form-action keeps forms from submitting to any host (`*`, `https:`). */
+function restrictsForms(p: Policy, pageUrl: URL): boolean {
+  const list = p.get("form-action");
+  return list !== undefined && !matchesSourceList(ANY_OTHER_HOST, list, pageUrl);
+}
+
+/**
+ * `csp-object-any-source` when a policy's own object-src names a broad source (Observatory and
+ * CSP Evaluator judge it as they judge script from any host), else `csp-no-object-src`.
+ */
+function objectFinding(all: readonly Policy[]): Finding {
+  const broad = broadObjectSources(all);
+  if (broad.length === 0) return found(CSP_NO_OBJECT_SRC);
+  const named = broad.map((s) => `\`${s}\``).join(", ");
+  return found(
+    CSP_OBJECT_ANY_SOURCE,
+    `The Content-Security-Policy's object-src lets plugins load from any host or scheme (${named.slice(0, 120)}), so it restricts nothing.`,
+  );
+}
+
+/** `csp-no-form-action` when no policy keeps forms to known hosts; form-action has no fallback. */
+function formFinding(all: readonly Policy[], pageUrl: URL): Finding[] {
+  if (all.some((p) => restrictsForms(p, pageUrl))) return [];
+  if (!all.some((p) => p.has("form-action"))) return [found(CSP_NO_FORM_ACTION)];
+  const named = [...new Set(all.flatMap((p) => p.get("form-action") ?? []))]
+    .map((s) => `\`${s}\``)
+    .join(" ");
+  return [
+    found(
+      CSP_NO_FORM_ACTION,
+      `The Content-Security-Policy's form-action (${named.slice(0, 120)}) lets forms submit to any host, so it restricts nothing.`,
+    ),
+  ];
 }
 
 export function judgeCsp(e: Evidence): Finding[] {
@@ -352,7 +423,7 @@ export function judgeCsp(e: Evidence): Finding[] {
   if (all.some((p) => scriptSources(p, "eval") !== null) && all.every(allowsEval)) {
     out.push(found(CSP_UNSAFE_EVAL));
   }
-  if (!all.some(restrictsObjects)) out.push(found(CSP_NO_OBJECT_SRC));
+  if (!all.some(restrictsObjects)) out.push(objectFinding(all));
   if (!all.some((p) => p.has("base-uri"))) {
     out.push(found(CSP_NO_BASE_URI));
   } else if (!all.some((p) => restrictsBase(p, e.chain.finalUrl))) {
@@ -366,6 +437,7 @@ export function judgeCsp(e: Evidence): Finding[] {
       ),
     );
   }
+  out.push(...formFinding(all, e.chain.finalUrl));
   if (header.length === 0) out.push(found(CSP_IN_META));
   return out;
 }
@@ -388,8 +460,10 @@ export const cspRule = defineRule({
     CSP_UNSAFE_INLINE,
     CSP_SCRIPT_ANY_SOURCE,
     CSP_UNSAFE_EVAL,
+    CSP_OBJECT_ANY_SOURCE,
     CSP_NO_OBJECT_SRC,
     CSP_NO_BASE_URI,
+    CSP_NO_FORM_ACTION,
     CSP_REPORT_ONLY,
     CSP_IN_META,
   ],

@@ -19,6 +19,8 @@ const POLICIES = new Set([
   "unsafe-url",
 ]);
 const UNSAFE = new Set(["unsafe-url", "no-referrer-when-downgrade"]);
+/** Policies that send the origin to every other site, plain-HTTP ones too (no `strict-`). */
+const ORIGIN_TO_ALL = new Set(["origin", "origin-when-cross-origin"]);
 
 export const REFERRER_POLICY_MISSING: FindingDef = {
   id: "referrer-policy-missing",
@@ -32,6 +34,14 @@ export const REFERRER_POLICY_UNSAFE: FindingDef = {
   check: "referrer_policy",
   severity: "low",
   message: "Referrer-Policy sends full URLs to other sites.",
+  recommendation: "Set `Referrer-Policy: strict-origin-when-cross-origin` (or `no-referrer`).",
+};
+export const REFERRER_POLICY_ORIGIN: FindingDef = {
+  id: "referrer-policy-origin",
+  check: "referrer_policy",
+  severity: "low",
+  message:
+    "Referrer-Policy sends the site's origin to every other site, plain-HTTP ones too (it has no `strict-`).",
   recommendation: "Set `Referrer-Policy: strict-origin-when-cross-origin` (or `no-referrer`).",
 };
 export const REFERRER_POLICY_INVALID: FindingDef = {
@@ -83,6 +93,14 @@ export function judgeReferrerPolicy(e: Evidence): Finding[] {
       ),
     ];
   }
+  if (ORIGIN_TO_ALL.has(policy)) {
+    return [
+      found(
+        REFERRER_POLICY_ORIGIN,
+        `Referrer-Policy is ${policy}, which sends the site's origin to every other site, plain-HTTP ones too.`,
+      ),
+    ];
+  }
   return [];
 }
 
@@ -98,7 +116,12 @@ export const referrerPolicyRule = defineRule({
     waived: (e) => metaReferrerPolicy(e) !== null,
     label: "Referrer-Policy",
   },
-  findings: [REFERRER_POLICY_MISSING, REFERRER_POLICY_UNSAFE, REFERRER_POLICY_INVALID],
+  findings: [
+    REFERRER_POLICY_MISSING,
+    REFERRER_POLICY_UNSAFE,
+    REFERRER_POLICY_ORIGIN,
+    REFERRER_POLICY_INVALID,
+  ],
   judge: judgeReferrerPolicy,
   notes: (e) => {
     const meta = metaReferrerPolicy(e);

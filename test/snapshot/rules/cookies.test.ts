@@ -33,7 +33,7 @@ describe("cookies of every response of the chain", () => {
       ids([
         "sid=1; Secure; HttpOnly; SameSite=Lax",
         "theme=dark; Secure",
-        "__Host-id=2; Secure; Path=/; HttpOnly",
+        "__Host-id=2; Secure; Path=/; HttpOnly; SameSite=Strict",
         "__Secure-x=3; Secure; Domain=site.test",
         // An empty Domain is ignored (RFC 6265bis §5.6.3): still host-only.
         "__Host-sid=5; Secure; HttpOnly; SameSite=Lax; Path=/; Domain=",
@@ -116,16 +116,27 @@ describe("cookies of every response of the chain", () => {
     expect(odd?.message).toMatch(/^A cookie is set without Secure/);
   });
 
-  it("SameSite: a session cookie without it (or with an unknown value) is said, as info", () => {
+  it("SameSite: a session cookie without it is said, as info; an unknown value, as low", () => {
     const r = find([
       "sid=1; Secure; HttpOnly",
       "theme=dark; Secure",
       "token=2; Secure; HttpOnly; SameSite=Foo",
+      "lang=en; Secure; SameSite=Stirct",
+      "mode=1; Secure; SameSite",
     ]);
-    expect(r.map((f) => [f.id, f.severity])).toEqual([["cookie-no-samesite", "info"]]);
-    expect(r[0]?.message).toMatch(
-      /^The cookie "sid" \(and 1 more\) looks like a session cookie but is set without SameSite/,
+    expect(r.map((f) => [f.id, f.severity])).toEqual([
+      ["cookie-samesite-invalid", "low"],
+      ["cookie-no-samesite", "info"],
+    ]);
+    expect(r[0]?.message).toMatch(/^The cookie "token" \(and 2 more\) has a SameSite that is none/);
+    expect(r[1]?.message).toMatch(
+      /^The cookie "sid" looks like a session cookie but is set without SameSite/,
     );
+    // The last SameSite counts (RFC 6265bis §5.7), in any case.
+    expect(ids(["lang=en; Secure; SameSite=Foo; samesite=LAX"])).toEqual([]);
+    expect(ids(["lang=en; Secure; SameSite=Lax; SameSite=Lux"])).toEqual([
+      "cookie-samesite-invalid",
+    ]);
     expect(ids(["sid=1; Secure; HttpOnly; SameSite=None"])).toEqual([]);
   });
 
@@ -198,5 +209,54 @@ describe("cookies of every response of the chain", () => {
     };
     expect(idsOf(judgeCookies(at("2034-12-31T23:59:59.000Z")))).toEqual(["cookie-no-secure"]);
     expect(idsOf(judgeCookies(at("2035-01-01T00:00:00.000Z")))).toEqual([]);
+  });
+
+  it("session-likeness: HttpOnly says a credential, an affinity cookie is none whatever its name", () => {
+    // A load balancer's affinity cookie picks a backend and lets nobody in.
+    for (const affinity of [
+      "heroku-session-affinity=ACyD; Secure; Path=/",
+      "ARRAffinity=abc; Secure; Path=/",
+      "AWSALB=xyz; Secure; Path=/",
+    ]) {
+      expect(ids([affinity]), affinity).toEqual([]);
+    }
+    // A cookie the site keeps from scripts is one to guard from cross-site requests too.
+    expect(ids(["pref=1; Secure; HttpOnly"])).toEqual(["cookie-no-samesite"]);
+    expect(ids(["sessionid=1; Secure; SameSite=Lax"])).toEqual(["cookie-no-httponly"]);
+  });
+
+  it("a cookie whose Domain is not the host's is rejected: said (low), not judged as stored", () => {
+    const r = find(["sessionid=1; Domain=other.test; Path=/"], "https://www.site.test/");
+    expect(r.map((f) => [f.id, f.severity])).toEqual([["cookie-domain-rejected", "low"]]);
+    expect(r[0]?.message).toMatch(/^The cookie "sessionid" is set with a Domain that is not/);
+    for (const rejected of [
+      "a=1; Secure; Domain=evil-site.test",
+      "a=1; Secure; Domain=sub.www.site.test",
+      // A public suffix (a private one too) is no domain of the host's own.
+      "a=1; Secure; Domain=github.io",
+    ]) {
+      expect(ids([rejected], "https://www.site.test/"), rejected).toEqual([
+        "cookie-domain-rejected",
+      ]);
+    }
+    expect(ids(["a=1; Secure; Domain=github.io"], "https://me.github.io/")).toEqual([
+      "cookie-domain-rejected",
+    ]);
+    // Odd Domains are another site's too, and make no judge throw.
+    for (const odd of ["..", "-", "%", "\u00e9.test", "[::1]", "1.2.3.4"]) {
+      expect(ids([`a=1; Secure; Domain=${odd}`], "https://www.site.test/"), odd).toEqual([
+        "cookie-domain-rejected",
+      ]);
+    }
+    expect(ids(["a=1; Secure; Domain=127.0.0.1"], "https://127.0.0.1/")).toEqual([]);
+    for (const kept of ["a=1; Secure; Domain=site.test", "a=1; Secure; Domain=.WWW.site.test"]) {
+      expect(ids([kept], "https://www.site.test/"), kept).toEqual([]);
+    }
+    // A rejected cookie replaces nothing: the stored one is still judged.
+    const e = chainOf(
+      ["https://www.site.test/a", ["theme=dark; Path=/"]],
+      ["https://www.site.test/b", ["theme=light; Secure; Path=/; Domain=other.test"]],
+    );
+    expect(idsOf(judgeCookies(e))).toEqual(["cookie-no-secure", "cookie-domain-rejected"]);
   });
 });

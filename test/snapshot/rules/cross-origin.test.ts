@@ -1,7 +1,7 @@
 /** COOP, COEP and CORP as browsers read them, and cross-origin isolation. */
 import { describe, expect, it } from "vitest";
-import { crossOriginSection } from "../../../src/snapshot/rules/cross-origin.js";
-import { evidenceOf } from "../../fixtures/evidence.js";
+import { crossOriginSection, judgeCrossOrigin } from "../../../src/snapshot/rules/cross-origin.js";
+import { evidenceOf, idsOf } from "../../fixtures/evidence.js";
 
 const COOP = "cross-origin-opener-policy";
 const COEP = "cross-origin-embedder-policy";
@@ -71,5 +71,40 @@ describe("cross_origin section", () => {
       cross_origin_isolated: false,
     });
     expect(crossOriginSection(evidenceOf({}, { unreachable: true }))).toBeNull();
+  });
+});
+
+describe("cross_origin findings: a value browsers ignore is a mistake (low), none is not", () => {
+  const ids = (headers: Record<string, string | string[]>, url?: string) =>
+    idsOf(judgeCrossOrigin(evidenceOf(headers, { url })));
+
+  it("a valid value, parameters too, or no header at all: no finding", () => {
+    expect(ids({})).toEqual([]);
+    expect(
+      ids({ [COOP]: 'same-origin; report-to="r"', [COEP]: "credentialless", [CORP]: "same-site" }),
+    ).toEqual([]);
+    expect(ids({ [COOP]: "unsafe-none", [COEP]: "unsafe-none", [CORP]: "cross-origin" })).toEqual(
+      [],
+    );
+  });
+
+  it("an unknown value, another case, quotes, or the header twice: one finding each", () => {
+    for (const bad of ["Same-Origin", '"same-origin"', "same-orign", "same-origin same-origin"]) {
+      expect(ids({ [COOP]: bad, [COEP]: bad, [CORP]: bad }), bad).toEqual([
+        "coop-invalid",
+        "coep-invalid",
+        "corp-invalid",
+      ]);
+    }
+    expect(ids({ [COOP]: ["same-origin", "same-origin"] })).toEqual(["coop-invalid"]);
+    expect(ids({ [CORP]: ["same-origin", "same-site"] })).toEqual(["corp-invalid"]);
+    expect(judgeCrossOrigin(evidenceOf({ [COEP]: "require_corp" }))[0]).toMatchObject({
+      id: "coep-invalid",
+      check: "cross_origin",
+      severity: "low",
+    });
+    // Judged on a plain-HTTP page too: the value is wrong wherever it is sent.
+    expect(ids({ [COOP]: "nope" }, "http://site.test/")).toEqual(["coop-invalid"]);
+    expect(judgeCrossOrigin(evidenceOf({ [COOP]: "nope" }, { unreachable: true }))).toEqual([]);
   });
 });

@@ -1,12 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { judgeCsp } from "../../../src/snapshot/rules/csp.js";
+import type { Evidence } from "../../../src/snapshot/rules/evidence.js";
 import { judge } from "../../../src/snapshot/rules/index.js";
 import { evidenceOf, idsOf } from "../../fixtures/evidence.js";
 
-const STRICT = "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+const STRICT =
+  "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+/** The findings of the judge but csp-no-form-action: most cases leave form-action out (its own test). */
+const judgeOthers = (e: Evidence) => judgeCsp(e).filter((f) => f.id !== "csp-no-form-action");
 const ids = (headers: Record<string, string | string[]>, metaCsp?: string[]) =>
   idsOf(
-    judgeCsp(
+    judgeOthers(
       evidenceOf(headers, {
         page: metaCsp ? { metaCsp, scripts: [], insecure: [], metaReferrer: [] } : null,
       }),
@@ -42,7 +46,7 @@ describe("Content-Security-Policy", () => {
       "csp-unsafe-eval",
     ]);
     // Only elements restricted: event handlers still run whatever markup is injected.
-    const [handlers, ...rest] = judgeCsp(
+    const [handlers, ...rest] = judgeOthers(
       evidenceOf({
         "content-security-policy": "script-src-elem 'self'; object-src 'none'; base-uri 'none'",
       }),
@@ -51,14 +55,14 @@ describe("Content-Security-Policy", () => {
     expect(handlers?.id).toBe("csp-unsafe-inline");
     expect(handlers?.message).toMatch(/restricts `<script>` elements but not event handlers/);
     // Only handlers restricted: `<script>` elements run whatever is injected.
-    const [elements] = judgeCsp(
+    const [elements] = judgeOthers(
       evidenceOf({
         "content-security-policy": "script-src-attr 'none'; object-src 'none'; base-uri 'none'",
       }),
     );
     expect(elements?.message).toMatch(/restricts event handlers but not `<script>` elements/);
     // Both restricted, one by 'unsafe-inline': the usual words.
-    const [usual] = judgeCsp(
+    const [usual] = judgeOthers(
       evidenceOf({
         "content-security-policy":
           "script-src-elem 'unsafe-inline'; script-src-attr 'none'; object-src 'none'; base-uri 'none'",
@@ -69,7 +73,7 @@ describe("Content-Security-Policy", () => {
 
   it("a base-uri that lets <base> point to any host is no base-uri", () => {
     const base = (list: string) =>
-      judgeCsp(
+      judgeOthers(
         evidenceOf({
           "content-security-policy": `default-src 'self'; object-src 'none'; base-uri ${list}`,
         }),
@@ -158,7 +162,7 @@ describe("Content-Security-Policy", () => {
         "csp-script-any-source",
       ]);
     }
-    const r = judgeCsp(
+    const r = judgeOthers(
       evidenceOf({
         "content-security-policy":
           "default-src 'self' https: data:; object-src 'none'; base-uri 'none'",
@@ -194,7 +198,7 @@ describe("Content-Security-Policy", () => {
       "csp-no-object-src",
       "csp-no-base-uri",
     ]);
-    const r = judgeCsp(evidenceOf({ "content-security-policy": "frame-ancestors 'none'" }));
+    const r = judgeOthers(evidenceOf({ "content-security-policy": "frame-ancestors 'none'" }));
     expect(idsOf(r)).toEqual(["csp-unsafe-inline", "csp-no-object-src", "csp-no-base-uri"]);
     expect(r[0]?.message).toMatch(/does not restrict scripts/);
   });
@@ -312,5 +316,75 @@ describe("Content-Security-Policy", () => {
     // Named hosts protect; so does one policy that protects beside one that does not.
     expect(xfo(withSources("'self' https://partner.test"))).toEqual([]);
     expect(xfo([`default-src 'self'; frame-ancestors https:`, STRICT])).toEqual([]);
+  });
+
+  it("a broad object-src (any host or a whole scheme) restricts no plugin: csp-object-any-source", () => {
+    const object = (list: string) =>
+      judgeOthers(
+        evidenceOf({
+          "content-security-policy": STRICT.replace("object-src 'none'", `object-src ${list}`),
+        }),
+      );
+    for (const broad of ["*", "https:", "http:", "data:", "blob:", "https://*", "'self' *:*"]) {
+      const f = object(broad);
+      expect(idsOf(f), broad).toEqual(["csp-object-any-source"]);
+      expect(f[0]?.severity).toBe("medium");
+    }
+    expect(object("https: data:")[0]?.message).toContain("(`https:`, `data:`)");
+    for (const closed of ["'none'", "'self'", "https://cdn.site.test", "https://*.site.test"]) {
+      expect(idsOf(object(closed)), closed).toEqual([]);
+    }
+    // Another policy that restricts plugins is enough.
+    expect(ids({ "content-security-policy": [`${STRICT}, object-src *`] })).toEqual([]);
+  });
+
+  it("plugins are blocked by a default-src that allows no URL: no csp-no-object-src", () => {
+    for (const blocked of ["default-src", "default-src 'none'", "default-src 'unsafe-inline'"]) {
+      expect(
+        ids({ "content-security-policy": `${blocked}; script-src 'self'; base-uri 'none'` }),
+        blocked,
+      ).toEqual([]);
+    }
+    for (const open of [
+      "default-src 'self'",
+      "default-src 'unsafe-inline' https://cdn.site.test",
+    ]) {
+      expect(
+        ids({ "content-security-policy": `${open}; script-src 'self'; base-uri 'none'` }),
+        open,
+      ).toEqual(["csp-no-object-src"]);
+    }
+  });
+
+  it("form-action, which has no default-src fallback: missing or open to any host is said, as info", () => {
+    const form = (policy: string) => judgeCsp(evidenceOf({ "content-security-policy": policy }));
+    const [missing] = form("default-src 'none'; base-uri 'none'");
+    expect(missing).toMatchObject({ id: "csp-no-form-action", severity: "info" });
+    for (const open of ["*", "https:", "'self' https://*"]) {
+      const f = form(`default-src 'none'; base-uri 'none'; form-action ${open}`);
+      expect(idsOf(f), open).toEqual(["csp-no-form-action"]);
+      expect(f[0]?.message).toMatch(/lets forms submit to any host, so it restricts nothing/);
+    }
+    for (const closed of ["'none'", "'self'", "https://login.site.test"]) {
+      expect(idsOf(form(`default-src 'none'; base-uri 'none'; form-action ${closed}`))).toEqual([]);
+    }
+    // In a <meta> policy too: form-action is enforced there.
+    expect(
+      idsOf(
+        judgeCsp(
+          evidenceOf(
+            {},
+            {
+              page: {
+                metaCsp: ["default-src 'none'; base-uri 'none'; form-action 'self'"],
+                scripts: [],
+                insecure: [],
+                metaReferrer: [],
+              },
+            },
+          ),
+        ),
+      ),
+    ).toEqual(["csp-in-meta"]);
   });
 });

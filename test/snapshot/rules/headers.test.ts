@@ -75,6 +75,19 @@ describe("Referrer-Policy", () => {
     expect(ids(["no-referrer", "no-referrer-when-downgrade"])).toEqual(["referrer-policy-unsafe"]);
     expect(find("UNSAFE-URL")[0]?.message).toMatch(/unsafe-url/);
   });
+  it("weak: origin and origin-when-cross-origin send the origin to plain-HTTP sites too (low)", () => {
+    for (const policy of ["origin", "Origin-When-Cross-Origin", "no-referrer, origin"]) {
+      const [f, ...rest] = find(policy);
+      expect(rest, policy).toEqual([]);
+      expect(f, policy).toMatchObject({ id: "referrer-policy-origin", severity: "low" });
+      expect(f?.message, policy).toMatch(
+        /^Referrer-Policy is origin(-when-cross-origin)?, which sends/,
+      );
+    }
+    // Their strict- forms send nothing on a downgrade: good.
+    expect(ids("strict-origin")).toEqual([]);
+    expect(ids("origin, strict-origin-when-cross-origin")).toEqual([]);
+  });
   it("invalid: no valid token at all", () => {
     expect(ids("never")).toEqual(["referrer-policy-invalid"]);
     expect(ids("origin-only, strict")).toEqual(["referrer-policy-invalid"]);

@@ -11,7 +11,7 @@ import { evidenceOf, idsOf } from "../../fixtures/evidence.js";
 const GOOD = {
   "strict-transport-security": "max-age=31536000; includeSubDomains",
   "content-security-policy":
-    "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
   "x-frame-options": "DENY",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
@@ -45,6 +45,7 @@ describe("judge", () => {
       "x-content-type-options-invalid",
       "referrer-policy-unsafe",
       "hsts-no-include-subdomains",
+      "csp-no-form-action",
     ]);
     const order = f.map((x) => SEVERITIES.indexOf(x.severity));
     expect(order).toEqual([...order].sort((a, b) => a - b));
@@ -161,6 +162,9 @@ describe("hostile values", () => {
       "permissions-policy",
       "feature-policy",
       "set-cookie",
+      "cross-origin-opener-policy",
+      "cross-origin-embedder-policy",
+      "cross-origin-resource-policy",
     ];
     for (let i = 0; i < 1000; i++) {
       const headers: Record<string, string[]> = {};
