@@ -1,5 +1,7 @@
 /**
- * docs/deploy.md's samples run together: `secsnap serve` with deploy/secsnap.env (its ports,
+ * docs/deploy.md's unit passes `systemd-analyze verify` with nothing to say and its HAProxy
+ * config `haproxy -c` (each skipped with one line naming its Debian package when missing, failed
+ * under CI). And the samples run together: `secsnap serve` with deploy/secsnap.env (its ports,
  * addresses and payment network those of the test: the real devnet's chain and facilitator
  * for Base's) behind a real HAProxy running deploy/haproxy.cfg, TLS from the test CA. Through
  * the proxy the 402 names the public https:// URL (PUBLIC_URL), each client has its own rate
@@ -23,6 +25,52 @@ import { deployFile, filledEnv } from "./deploy-samples.js";
 
 const run = promisify(execFile);
 const haproxy = systemBinary("haproxy", "haproxy");
+
+const systemdAnalyze = systemBinary("systemd-analyze", "systemd");
+describe.skipIf(!systemdAnalyze)("deploy/secsnap.service", () => {
+  it("passes systemd-analyze verify with nothing to say", async () => {
+    const { stdout, stderr } = await run(systemdAnalyze!, [
+      "verify",
+      join(ROOT, "deploy/secsnap.service"),
+    ]);
+    expect(stdout + stderr).toBe("");
+  });
+
+  it("a wrong setting in it is reported (the check can fail)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "secsnap-unit-"));
+    try {
+      const bad = deployFile("deploy/secsnap.service").replace(
+        "ProtectSystem=strict",
+        "ProtectSystem=bogus",
+      );
+      writeFileSync(join(dir, "secsnap.service"), bad);
+      const { stderr } = await run(systemdAnalyze!, ["verify", join(dir, "secsnap.service")]);
+      expect(stderr).toMatch(/ProtectSystem|protect system/i);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(!haproxy)("deploy/haproxy.cfg", () => {
+  it("passes haproxy -c, its certificate a test one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "secsnap-haproxy-c-"));
+    try {
+      const leaf = await issueLeaf(await loadTestCa(), { dnsNames: ["secsnap.example.com"] });
+      writeFileSync(join(dir, "secsnap.pem"), `${leaf.certPem.trim()}\n${leaf.keyPem.trim()}\n`);
+      const config = deployFile("deploy/haproxy.cfg").replace(
+        "/etc/haproxy/certs/secsnap.pem",
+        join(dir, "secsnap.pem"),
+      );
+      expect(config).toContain(dir);
+      writeFileSync(join(dir, "haproxy.cfg"), config);
+      const { stdout } = await run(haproxy!, ["-c", "-f", join(dir, "haproxy.cfg")]);
+      expect(stdout).toMatch(/Configuration file is valid/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 /** The proxy's public address, and two clients' own addresses on loopback. */
 const PUBLIC = "127.0.0.2";

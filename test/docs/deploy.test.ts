@@ -1,9 +1,8 @@
 /**
- * docs/deploy.md's samples are the files in deploy/, and each is one its tool accepts: the unit
- * by `systemd-analyze verify` (nothing to say), the HAProxy config by `haproxy -c`, the
- * environment file by the service's own configuration loader; the backup script copies an
- * embedded store that is open and being written, and the copy opens with every record.
- * test/docs/deploy.e2e.test.ts runs the service behind the sample.
+ * docs/deploy.md's samples are the files in deploy/; the environment file is one the service's
+ * own configuration loader accepts; the backup script copies an embedded store that is open and
+ * being written, and the copy opens with every record. test/docs/deploy.e2e.test.ts checks the
+ * unit and the HAProxy config with their tools and runs the service behind the sample.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -15,8 +14,6 @@ import { loadConfig } from "../../src/config.js";
 import { EmbeddedPaymentRecordStore } from "../../src/store/index.js";
 import { ROOT } from "../cli/run.js";
 import { variablesRead } from "../fixtures/config-variables.js";
-import { systemBinary } from "../fixtures/system-binary.js";
-import { issueLeaf, loadTestCa } from "../fixtures/tls.js";
 import { deployFile, envFile, filledEnv } from "./deploy-samples.js";
 
 const run = promisify(execFile);
@@ -65,44 +62,6 @@ describe("deploy/secsnap.env", () => {
     expect(config.payment.payTo).toMatch(/^0x[0-9a-fA-F]{40}$/);
     expect(config.publicUrl).toMatch(/^https:\/\//);
     expect(config.ops.trustedProxies.length).toBe(1);
-  });
-});
-
-const systemdAnalyze = systemBinary("systemd-analyze", "systemd");
-describe.skipIf(!systemdAnalyze)("deploy/secsnap.service", () => {
-  it("passes systemd-analyze verify with nothing to say", async () => {
-    const { stdout, stderr } = await run(systemdAnalyze!, [
-      "verify",
-      join(ROOT, "deploy/secsnap.service"),
-    ]);
-    expect(stdout + stderr).toBe("");
-  });
-
-  it("a wrong setting in it is reported (the check can fail)", async () => {
-    const bad = join(tempDir(), "secsnap.service");
-    writeFileSync(
-      bad,
-      deployFile("deploy/secsnap.service").replace("ProtectSystem=strict", "ProtectSystem=bogus"),
-    );
-    const { stderr } = await run(systemdAnalyze!, ["verify", bad]);
-    expect(stderr).toMatch(/ProtectSystem|protect system/i);
-  });
-});
-
-const haproxy = systemBinary("haproxy", "haproxy");
-describe.skipIf(!haproxy)("deploy/haproxy.cfg", () => {
-  it("passes haproxy -c, its certificate a test one", async () => {
-    const dir = tempDir();
-    const leaf = await issueLeaf(await loadTestCa(), { dnsNames: ["secsnap.example.com"] });
-    writeFileSync(join(dir, "secsnap.pem"), `${leaf.certPem.trim()}\n${leaf.keyPem.trim()}\n`);
-    const config = deployFile("deploy/haproxy.cfg").replace(
-      "/etc/haproxy/certs/secsnap.pem",
-      join(dir, "secsnap.pem"),
-    );
-    expect(config).toContain(dir);
-    writeFileSync(join(dir, "haproxy.cfg"), config);
-    const { stdout } = await run(haproxy!, ["-c", "-f", join(dir, "haproxy.cfg")]);
-    expect(stdout).toMatch(/Configuration file is valid/);
   });
 });
 
