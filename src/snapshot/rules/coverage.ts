@@ -1,6 +1,6 @@
 /**
  * What one report covers, in the words every description for agents and people uses (llms.txt,
- * /.well-known/x402, the OpenAPI document, the MCP tool): one phrase for each topic of the
+ * /.well-known/x402, the OpenAPI document): one phrase for each topic of the
  * registry, so no description names a part as if it were the whole (test/docs/coverage.test.ts
  * holds each description to every topic).
  */
