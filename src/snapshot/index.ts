@@ -13,6 +13,7 @@ export {
 export type { SnapshotTarget, UrlPolicy } from "./net/url-rules.js";
 export { demoSnapshot } from "./demo.js";
 export { CHECKS, CHECK_NAMES } from "./rules/registry.js";
+export { REPORT_COVERAGE } from "./rules/coverage.js";
 export { SEVERITIES } from "./rules/finding.js";
 export { ALL_FINDINGS } from "./rules/registry.js";
 export { GRADES } from "./rules/score.js";

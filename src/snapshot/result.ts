@@ -31,7 +31,7 @@ export interface CheckValues {
 }
 
 /**
- * The sections of the report that rules add (docs/contract.md §8; rule.ts, `Section`), one
+ * The sections of the report that rules add (docs/contract.md §9; rule.ts, `Section`), one
  * member each, keyed as the rule's `section.key`.
  */
 export interface ReportSections {
@@ -61,7 +61,7 @@ export interface ReportProof {
   jws: string;
 }
 
-/** One report (docs/contract.md §2.1, then §8's sections). */
+/** One report (docs/contract.md §2.1, then §9's sections). */
 export interface SnapshotResult extends ReportSections {
   requested_url: string;
   normalized_url: string;

@@ -593,7 +593,7 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
     createResolver(options.dnsServers, { timeoutMs: options.timeoutMs }),
   );
 
-  // CAA and TXT questions go to the same servers, under the same bound (docs/contract.md §8).
+  // CAA and TXT questions go to the same servers, under the same bound (docs/contract.md §9.2).
   const records = createRecordLookup(options.dnsServers, { timeoutMs: options.timeoutMs });
 
   const speculationLimit = options.speculationLimit ?? defaultSnapshotConcurrency();

@@ -1,5 +1,5 @@
 /**
- * `secsnap mcp` (docs/contract.md §7.3) as MCP hosts run it: a real `secsnap mcp` process spawned
+ * `secsnap mcp` (docs/contract.md §8.2) as MCP hosts run it: a real `secsnap mcp` process spawned
  * by the official MCP SDK client (Client + StdioClientTransport) and by the MCP Inspector's CLI,
  * paying a real service on a real devnet. Every money claim is checked on the chain.
  */

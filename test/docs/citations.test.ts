@@ -47,6 +47,24 @@ describe("citations", () => {
     expect(citations(files, /benchmarks-history/)).toEqual([]);
   });
 
+  it("of the current docs and the README quote only TODOs the code still has", () => {
+    const docs = [
+      ...textFiles("docs").filter((f) => f.endsWith(".md") && f !== HISTORY),
+      "README.md",
+    ];
+    const code = textFiles("src")
+      .map((file) => readFileSync(join(ROOT, file), "utf8"))
+      .join("\n");
+    const quoted = docs.flatMap((doc) =>
+      [...readFileSync(join(ROOT, doc), "utf8").matchAll(/TODO\([^)]*\):[^`]*/g)].map(
+        (m) => `${doc}: ${m[0]}`,
+      ),
+    );
+    expect(quoted.filter((entry) => !code.includes(entry.split(": ").slice(1).join(": ")))).toEqual(
+      [],
+    );
+  });
+
   it("of the current docs and the README name source and test files that exist", () => {
     const docs = [
       ...textFiles("docs").filter((f) => f.endsWith(".md") && f !== HISTORY),

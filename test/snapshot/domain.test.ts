@@ -1,5 +1,5 @@
 /**
- * The domain section through the engine (docs/contract.md §8): CAA and TXT answers from the real
+ * The domain section through the engine (docs/contract.md §9.2): CAA and TXT answers from the real
  * DNS fixture, the MTA-STS policy from a real HTTPS target named `mta-sts.<domain>`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

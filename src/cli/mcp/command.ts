@@ -1,5 +1,5 @@
 /**
- * `secsnap mcp`: a stdio MCP server for MCP hosts (docs/contract.md §7.3, docs/mcp.md). Its tools
+ * `secsnap mcp`: a stdio MCP server for MCP hosts (docs/contract.md §8.2, docs/mcp.md). Its tools
  * pay the HTTP API as `secsnap pay` does. stdout is the protocol: every line of ours goes to
  * stderr. Start-up loads none of the SDK: the first answers come from the build's record
  * (listing.ts) while the SDK and the tools load (server.ts); x402 and viem are loaded on

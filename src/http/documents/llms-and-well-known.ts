@@ -6,7 +6,7 @@
  */
 import { DEFAULT_PRICE_USDC, NETWORK_IDS } from "../../config.js";
 import { PATHS } from "../../routes.js";
-import { MAX_URL_LENGTH } from "../../snapshot/index.js";
+import { MAX_URL_LENGTH, REPORT_COVERAGE } from "../../snapshot/index.js";
 import { SnapshotResultSchema } from "./report-schemas.js";
 import { guidance, networksInWords, type ServiceFacts } from "./openapi.js";
 import { MAX_BODY_BYTES } from "../snapshot-input.js";
@@ -21,8 +21,8 @@ export function wellKnownX402(baseUrl: string, facts: ServiceFacts): Record<stri
     version: 1,
     resources: [`POST ${baseUrl}${PATHS.snapshot}`],
     instructions:
-      "A JSON security-hygiene report of one public URL (HTTPS, security headers, " +
-      "security.txt, findings with fixes, a score and a grade), paid per call with x402 " +
+      `A JSON security-hygiene report of one public URL (${REPORT_COVERAGE}; findings with ` +
+      "fixes, a score and a grade), paid per call with x402 " +
       `(scheme exact, USDC on ${networksInWords(offered(facts), facts.devnet ?? false)}). ` +
       `${guidance(price)} Schema: ${baseUrl}${PATHS.openApi}; guide for agents: ${baseUrl}${PATHS.llmsTxt}.`,
   };
@@ -52,9 +52,8 @@ export function llmsTxt(baseUrl: string, facts: ServiceFacts): string {
   const networks = networksInWords(offered(facts), devnet);
   return `# secsnap
 
-> One public URL in, one JSON report out: the site's basic security hygiene (reachability,
-> redirects, HTTPS, six security headers, security.txt / robots.txt / sitemap.xml), with
-> findings that say what to fix, a score and a grade. ${priceUsdc} USDC per call, paid with x402.
+> One public URL in, one JSON report out: the site's security hygiene (${REPORT_COVERAGE}),
+> with findings that say what to fix, a score and a grade. ${priceUsdc} USDC per call, paid with x402.
 
 ## Price and networks
 

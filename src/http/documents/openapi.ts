@@ -1,7 +1,7 @@
 import { DEFAULT_PRICE_USDC, NETWORK_IDS, type OperatorContact } from "../../config.js";
 import { NO_STORE, challengeExample, usdcAmount } from "../../payment/index.js";
 import { PATHS } from "../../routes.js";
-import { demoSnapshot } from "../../snapshot/index.js";
+import { REPORT_COVERAGE, demoSnapshot } from "../../snapshot/index.js";
 import { SERVICE_VERSION } from "../../version.js";
 import {
   componentSchemas,
@@ -138,8 +138,8 @@ function documentInfo(priceUsdc: string, networks: string, contact?: OperatorCon
     version: SERVICE_VERSION,
     summary: "A JSON snapshot of a website's basic security hygiene, paid per call with x402.",
     description:
-      `POST ${PATHS.snapshot} fetches one public URL and reports reachability, HTTPS, six security ` +
-      `headers and three well-known files. It costs ${price} per call, paid with the x402 ` +
+      `POST ${PATHS.snapshot} fetches one public URL and reports ${REPORT_COVERAGE}, with ` +
+      `findings that say what to fix, a score and a grade. It costs ${price} per call, paid with the x402 ` +
       `protocol version 2 or 1 (scheme \`exact\`, USDC on ${networks}). Input ` +
       `is checked before payment is asked for, and a 400 is never charged. GET ${PATHS.demo}, ` +
       `GET ${PATHS.health} and GET ${PATHS.ready} are free. Every answer is JSON; CORS allows any origin.`,
@@ -379,8 +379,8 @@ function snapshotUnavailable() {
     "`facilitator_unavailable` or `store_unavailable`: the payment facilitator or the " +
       "payment record store is unreachable or failing: nothing was charged; retry later. " +
       "`instance_busy` or `draining`: this instance is at its limit of snapshots in flight " +
-      "(`SNAPSHOT_MAX_CONCURRENCY`) or shutting down: refused before the payment is " +
-      "verified, nothing charged, the proof still usable. `settlement_unknown`: the " +
+      "(`SNAPSHOT_MAX_CONCURRENCY`) or shutting down: refused once the proof verified, " +
+      "before settlement: nothing charged, the proof still usable. `settlement_unknown`: the " +
       "settlement's outcome is unknown: the report is kept, and a retry with the same proof " +
       "(or payment id) and body gets it once the payment is known to be made, never " +
       "charging twice.",

@@ -140,7 +140,7 @@ const DnsSectionSchema = z
       .describe("null: the DNS servers gave no usable answer in time."),
   })
   .strict()
-  .describe("The domain's mail and certificate records (docs/contract.md §8).");
+  .describe("The domain's mail and certificate records (docs/contract.md §9.2).");
 const TlsSchema = z
   .object({
     protocol: z.string().describe('The negotiated protocol, e.g. "TLSv1.3".'),

@@ -1,5 +1,5 @@
 /**
- * POST /mcp: the service speaks MCP (docs/contract.md §7.2, docs/mcp.md) over the SDK's
+ * POST /mcp: the service speaks MCP (docs/contract.md §7.10, docs/mcp.md) over the SDK's
  * Streamable HTTP transport, stateless (no session id, a JSON answer per request). Tools
  * `snapshot` (paid with x402 over MCP, through the payment gate's MCP adapter on the same ledger
  * as POST /v1/snapshot) and `demo_snapshot` (free), with the definitions `secsnap mcp` shares.

@@ -1,5 +1,5 @@
 /**
- * x402 over MCP for the service's paid tool (docs/mcp.md, docs/contract.md §7.2): the sibling of
+ * x402 over MCP for the service's paid tool (docs/mcp.md, docs/contract.md §7.10): the sibling of
  * the HTTP gate (src/payment/gate.ts), framework-free. It reads the proof from a tool call's
  * `_meta`, hands it to the same payment ledger as POST /v1/snapshot, and turns the ledger's outcome
  * into a tool result, per the x402 MCP transport:

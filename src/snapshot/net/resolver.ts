@@ -229,7 +229,7 @@ export function shareAnswers(resolve: ResolveHost): ResolveHost {
   };
 }
 
-/** What one CAA, TXT or MX question got (the domain checks of docs/contract.md §8). */
+/** What one CAA, TXT or MX question got (the domain checks of docs/contract.md §9.2). */
 export type RecordAnswer<T> =
   /** The records (NOERROR with answers). */
   | { kind: "records"; records: T[] }

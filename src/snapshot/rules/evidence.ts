@@ -181,7 +181,7 @@ export type PolicyFetch =
   | { kind: "failed"; failure: RequestFailure };
 
 /**
- * The domain records of the final host's registrable domain (docs/contract.md §8), each null
+ * The domain records of the final host's registrable domain (docs/contract.md §9.2), each null
  * when its answer did not arrive before the report was built.
  */
 export interface DomainEvidence {

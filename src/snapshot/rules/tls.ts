@@ -1,5 +1,5 @@
 /**
- * TLS (docs/contract.md §8, docs/findings.md "TLS"): the `tls` section — the negotiated protocol
+ * TLS (docs/contract.md §9.1, docs/findings.md "TLS"): the `tls` section — the negotiated protocol
  * and cipher, the certificate, whether TLS 1.0 and 1.1 are still accepted — and its findings: a
  * certificate close to expiry, legacy protocols accepted, an RSA key under 2048 bits.
  */

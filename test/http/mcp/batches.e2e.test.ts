@@ -1,5 +1,5 @@
 /**
- * POST /mcp budgets messages, not requests (docs/contract.md §7.2, docs/mcp.md "Budgets and
+ * POST /mcp budgets messages, not requests (docs/contract.md §7.10, docs/mcp.md "Budgets and
  * batches"), on the real devnet (anvil + DevUSDC + the project's facilitator behind a proxy that
  * counts its /verify calls): a JSON-RPC batch is refused whole, nothing in it verified; a proof
  * in the `_meta` of any tool but `snapshot` is ignored, so the call stays a free answer under the

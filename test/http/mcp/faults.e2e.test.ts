@@ -1,5 +1,5 @@
 /**
- * POST /mcp when money meets a fault (docs/contract.md §6.1, §7.2): the facilitator behind a
+ * POST /mcp when money meets a fault (docs/contract.md §6.1, §7.10): the facilitator behind a
  * proxy that loses a settlement's answer, reports it pending, or holds it while the payer's funds
  * leave; and a payer over its budget of unpaid snapshots. The official MCP SDK client pays with
  * the official x402 client; every case reads the chain (`authorizationState`, balances): an

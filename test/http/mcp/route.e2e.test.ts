@@ -1,5 +1,5 @@
 /**
- * POST /mcp end to end (docs/contract.md §7.2): a real devnet (anvil + DevUSDC + the project's
+ * POST /mcp end to end (docs/contract.md §7.10): a real devnet (anvil + DevUSDC + the project's
  * facilitator), the service wired as `secsnap serve` wires it, and the official MCP SDK client on
  * its default path (listTools, then callTool), paying with the official x402 client. Every step
  * is a result, never an exception; each paid case checks the chain.

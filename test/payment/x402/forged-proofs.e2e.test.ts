@@ -1,5 +1,5 @@
 /**
- * Forged proofs leave nothing behind (docs/contract.md §6): on the real devnet, the service with
+ * Forged proofs leave nothing behind (docs/contract.md §7.4): on the real devnet, the service with
  * its records in the embedded store under a DATA_DIR of its own. A forged proof — the official
  * client's shape, naming a victim's address and payment id, signed by someone else — is refused
  * by the facilitator's /verify and binds nothing: a flood of them leaves no binding and no
