@@ -47,7 +47,7 @@ import type {
 import { checkHeaders, judge, reportSections, snapshotNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
 import { isHtmlType, parsePage } from "./page.js";
-import { paymentRequiredHeader, readX402Challenges } from "./x402-challenge.js";
+import { paymentRequiredHeader, readBodyChallenge, readHeaderChallenge } from "./x402-challenge.js";
 import {
   OPENAPI_PATH,
   X402_WELL_KNOWN_PATH,
@@ -535,34 +535,40 @@ async function x402Discovery(finalUrl: URL, ctx: FetchContext): Promise<X402Disc
 /** Not told within the time the report waits for its extra probes. */
 const DISCOVERY_LATE: X402Discovery = { wellKnown: null, openApi: null };
 
+/** The x402 challenges of a final 402 answer, and its origin's discovery documents. */
+interface X402Reads {
+  header: Promise<X402Challenge | null>;
+  /** Waits for the body, which may trickle: the header's challenge does not. */
+  body: Promise<X402Challenge | null>;
+  discovery: Promise<X402Discovery | null>;
+}
+
 /**
- * The x402 challenges of a final 402 answer, and its origin's discovery documents, asked only
- * when there is one: a site that does not answer 402 gets no request more.
+ * The discovery documents are asked only once a challenge is read (the header's first): a site
+ * that does not answer with one gets no request more.
  */
-function x402Of(
-  chain: FetchedChain,
-  ctx: FetchContext,
-): [Promise<X402Challenge[]>, Promise<X402Discovery | null>] | null {
+function x402Of(chain: FetchedChain, ctx: FetchContext): X402Reads | null {
   const { final } = chain;
   if (final?.status !== 402) return null;
-  const challenges = (chain.finalBody ?? Promise.resolve(null)).then((body) =>
-    readX402Challenges(final, body),
+  const header = readHeaderChallenge(final);
+  const body = (chain.finalBody ?? Promise.resolve(null)).then((b) => readBodyChallenge(final, b));
+  const discover = () => x402Discovery(chain.finalUrl, ctx);
+  const discovery = header.then((h) =>
+    h !== null ? discover() : body.then((b) => (b !== null ? discover() : null)),
   );
-  const discovery = challenges.then((found) =>
-    found.length > 0 ? x402Discovery(chain.finalUrl, ctx) : null,
-  );
-  return [challenges, discovery];
+  return { header, body, discovery };
 }
 
 function x402EvidenceOf(
   final: Hop | null,
-  challenges: X402Challenge[] | null,
+  challenges: (X402Challenge | null)[],
   discovery: X402Discovery | null,
 ): X402Evidence | null {
-  if (final === null || !challenges || challenges.length === 0) return null;
+  const read = challenges.filter((c): c is X402Challenge => c !== null);
+  if (final === null || read.length === 0) return null;
   const header = paymentRequiredHeader(final);
   return {
-    challenges,
+    challenges: read,
     headerBytes: header === undefined ? null : Buffer.byteLength(header),
     discovery,
   };
@@ -630,7 +636,7 @@ async function runChecks(
   const handshake = https.ok ? session.tlsFacts.of(tlsOrigin.host, tlsOrigin.port) : null;
   const legacy = handshake ? session.legacyFor(tlsOrigin) : null;
   const [
-    [pageEvidence, corsProbe, httpSideProbe, legacyVerdicts, x402Challenges, x402Documents],
+    [pageEvidence, corsProbe, httpSideProbe, legacyVerdicts, x402Header, x402Body, x402Documents],
     dns,
   ] = await Promise.all([
     settleWithin<
@@ -639,7 +645,8 @@ async function runChecks(
         CorsProbe,
         HttpSideProbe,
         LegacyVerdicts,
-        X402Challenge[],
+        X402Challenge | null,
+        X402Challenge | null,
         X402Discovery | null,
       ]
     >(EXTRA_GRACE_MS, [
@@ -647,8 +654,9 @@ async function runChecks(
       [cors, { kind: "failed" }],
       [httpSide, { kind: "failed", failure: { kind: "timeout" } }],
       [legacy, LEGACY_LATE],
-      [x402 ? x402[0] : null, []],
-      [x402 ? x402[1] : null, DISCOVERY_LATE],
+      [x402?.header ?? null, null],
+      [x402?.body ?? null, null],
+      [x402?.discovery ?? null, DISCOVERY_LATE],
     ]),
     domain ? domainEvidence(domain, EXTRA_GRACE_MS) : null,
   ]);
@@ -662,7 +670,7 @@ async function runChecks(
     files,
     tls: handshake ? tlsEvidenceOf(handshake, legacyVerdicts ?? LEGACY_UNKNOWN) : null,
     dns,
-    x402: x402EvidenceOf(chain.final, x402Challenges, x402Documents),
+    x402: x402EvidenceOf(chain.final, [x402Header, x402Body], x402Documents),
     ...(fallbackFrom ? { fallbackFrom: fallbackFrom.href } : {}),
   };
   return { headers: checkHeaders(chain.final?.headers ?? null), https, files, evidence };

@@ -144,21 +144,17 @@ function bodyDocument(body: Buffer | null): unknown {
   }
 }
 
-/**
- * The x402 challenges of a final answer: none unless it is a 402 with a `PAYMENT-REQUIRED` header
- * or an x402 JSON body (its first 64 KiB, as read).
- */
-export async function readX402Challenges(
+/** The challenge of a final 402's `PAYMENT-REQUIRED` header; null when there is none. */
+export async function readHeaderChallenge(final: Hop): Promise<X402Challenge | null> {
+  const header = final.status === 402 ? paymentRequiredHeader(final) : undefined;
+  return header === undefined ? null : headerChallenge(header, await load());
+}
+
+/** The challenge of a final 402's JSON body (its first 64 KiB, as read); null when none. */
+export async function readBodyChallenge(
   final: Hop,
   body: Buffer | null,
-): Promise<X402Challenge[]> {
-  if (final.status !== 402) return [];
-  const header = paymentRequiredHeader(final);
-  const doc = bodyDocument(body);
-  if (header === undefined && doc === undefined) return [];
-  const lib = await load();
-  return [
-    ...(header === undefined ? [] : [headerChallenge(header, lib)]),
-    ...(doc === undefined ? [] : [challengeOf(doc, "body", lib)]),
-  ];
+): Promise<X402Challenge | null> {
+  const doc = final.status === 402 ? bodyDocument(body) : undefined;
+  return doc === undefined ? null : challengeOf(doc, "body", await load());
 }

@@ -98,6 +98,18 @@ const v1Body: RouteHandler = (req, res) => {
   res.end(JSON.stringify(body));
 };
 
+/** The challenge in the header, then a body that trickles and never ends. */
+const trickling: RouteHandler = (req, res) => {
+  res.writeHead(402, {
+    "content-type": "application/json",
+    "payment-required": encodePaymentRequiredHeader(challenge(urlOf(req))),
+    ...EXPOSE,
+  });
+  res.flushHeaders();
+  const timer = setInterval(() => res.write(" "), 50);
+  res.on("close", () => clearInterval(timer));
+};
+
 /** Each defect: its path on the seller, the challenge it sends, and the one finding it gets. */
 const DEFECTS: Record<string, [RouteHandler, string]> = {
   "/invalid": [
@@ -160,6 +172,7 @@ beforeAll(async () => {
       routes: {
         "/paid": answer402((url) => challenge(url)),
         "/v1": v1Body,
+        "/trickle": trickling,
         "/.well-known/x402": respond.text(WELL_KNOWN, { "content-type": "application/json" }),
         ...defects,
       },
@@ -219,6 +232,12 @@ describe("a correct x402 seller", () => {
       header_bytes: null,
       bazaar: true,
     });
+  });
+
+  it("a body that never ends: the header's challenge is read without it", async () => {
+    const report = await snapshot(seller, "/trickle");
+    expect(x402Ids(report)).toEqual([]);
+    expect(report.x402).toMatchObject({ versions: [2], valid: true, discovery: true });
   });
 });
 
