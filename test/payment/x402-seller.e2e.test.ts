@@ -3,7 +3,8 @@
  * (its gate's own 402, its /.well-known/x402 and /openapi.json), behind an HTTPS front at
  * https://site.test (its PUBLIC_URL); another instance, paid on the same devnet by the official
  * client, scans it. The paid report carries the `x402` section with no defect, and moved exactly
- * the price on chain; the seller is never paid.
+ * the price on chain; the seller is never paid. Each defect of a challenge (one route each, the
+ * cases of test/fixtures/x402-sellers.ts) is named in a paid report too.
  *
  * The service sells with POST and the engine only ever GETs, so the front answers a GET of the
  * paid path with the service's own answer to an unpaid POST (status, headers and body as sent).
@@ -32,6 +33,7 @@ import {
   type GatedService,
   type PaidDevnet,
 } from "../fixtures/paid-devnet.js";
+import { X402_DEFECTS, sellerRoutes } from "../fixtures/x402-sellers.js";
 
 /** What the front does not pass on: hop-by-hop headers, and a coding fetch already undid. */
 const NOT_RELAYED = new Set([
@@ -45,6 +47,8 @@ const NOT_RELAYED = new Set([
 let devnet: PaidDevnet;
 let dns: DnsFixture;
 let front: TargetServer;
+/** Hand-made sellers: one defect per path. */
+let defective: TargetServer;
 let seller: GatedService;
 let scanner: GatedService;
 let engine: SnapshotEngine;
@@ -69,11 +73,12 @@ beforeAll(async () => {
   devnet = await startPaidDevnet();
   const ca = await loadTestCa();
   dns = await startDnsServer({ "site.test": { A: [PUBLIC_HOST] } });
-  front = await startHttpsTarget({
-    cert: await issueLeaf(ca, { dnsNames: ["site.test"], ips: [PUBLIC_HOST] }),
-  });
-  const scope = { allowedPorts: new Set([front.port]), allowCidrs: PUBLIC_CIDRS };
-  engine = createTestEngine({ dns, ports: [front.port] });
+  const cert = await issueLeaf(ca, { dnsNames: ["site.test"], ips: [PUBLIC_HOST] });
+  front = await startHttpsTarget({ cert });
+  defective = await startHttpsTarget({ cert, routes: sellerRoutes() });
+  const ports = [front.port, defective.port];
+  const scope = { allowedPorts: new Set(ports), allowCidrs: PUBLIC_CIDRS };
+  engine = createTestEngine({ dns, ports });
   const publicUrl = front.url("", "site.test");
   seller = await startGatedService({
     engine,
@@ -97,7 +102,7 @@ afterAll(async () => {
   await scanner?.close();
   await seller?.close();
   await engine?.close();
-  await Promise.all([front, dns].map((t) => t?.close()));
+  await Promise.all([front, defective, dns].map((t) => t?.close()));
   await devnet?.close();
 });
 
@@ -142,5 +147,21 @@ describe("this service as an x402 seller, scanned by another instance, paid", ()
       expect(Object.keys(r.headers)).not.toContain("payment-signature");
       expect(Object.keys(r.headers)).not.toContain("x-payment");
     }
+  });
+
+  it("each defect of a challenge is named in a paid report, each paid once", async () => {
+    const account = devnet.payer(1);
+    const before = await devnet.balanceOf(account.address);
+    const paths = Object.keys(X402_DEFECTS);
+    for (const path of paths) {
+      const response = await paidSnapshot(scanner.url, defective.url(path, "site.test"), account);
+      expect(response.status, path).toBe(200);
+      const report = SnapshotResultSchema.parse(await response.json());
+      const ids = report.findings.filter((f) => f.check === "x402").map((f) => f.id);
+      expect(ids, path).toEqual([X402_DEFECTS[path]![1]]);
+    }
+    expect(before - (await devnet.balanceOf(account.address))).toBe(
+      PRICE_UNITS * BigInt(paths.length),
+    );
   });
 });
