@@ -550,8 +550,11 @@ interface X402Reads {
 function x402Of(chain: FetchedChain, ctx: FetchContext): X402Reads | null {
   const { final } = chain;
   if (final?.status !== 402) return null;
-  const header = readHeaderChallenge(final);
-  const body = (chain.finalBody ?? Promise.resolve(null)).then((b) => readBodyChallenge(final, b));
+  // Reading never fails a snapshot: what cannot be read is no challenge.
+  const header = readHeaderChallenge(final).catch(() => null);
+  const body = (chain.finalBody ?? Promise.resolve(null))
+    .then((b) => readBodyChallenge(final, b))
+    .catch(() => null);
   const discover = () => x402Discovery(chain.finalUrl, ctx);
   const discovery = header.then((h) =>
     h !== null ? discover() : body.then((b) => (b !== null ? discover() : null)),
