@@ -8,6 +8,7 @@ import { encodePaymentRequiredHeader } from "@x402/core/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import type { SnapshotEngine, SnapshotResult } from "../../src/snapshot/index.js";
+import { ALL_FINDINGS } from "../../src/snapshot/rules/registry.js";
 import { startDnsServer } from "../fixtures/dns-server.js";
 import type { DnsFixture } from "../fixtures/dns-server.js";
 import { PUBLIC_HOST, createTestEngine, respond, startHttpsTarget } from "../fixtures/targets.js";
@@ -111,6 +112,26 @@ describe("a correct x402 seller", () => {
 });
 
 describe("each defect of a challenge, one target each", () => {
+  it("every x402 finding has its target", () => {
+    const ids = new Set([
+      "x402-challenge-invalid",
+      "x402-pay-to-zero",
+      "x402-pay-to-not-checksummed",
+      "x402-resource-mismatch",
+      "x402-asset-not-usdc",
+      "x402-amount-zero",
+      "x402-amount-over-100-usdc",
+      "x402-headers-not-exposed",
+      "x402-header-too-large",
+      "x402-no-bazaar",
+      "x402-no-discovery",
+    ]);
+    expect(new Set(ALL_FINDINGS.filter((f) => f.check === "x402").map((f) => f.id))).toEqual(ids);
+    // Each defect's seller below, and the undiscovered one.
+    const served = [...Object.values(X402_DEFECTS).map(([, id]) => id), "x402-no-discovery"];
+    expect(new Set(served)).toEqual(ids);
+  });
+
   for (const [path, [, id]] of Object.entries(X402_DEFECTS)) {
     it(`${path}: ${id}`, async () => {
       const report = await snapshot(seller, path);
