@@ -5,6 +5,7 @@ import { gradeCapOf, gradeOf, scoreOf } from "./rules/score.js";
 import type { CrossOriginSection } from "./rules/cross-origin.js";
 import type { DnsSection } from "./rules/dns.js";
 import type { TlsSection } from "./rules/tls.js";
+import type { X402Section } from "./rules/x402.js";
 
 /**
  * The report shapes of docs/contract.md §2, as the engine builds them: plain types, so the engine
@@ -41,6 +42,8 @@ export interface ReportSections {
   dns: DnsSection | null;
   /** rules/cross-origin.ts: COOP, COEP, CORP and cross-origin isolation; null without a response. */
   cross_origin: CrossOriginSection | null;
+  /** rules/x402.ts: the final answer's x402 challenge; only when it is a 402 carrying one. */
+  x402?: X402Section;
 }
 
 /** A paid report's proof (docs/proof.md): who paid, by which transaction, and the signature. */

@@ -40,10 +40,20 @@ import type {
   HttpsVerdict,
   PageEvidence,
   TlsEvidence,
+  X402Challenge,
+  X402Discovery,
+  X402Evidence,
 } from "./rules/evidence.js";
 import { checkHeaders, judge, reportSections, snapshotNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
 import { isHtmlType, parsePage } from "./page.js";
+import { paymentRequiredHeader, readBodyChallenge, readHeaderChallenge } from "./x402-challenge.js";
+import {
+  OPENAPI_PATH,
+  X402_WELL_KNOWN_PATH,
+  isWellKnownX402,
+  namesPaymentInfo,
+} from "./rules/x402.js";
 import { headerBaseUri } from "./rules/csp.js";
 import { createRecordLookup, createResolver, shareAnswers } from "./net/resolver.js";
 import type { RecordLookup, ResolveHost } from "./net/resolver.js";
@@ -436,6 +446,11 @@ function isPage(hop: Hop): boolean {
   return hop.status === 200 && isHtmlType(type?.[type.length - 1]);
 }
 
+/** The final bodies read: a page's, and a 402's (it may be an x402 v1 challenge). */
+function wantsBody(hop: Hop): boolean {
+  return isPage(hop) || hop.status === 402;
+}
+
 /**
  * The main chain; when `speculate`, starting the file probes of its first https origins as soon
  * as they are known and the http-side probe with the first request (otherwise runChecks starts
@@ -461,7 +476,7 @@ function followChain(
       void session.httpSideFor(url.hostname);
     }
   };
-  return fetchChain(input, maxRedirects, session.ctx, onUrl, isPage);
+  return fetchChain(input, maxRedirects, session.ctx, onUrl, wantsBody);
 }
 
 interface Verdicts {
@@ -475,6 +490,7 @@ interface Verdicts {
 
 /** The page evidence of the final body, or null when it was not read (or not readable). */
 async function pageOf(chain: FetchedChain): Promise<PageEvidence | null> {
+  if (chain.final === null || !isPage(chain.final)) return null;
   const body = await chain.finalBody;
   if (!body) return null;
   // The header's base-uri decides whether the page's <base> counts.
@@ -487,6 +503,78 @@ function httpSideFrom(chain: Chain, input: URL, session: Session): Promise<HttpS
   if (!firstHopIsHttpSide(input, session.httpPort)) return session.httpSideFor(input.hostname);
   const first = chain.hops[0];
   return first ? Promise.resolve(httpSideOf(first)) : null;
+}
+
+/** A discovery document of `origin`: true when `judge` accepts its 200 body, null when unknown. */
+async function discoveryFile(
+  origin: URL,
+  path: string,
+  judge: (body: Buffer) => boolean,
+  ctx: FetchContext,
+): Promise<boolean | null> {
+  // Ranked with every other request (docs/snapshot-engine.md "Per-snapshot caps"), not the files.
+  const probe = await probeFile(origin, path, {
+    ...ctx,
+    ranked: { ...ctx.ranked, files: ctx.dispatcher },
+  });
+  if (probe.kind === "failed") return null;
+  if (probe.status !== 200) return probe.status >= 500 ? null : false;
+  return probe.body === null ? null : judge(probe.body);
+}
+
+/** The final origin's x402 discovery documents (docs/snapshot-engine.md "Requests per snapshot"). */
+async function x402Discovery(finalUrl: URL, ctx: FetchContext): Promise<X402Discovery> {
+  const origin = new URL(finalUrl.origin);
+  const [wellKnown, openApi] = await Promise.all([
+    discoveryFile(origin, X402_WELL_KNOWN_PATH, isWellKnownX402, ctx),
+    discoveryFile(origin, OPENAPI_PATH, namesPaymentInfo, ctx),
+  ]);
+  return { wellKnown, openApi };
+}
+
+/** Not told within the time the report waits for its extra probes. */
+const DISCOVERY_LATE: X402Discovery = { wellKnown: null, openApi: null };
+
+/** The x402 challenges of a final 402 answer, and its origin's discovery documents. */
+interface X402Reads {
+  header: Promise<X402Challenge | null>;
+  /** Waits for the body, which may trickle: the header's challenge does not. */
+  body: Promise<X402Challenge | null>;
+  discovery: Promise<X402Discovery | null>;
+}
+
+/**
+ * The discovery documents are asked only once a challenge is read (the header's first): a site
+ * that does not answer with one gets no request more.
+ */
+function x402Of(chain: FetchedChain, ctx: FetchContext): X402Reads | null {
+  const { final } = chain;
+  if (final?.status !== 402) return null;
+  // Reading never fails a snapshot: what cannot be read is no challenge.
+  const header = readHeaderChallenge(final).catch(() => null);
+  const body = (chain.finalBody ?? Promise.resolve(null))
+    .then((b) => readBodyChallenge(final, b))
+    .catch(() => null);
+  const discover = () => x402Discovery(chain.finalUrl, ctx);
+  const discovery = header.then((h) =>
+    h !== null ? discover() : body.then((b) => (b !== null ? discover() : null)),
+  );
+  return { header, body, discovery };
+}
+
+function x402EvidenceOf(
+  final: Hop | null,
+  challenges: (X402Challenge | null)[],
+  discovery: X402Discovery | null,
+): X402Evidence | null {
+  const read = challenges.filter((c): c is X402Challenge => c !== null);
+  if (final === null || read.length === 0) return null;
+  const header = paymentRequiredHeader(final);
+  return {
+    challenges: read,
+    headerBytes: header === undefined ? null : Buffer.byteLength(header),
+    discovery,
+  };
 }
 
 /** Each of `extras` as settled within `ms` from now, else its `late` value. */
@@ -533,6 +621,7 @@ async function runChecks(
   const httpSide = httpSideFrom(chain, input, session);
   // The report is of the final host's domain (docs/snapshot-engine.md "The domain").
   const domain = session.domainFor(finalUrl.hostname);
+  const x402 = x402Of(chain, session.ctx);
   const [files, probe] = await Promise.all([filesAsked, probeAsked]);
   const https = checkHttps({
     finalUrl,
@@ -549,12 +638,28 @@ async function runChecks(
   const tlsOrigin = tlsOriginOf(finalUrl, session.probePort);
   const handshake = https.ok ? session.tlsFacts.of(tlsOrigin.host, tlsOrigin.port) : null;
   const legacy = handshake ? session.legacyFor(tlsOrigin) : null;
-  const [[pageEvidence, corsProbe, httpSideProbe, legacyVerdicts], dns] = await Promise.all([
-    settleWithin<[PageEvidence | null, CorsProbe, HttpSideProbe, LegacyVerdicts]>(EXTRA_GRACE_MS, [
+  const [
+    [pageEvidence, corsProbe, httpSideProbe, legacyVerdicts, x402Header, x402Body, x402Documents],
+    dns,
+  ] = await Promise.all([
+    settleWithin<
+      [
+        PageEvidence | null,
+        CorsProbe,
+        HttpSideProbe,
+        LegacyVerdicts,
+        X402Challenge | null,
+        X402Challenge | null,
+        X402Discovery | null,
+      ]
+    >(EXTRA_GRACE_MS, [
       [page, null],
       [cors, { kind: "failed" }],
       [httpSide, { kind: "failed", failure: { kind: "timeout" } }],
       [legacy, LEGACY_LATE],
+      [x402?.header ?? null, null],
+      [x402?.body ?? null, null],
+      [x402?.discovery ?? null, DISCOVERY_LATE],
     ]),
     domain ? domainEvidence(domain, EXTRA_GRACE_MS) : null,
   ]);
@@ -568,6 +673,7 @@ async function runChecks(
     files,
     tls: handshake ? tlsEvidenceOf(handshake, legacyVerdicts ?? LEGACY_UNKNOWN) : null,
     dns,
+    x402: x402EvidenceOf(chain.final, [x402Header, x402Body], x402Documents),
     ...(fallbackFrom ? { fallbackFrom: fallbackFrom.href } : {}),
   };
   return { headers: checkHeaders(chain.final?.headers ?? null), https, files, evidence };

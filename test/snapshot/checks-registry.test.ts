@@ -33,6 +33,7 @@ describe("checks registry", () => {
       "tls",
       "dns",
       "cross_origin",
+      "x402",
       // docs/contract.md §10: a paid report's proof, last.
       "proof",
     ]);

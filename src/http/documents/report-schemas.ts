@@ -170,6 +170,32 @@ const TlsSchema = z
   .nullable()
   .describe("The verified TLS handshake to the final host; null when there was none.");
 
+const X402Schema = z
+  .object({
+    versions: z.array(z.number().int()).describe("Each `x402Version` read, newest first."),
+    valid: z.boolean().describe("Every challenge passed the official x402 schema of its version."),
+    networks: z
+      .array(z.string())
+      .describe('CAIP-2 ids of the networks offered, e.g. "eip155:8453".'),
+    assets: z.array(z.string()).describe("The token contracts asked for."),
+    amounts: z.array(z.string()).describe("The amounts asked, in the asset's smallest unit."),
+    pay_to: z.array(z.string()).describe("The addresses payments go to."),
+    resources: z.array(z.string()).describe("The resource URLs the challenges name."),
+    header_bytes: z
+      .number()
+      .int()
+      .nullable()
+      .describe("Size of the PAYMENT-REQUIRED header's value; null when it was not sent."),
+    bazaar: z.boolean().describe("A challenge carries a Bazaar description of the resource."),
+    discovery: z
+      .boolean()
+      .nullable()
+      .describe(
+        "/.well-known/x402 or x-payment-info in /openapi.json was found; null: could not be told.",
+      ),
+  })
+  .strict();
+
 /** A paid report's signature over what was paid for (docs/contract.md §10.1, docs/proof.md). */
 const ProofSchema = z
   .object({
@@ -241,6 +267,9 @@ export const SnapshotResultSchema = z
     ),
     cross_origin: CrossOriginSchema.nullable().describe(
       "The final response's cross-origin policies and whether the page is cross-origin isolated; null without a final response.",
+    ),
+    x402: X402Schema.optional().describe(
+      'The final answer\'s x402 challenge (docs/findings.md "x402"); only when it is a 402 carrying one.',
     ),
     proof: ProofSchema.optional(),
   })

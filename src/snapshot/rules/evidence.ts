@@ -154,6 +154,52 @@ export interface Evidence {
   tls: TlsEvidence | null;
   /** The final host's domain records (rules/dns.ts); absent or null when it is not a name. */
   dns?: DomainEvidence | null;
+  /** The x402 challenge of a final 402 answer (rules/x402.ts); absent or null when none. */
+  x402?: X402Evidence | null;
+}
+
+/** One payment option (`accepts` entry) of an x402 challenge, as written. */
+export interface X402Offer {
+  scheme: string;
+  /** As written: CAIP-2 in v2 (`eip155:8453`), a name in v1 (`base`). */
+  network: string;
+  asset: string;
+  /** In the asset's smallest unit: v2 `amount`, v1 `maxAmountRequired`. */
+  amount: string;
+  payTo: string;
+  /** Whether payTo is written in its EIP-55 checksum form; null on a network that is not EVM. */
+  payToChecksummed: boolean | null;
+}
+
+/** One x402 challenge of the final 402 answer: the v2 `PAYMENT-REQUIRED` header or a v1 body. */
+export interface X402Challenge {
+  from: "header" | "body";
+  /** Its `x402Version`; null when it could not be read. */
+  version: number | null;
+  /** Why the official x402 schema of its generation refused it; null when it passed. */
+  refused: string | null;
+  /** The resource URLs it names (v2 `resource.url`, v1 each entry's `resource`). */
+  resources: string[];
+  offers: X402Offer[];
+  /** It describes itself for Bazaar: v2 `extensions.bazaar`, v1 an entry's `outputSchema`. */
+  bazaar: boolean;
+}
+
+/** Whether the final origin publishes an x402 discovery document. */
+export interface X402Discovery {
+  /** `/.well-known/x402` answered 200 with a JSON object listing `resources`; null: unknown. */
+  wellKnown: boolean | null;
+  /** `/openapi.json` answered 200 naming `x-payment-info`; null: unknown. */
+  openApi: boolean | null;
+}
+
+/** The x402 challenge of a final 402 answer (rules/x402.ts). */
+export interface X402Evidence {
+  challenges: X402Challenge[];
+  /** The `PAYMENT-REQUIRED` header's size in bytes (name, value); null when not sent. */
+  headerBytes: number | null;
+  /** null when the discovery documents were not asked. */
+  discovery: X402Discovery | null;
 }
 
 /** What a CAA, TXT or MX question got: its records, none (NXDOMAIN/NODATA), or no usable answer. */

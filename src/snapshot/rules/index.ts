@@ -101,7 +101,9 @@ export function headerNotes(headers: HeaderPresence, findings: readonly Finding[
 export function reportSections(e: Evidence): ReportSections {
   const sections: Record<string, unknown> = {};
   for (const rule of RULES as readonly Rule[]) {
-    if (rule.section) sections[rule.section.key] = rule.section.of(e);
+    // A section that does not apply may be left out (undefined) rather than null (`x402`).
+    const value = rule.section?.of(e);
+    if (rule.section && value !== undefined) sections[rule.section.key] = value;
   }
   return sections as unknown as ReportSections;
 }

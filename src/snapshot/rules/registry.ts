@@ -27,6 +27,7 @@ import { securityTxtRule } from "./security-txt.js";
 import { sitemapXmlRule } from "./sitemap-xml.js";
 import { sriRule } from "./sri.js";
 import { tlsRule } from "./tls.js";
+import { x402Rule } from "./x402.js";
 import { xContentTypeOptionsRule } from "./x-content-type-options.js";
 import { xFrameOptionsRule } from "./x-frame-options.js";
 
@@ -51,6 +52,7 @@ export const RULES = [
   tlsRule,
   dnsRule,
   crossOriginRule,
+  x402Rule,
 ] as const satisfies readonly Rule[];
 
 type Check = Extract<(typeof RULES)[number], { check: unknown }>["check"];

@@ -105,7 +105,7 @@ describe("docs/findings.md", () => {
   const doc = readFileSync(new URL("../../../docs/findings.md", import.meta.url), "utf8");
   const rows = [
     ...doc.matchAll(
-      /^\|\s*`([a-z0-9-]+)`\s*\|\s*`([a-z_]+)`\s*\|\s*(high|medium|low|info)\s*\|.*\|\s*`(test\/[^`]+)`\s*\|$/gm,
+      /^\|\s*`([a-z0-9-]+)`\s*\|\s*`([a-z0-9_]+)`\s*\|\s*(high|medium|low|info)\s*\|.*\|\s*`(test\/[^`]+)`\s*\|$/gm,
     ),
   ];
 
