@@ -32,6 +32,7 @@ const NAMED: Record<string, RegExp> = {
   tls: /TLS/,
   dns: /CAA, SPF, DMARC and MTA-STS/,
   cross_origin: /cross-origin isolation/i,
+  x402: /x402 challenge/,
 };
 
 const README = readFileSync(new URL("../../README.md", import.meta.url), "utf8");

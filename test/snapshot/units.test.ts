@@ -163,10 +163,10 @@ describe("demo report", () => {
       robots_txt: demo.robots_txt_present,
       sitemap_xml: demo.sitemap_xml_present,
     });
-    // Field order of docs/contract.md §2.1 (no proof: nothing was paid), then the two demo
-    // fields; checks in the §2.3 order.
+    // Field order of docs/contract.md §2.1 (no proof: nothing was paid; no x402: the demo site
+    // asks for no payment), then the two demo fields; checks in the §2.3 order.
     expect(Object.keys(demo)).toEqual([
-      ...Object.keys(SnapshotResultSchema.shape).filter((key) => key !== "proof"),
+      ...Object.keys(SnapshotResultSchema.shape).filter((key) => key !== "proof" && key !== "x402"),
       "_demo",
       "_note",
     ]);

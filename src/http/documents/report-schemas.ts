@@ -176,7 +176,7 @@ const X402Schema = z
     valid: z.boolean().describe("Every challenge passed the official x402 schema of its version."),
     networks: z
       .array(z.string())
-      .describe('CAIP-2 ids of the networks offered, e.g. "eip155:8453".'),
+      .describe("CAIP-2 ids of the networks offered (`eip155:<chain id>`)."),
     assets: z.array(z.string()).describe("The token contracts asked for."),
     amounts: z.array(z.string()).describe("The amounts asked, in the asset's smallest unit."),
     pay_to: z.array(z.string()).describe("The addresses payments go to."),

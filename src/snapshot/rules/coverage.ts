@@ -9,4 +9,5 @@ export const REPORT_COVERAGE =
   "six security headers (HSTS, CSP, X-Frame-Options, X-Content-Type-Options, Referrer-Policy, " +
   "Permissions-Policy) and how well they are set, cookies, CORS, cross-origin isolation, " +
   "script integrity, mixed content, server version disclosure, security.txt / robots.txt / " +
-  "sitemap.xml, and the domain's CAA, SPF, DMARC and MTA-STS records";
+  "sitemap.xml, the domain's CAA, SPF, DMARC and MTA-STS records, and a paid endpoint's own x402 " +
+  "challenge (what it asks, and whether clients can pay it)";
