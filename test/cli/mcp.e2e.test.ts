@@ -10,7 +10,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import inspectorCli from "@modelcontextprotocol/inspector-cli/package.json" with { type: "json" };
-import { Ajv } from "ajv";
+import { Ajv2020 as Ajv } from "ajv/dist/2020.js";
 import { testActions, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
