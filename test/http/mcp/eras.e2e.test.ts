@@ -147,3 +147,158 @@ describe.each(CLIENTS)("POST /mcp with the $name client", ({ era, connect, payer
     await client.close();
   });
 });
+
+/** The 2026-07-28 per-request envelope of a raw request. */
+const ENVELOPE = {
+  "io.modelcontextprotocol/protocolVersion": MODERN,
+  "io.modelcontextprotocol/clientCapabilities": {},
+  "io.modelcontextprotocol/clientInfo": { name: "raw", version: "1.0.0" },
+};
+
+/** A raw POST /mcp: status, and the JSON-RPC answer. */
+async function raw(
+  message: Record<string, unknown>,
+  headers: Record<string, string>,
+): Promise<{
+  status: number;
+  body: {
+    result?: Record<string, unknown>;
+    error?: { code: number; message: string; data?: unknown };
+    id?: unknown;
+  };
+}> {
+  const response = await fetch(`${bed.service.url}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...headers,
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", ...message }),
+  });
+  expect(response.headers.get("content-type")).toContain("application/json");
+  return { status: response.status, body: (await response.json()) as never };
+}
+
+/** A 2026-07-28 tools/call of `name`, its headers matching its body. */
+function modernCall(id: number, name: string, args: Record<string, unknown>, meta = {}) {
+  return {
+    message: {
+      id,
+      method: "tools/call",
+      params: { name, arguments: args, _meta: { ...ENVELOPE, ...meta } },
+    },
+    headers: { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": name },
+  };
+}
+
+describe(`POST /mcp's ${MODERN} answers to raw requests`, () => {
+  it("offers 2026-07-28 on server/discover; its results carry resultType complete, the PaymentRequired in the tool result", async () => {
+    const discovered = await raw(
+      { id: 1, method: "server/discover", params: { _meta: ENVELOPE } },
+      { "mcp-protocol-version": MODERN, "mcp-method": "server/discover" },
+    );
+    expect(discovered.status).toBe(200);
+    expect(discovered.body.result).toMatchObject({
+      supportedVersions: [MODERN],
+      capabilities: { tools: {} },
+      resultType: "complete",
+    });
+    const listed = await raw(
+      { id: 2, method: "tools/list", params: { _meta: ENVELOPE } },
+      { "mcp-protocol-version": MODERN, "mcp-method": "tools/list" },
+    );
+    expect(listed.body.result).toMatchObject({
+      resultType: "complete",
+      ttlMs: expect.any(Number),
+      cacheScope: expect.any(String),
+    });
+    const { message, headers } = modernCall(3, "snapshot", { url: bed.target.url });
+    const unpaid = await raw(message, headers);
+    expect(unpaid.status).toBe(200);
+    expect(unpaid.body.id).toBe(3);
+    expect(unpaid.body.result).toMatchObject({
+      resultType: "complete",
+      isError: true,
+      structuredContent: { x402Version: 2, resource: { url: "mcp://tool/snapshot" } },
+    });
+  });
+
+  it("refuses a header that disagrees with the body: HTTP 400, -32020, nothing charged", async () => {
+    const account = bed.payer(5);
+    const before = await bed.balanceOf(account.address);
+    const { message: unpaid, headers } = modernCall(1, "snapshot", { url: bed.target.url });
+    const required = (await raw(unpaid, headers)).body.result!.structuredContent as PaymentRequired;
+    const proof = await signedProof(required, account);
+    const { message } = modernCall(
+      2,
+      "snapshot",
+      { url: bed.target.url },
+      { "x402/payment": proof },
+    );
+    const mismatches: Record<string, string>[] = [
+      { ...headers, "mcp-method": "tools/list" },
+      { ...headers, "mcp-name": "demo_snapshot" },
+      { ...headers, "mcp-protocol-version": "2025-06-18" },
+      { "mcp-protocol-version": MODERN, "mcp-name": "snapshot" },
+    ];
+    for (const mismatched of mismatches) {
+      const answer = await raw(message, mismatched);
+      expect(answer.status, JSON.stringify(mismatched)).toBe(400);
+      expect(answer.body.error?.code, JSON.stringify(mismatched)).toBe(-32020);
+      expect(answer.body.id).toBe(2);
+    }
+    expect(await bed.balanceOf(account.address)).toBe(before);
+    // The same proof with matching headers is then served, once.
+    const paid = await raw(message, headers);
+    expect(paid.body.result).toMatchObject({
+      resultType: "complete",
+      structuredContent: { reachable: true },
+    });
+    expect(await bed.balanceOf(account.address)).toBe(before - PRICE_UNITS);
+  });
+
+  it("refuses an unsupported protocol version with HTTP 400 and -32022 naming the supported one", async () => {
+    const { message } = modernCall(
+      7,
+      "demo_snapshot",
+      {},
+      {
+        "io.modelcontextprotocol/protocolVersion": "2099-01-01",
+      },
+    );
+    const answer = await raw(message, {
+      "mcp-protocol-version": "2099-01-01",
+      "mcp-method": "tools/call",
+      "mcp-name": "demo_snapshot",
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.body.error).toMatchObject({
+      code: -32022,
+      data: { supported: [MODERN], requested: "2099-01-01" },
+    });
+    expect(answer.body.id).toBe(7);
+  });
+
+  it("refuses a 2026-07-28 version header on a request without the envelope: HTTP 400, -32602", async () => {
+    const answer = await raw(
+      { id: 8, method: "tools/call", params: { name: "demo_snapshot", arguments: {} } },
+      { "mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "demo_snapshot" },
+    );
+    expect(answer.status).toBe(400);
+    expect(answer.body.error?.code).toBe(-32602);
+  });
+
+  it("answers GET and DELETE with 405 in either era", async () => {
+    for (const method of ["GET", "DELETE"]) {
+      for (const version of [MODERN, "2025-11-25"]) {
+        const response = await fetch(`${bed.service.url}/mcp`, {
+          method,
+          headers: { accept: "text/event-stream", "mcp-protocol-version": version },
+        });
+        expect(response.status, `${method} ${version}`).toBe(405);
+        await response.text();
+      }
+    }
+  });
+});
