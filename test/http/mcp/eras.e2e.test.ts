@@ -9,6 +9,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { PaymentRequired, SettleResponse } from "@x402/core/types";
+import { validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { challengeOf, connectedMcpClient, signedProof } from "../../fixtures/mcp-client.js";
 import { PRICE_UNITS } from "../../fixtures/paid-devnet.js";
@@ -93,6 +94,24 @@ const CLIENTS: {
   { name: "SDK 1.x", era: "2025", connect: v1Client, payer: 4 },
 ];
 
+/** The Bazaar discovery of the MCP tool: `info.input` of type `mcp`, valid by its own schema. */
+function expectMcpBazaar(required: PaymentRequired): void {
+  const bazaar = required.extensions?.["bazaar"] as { info: { input: unknown } } | undefined;
+  expect(bazaar?.info.input).toEqual({
+    type: "mcp",
+    toolName: "snapshot",
+    transport: "streamable-http",
+    inputSchema: {
+      type: "object",
+      properties: { url: { type: "string", maxLength: expect.any(Number) } },
+      required: ["url"],
+      additionalProperties: false,
+    },
+    example: { url: "https://example.com" },
+  });
+  expect(validateDiscoveryExtension(bazaar as never)).toEqual({ valid: true });
+}
+
 describe.each(CLIENTS)("POST /mcp with the $name client", ({ era, connect, payer }) => {
   it("speaks its era, lists the tools and serves the demo free", async () => {
     const client = await connect();
@@ -117,6 +136,7 @@ describe.each(CLIENTS)("POST /mcp with the $name client", ({ era, connect, payer
       await client.call("snapshot", { url: bed.target.url }),
     );
     expect(required.resource.url).toBe("mcp://tool/snapshot");
+    expectMcpBazaar(required);
     expect(await bed.balanceOf(account.address)).toBe(payerBefore);
 
     const proof = await signedProof(required, account);
