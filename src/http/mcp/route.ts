@@ -72,6 +72,11 @@ interface RequestContext {
   finishes: ((delivered: boolean) => void)[];
   /** A proof was refused with a PaymentRequired (counted in the client's budget). */
   refusedProof: boolean;
+  /**
+   * The SDK answered already: a tool that ends later (the client left, and the SDK answered the
+   * current revision's request without waiting) tells its ledger at once that nothing was sent.
+   */
+  answered: boolean;
 }
 
 /** Idle servers kept for reuse, per era; more concurrent requests build more, the surplus is dropped. */
@@ -101,8 +106,9 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     }
     if (prepared) return prepared;
     if (isBatch(body)) return batchRefused();
-    const context: RequestContext = { c, finishes: [], refusedProof: false };
+    const context: RequestContext = { c, finishes: [], refusedProof: false, answered: false };
     const response = await requests.run(context, () => eras.serve(c.req.raw, body));
+    context.answered = true;
     if (context.refusedProof) budget?.countRefusedProof();
     if (context.finishes.length > 0) {
       whenSent(c, (delivered) => {
@@ -145,7 +151,8 @@ function buildServer(deps: McpRouteDeps, requests: AsyncLocalStorage<RequestCont
     // The x402 keys; the 2026-07-28 envelope's own keys are lifted out of it by the SDK.
     const meta = ctx.mcpReq._meta;
     const answer = await snapshotTool(deps, request.c, url, meta);
-    if (answer.finish) request.finishes.push(answer.finish);
+    if (answer.finish && request.answered) answer.finish(false);
+    else if (answer.finish) request.finishes.push(answer.finish);
     if (deps.payment?.carriesProof(meta) && isPaymentRequired(answer.result)) {
       request.refusedProof = true;
     }
