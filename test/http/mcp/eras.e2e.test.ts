@@ -127,7 +127,7 @@ describe.each(CLIENTS)("POST /mcp with the $name client", ({ era, connect, payer
   it("gets the PaymentRequired, pays once (one transfer of the price), and a replay of the proof moves nothing", async () => {
     const client = await connect();
     const account = bed.payer(payer);
-    const fromBlock = await bed.chain.getBlockNumber();
+    const fromBlock = (await bed.chain.getBlockNumber({ cacheTime: 0 })) + 1n;
     const [payerBefore, payeeBefore] = [
       await bed.balanceOf(account.address),
       await bed.balanceOf(bed.devnet.payTo),
