@@ -7,12 +7,20 @@
  * 2. Unpaid: a `snapshot` tools/call without payment (the PaymentRequired error result, one
  *    stateless JSON-RPC POST) beside the HTTP 402, both sent by the same fetch, alternating batches
  *    of sequential requests. Median ratio must be ≤ 1.5.
+ * 3. Eras: the paid `snapshot` tools/call in MCP's current revision (2026-07-28: the SDK v2
+ *    client pinned to it) beside the same call in a 2025 revision (the same client in its
+ *    default mode, `initialize`), alternating, each proof signed before its timer starts.
+ *    Median ratio must be ≤ 1.1.
  *
  *   tsx bench/mcp.ts     exits 1 if a ratio misses its target
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
+import {
+  Client as ClientV2,
+  StreamableHTTPClientTransport as StreamableHTTPClientTransportV2,
+} from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -31,6 +39,7 @@ import { summarise } from "./lib/stats.js";
 
 const PAID_TARGET_RATIO = 1.15;
 const UNPAID_TARGET_RATIO = 1.5;
+const ERA_TARGET_RATIO = 1.1;
 const PAID_RUNS = 12;
 const UNPAID_ROUNDS = 9;
 const UNPAID_PER_ROUND = 100;
@@ -87,6 +96,34 @@ async function main(): Promise<number> {
   const mcp = new Client({ name: "secsnap-bench", version: "1.0.0" });
   await mcp.connect(new StreamableHTTPClientTransport(new URL(`${server.url}/mcp`)));
   await mcp.listTools();
+
+  // The SDK v2 client in each era: the difference measured is the server's (and the era's wire).
+  const eraClient = async (mode: "legacy" | { pin: string }) => {
+    const client = new ClientV2(
+      { name: "secsnap-bench", version: "1.0.0" },
+      { versionNegotiation: { mode } },
+    );
+    await client.connect(new StreamableHTTPClientTransportV2(new URL(`${server.url}/mcp`)));
+    await client.listTools();
+    return client;
+  };
+  const legacyEra = await eraClient("legacy");
+  const modernEra = await eraClient({ pin: "2026-07-28" });
+  const paidEraCall = async (client: ClientV2): Promise<number> => {
+    const call = { name: "snapshot", arguments: { url: target } };
+    const unpaid = (await client.callTool(call)) as CallToolResult;
+    const payload = await signer.createPaymentPayload(
+      unpaid.structuredContent as unknown as PaymentRequired,
+    );
+    const started = performance.now();
+    const result = (await client.callTool({
+      ...call,
+      _meta: { "x402/payment": payload },
+    })) as CallToolResult;
+    const elapsed = performance.now() - started;
+    if (result.isError) throw new Error(`MCP paid call failed: ${JSON.stringify(result)}`);
+    return elapsed;
+  };
 
   const postHttp = (headers: Record<string, string> = {}) =>
     fetch(`${server.url}/v1/snapshot`, {
@@ -164,23 +201,45 @@ async function main(): Promise<number> {
       unpaidMcp.push((performance.now() - started) / UNPAID_PER_ROUND);
     }
 
-    const judge = (name: string, mcpMs: number[], httpMs: number[], target: number) => {
+    // 3. Paid, in each era, alternating.
+    await paidEraCall(legacyEra);
+    await paidEraCall(modernEra);
+    const paidLegacy: number[] = [];
+    const paidModern: number[] = [];
+    for (let i = 0; i < PAID_RUNS; i++) {
+      paidLegacy.push(await paidEraCall(legacyEra));
+      paidModern.push(await paidEraCall(modernEra));
+    }
+
+    const judge = (
+      name: string,
+      mcpMs: number[],
+      httpMs: number[],
+      target: number,
+      [mcpName, httpName] = ["/mcp", "/v1/snapshot"],
+    ) => {
       const ratios = mcpMs.map((m, i) => m / (httpMs[i] as number));
       const ratio = summarise(ratios).median;
       const m = summarise(mcpMs);
       const h = summarise(httpMs);
       const ok = ratio <= target;
       console.log(
-        `${name}: /mcp median ${m.median.toFixed(2)} ms (min ${m.min.toFixed(2)}, max ${m.max.toFixed(2)}) · ` +
-          `/v1/snapshot median ${h.median.toFixed(2)} ms (min ${h.min.toFixed(2)}, max ${h.max.toFixed(2)}) · ` +
+        `${name}: ${mcpName} median ${m.median.toFixed(2)} ms (min ${m.min.toFixed(2)}, max ${m.max.toFixed(2)}) · ` +
+          `${httpName} median ${h.median.toFixed(2)} ms (min ${h.min.toFixed(2)}, max ${h.max.toFixed(2)}) · ` +
           `median ratio ${ratio.toFixed(3)} (target ≤ ${target}) ${ok ? "ok" : "MISSED"}`,
       );
       if (!ok) failed = true;
     };
     judge("paid snapshot", paidMcp, paidHttp, PAID_TARGET_RATIO);
     judge("unpaid call (PaymentRequired vs 402)", unpaidMcp, unpaidHttp, UNPAID_TARGET_RATIO);
+    judge("paid snapshot, 2026-07-28 vs 2025", paidModern, paidLegacy, ERA_TARGET_RATIO, [
+      "2026-07-28",
+      "2025-11-25",
+    ]);
   } finally {
     await mcp.close();
+    await legacyEra.close();
+    await modernEra.close();
     gate.close();
     await server.close(1_000);
     await engine.close();

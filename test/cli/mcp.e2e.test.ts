@@ -6,11 +6,13 @@
 import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
+import { Client as ClientV2 } from "@modelcontextprotocol/client";
+import { StdioClientTransport as StdioClientTransportV2 } from "@modelcontextprotocol/client/stdio";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import type { CallToolResult, Tool } from "@modelcontextprotocol/sdk/types.js";
 import inspectorCli from "@modelcontextprotocol/inspector-cli/package.json" with { type: "json" };
-import { Ajv } from "ajv";
+import { Ajv2020 as Ajv } from "ajv/dist/2020.js";
 import { testActions, type Address, type Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
@@ -488,6 +490,64 @@ describe("the MCP Inspector's CLI", () => {
   });
 });
 
+describe("both eras of MCP over stdio: the SDK v2 client", () => {
+  /** A `secsnap mcp` process reached by the SDK v2 client in `mode`. */
+  async function connectV2(mode: "auto" | { pin: string }, environment: Record<string, string>) {
+    const client = new ClientV2(
+      { name: "secsnap-test", version: "1.0.0" },
+      { versionNegotiation: { mode } },
+    );
+    await client.connect(
+      new StdioClientTransportV2({
+        command: process.execPath,
+        args: [...cliNodeArgs(), "mcp", "--api", bed.service.url, "--rpc", bed.devnet.rpcUrl],
+        env: environment,
+        cwd: ROOT,
+        stderr: "pipe",
+      }),
+    );
+    opened.push(client);
+    return client;
+  }
+
+  it("pinned to 2026-07-28: lists the four tools, the demo, and pays `snapshot` once (one transfer)", async () => {
+    const client = await connectV2({ pin: "2026-07-28" }, env(3));
+    expect(client.getNegotiatedProtocolVersion()).toBe("2026-07-28");
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      "demo_snapshot",
+      "get_snapshot",
+      "snapshot",
+      "wallet",
+    ]);
+    const demo = await client.callTool({ name: "demo_snapshot", arguments: {} });
+    expect(demo.structuredContent).toMatchObject({ _demo: true });
+
+    const payer = bed.payer(3).address;
+    const [before, payToBefore, latest] = await Promise.all([
+      bed.balanceOf(payer),
+      bed.balanceOf(bed.devnet.payTo),
+      // Not viem's cached figure: this payer paid in the first test, a few blocks ago.
+      bed.chain.getBlockNumber({ cacheTime: 0 }),
+    ]);
+    const fromBlock = latest + 1n;
+    const paid = await client.callTool({ name: "snapshot", arguments: { url: bed.target.url } });
+    expect(paid.isError, JSON.stringify(paid.content)).toBeFalsy();
+    expect(paid.structuredContent).toMatchObject({ requested_url: bed.target.url });
+    const moved = await bed.transfersFrom(payer, fromBlock);
+    expect(moved.map((l) => [l.args.to, l.args.value])).toEqual([[bed.devnet.payTo, PRICE_UNITS]]);
+    expect(await bed.balanceOf(payer)).toBe(before - PRICE_UNITS);
+    expect(await bed.balanceOf(bed.devnet.payTo)).toBe(payToBefore + PRICE_UNITS);
+  });
+
+  it("auto: negotiates 2026-07-28 and serves the demo", async () => {
+    const client = await connectV2("auto", env());
+    expect(client.getNegotiatedProtocolVersion()).toBe("2026-07-28");
+    const demo = await client.callTool({ name: "demo_snapshot", arguments: {} });
+    expect(demo.structuredContent).toMatchObject({ _demo: true });
+  });
+});
+
 describe("the bundle's fast start (answers recorded from the SDK by the build)", () => {
   const BIN = join(ROOT, "bin", "secsnap.js");
 
@@ -514,6 +574,26 @@ describe("the bundle's fast start (answers recorded from the SDK by the build)",
       arguments: {},
     })) as CallToolResult;
     expect(demo.structuredContent).toMatchObject({ _demo: true });
+  });
+
+  it("leaves a 2026-07-28 session to the SDK: a first tools/list with the envelope gets its answer", async () => {
+    const child = spawn(process.execPath, [BIN, "mcp", "--api", bed.service.url], {
+      cwd: ROOT,
+      env: env(),
+    });
+    const _meta = {
+      "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+      "io.modelcontextprotocol/clientCapabilities": {},
+    };
+    child.stdin.write(
+      `${JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list", params: { _meta } })}\n`,
+    );
+    const line = await waitForLine(child.stdout, /"id":1[,}]/);
+    child.stdin.end();
+    await new Promise((resolve) => child.on("close", resolve));
+    const { result } = JSON.parse(line) as { result: { resultType?: string; tools: unknown[] } };
+    expect(result.resultType).toBe("complete");
+    expect(result.tools).toHaveLength(4);
   });
 
   it("writes each answer once: the SDK's own answers to the early requests are dropped", async () => {

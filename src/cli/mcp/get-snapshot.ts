@@ -3,7 +3,7 @@
  * with the wallet `snapshot` pays with, as `secsnap get` does (src/cli/get/again.ts). Loaded on
  * its first call, like the paying half.
  */
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import { getSnapshotAgain, signInAccount } from "../get/again.js";
 import { summary } from "./payer.js";
 

@@ -59,6 +59,9 @@ interface Message {
 export function answerFirstRequests(listing: McpListing): Promise<EarlySession> {
   const lines: string[] = [];
   const answered = new Set<string | number>();
+  // The listing's answers are the 2025 revisions': a tools/list is one only after `initialize`
+  // (the current revision's session opens with server/discover or its envelope: the SDK's).
+  let initialized = false;
   let partial = "";
   return new Promise((resolve) => {
     const handOver = (ended: boolean) => {
@@ -89,13 +92,14 @@ export function answerFirstRequests(listing: McpListing): Promise<EarlySession> 
         const known =
           message?.jsonrpc === "2.0" && (typeof id === "string" || typeof id === "number");
         if (known && message?.method === "initialize") {
+          initialized = true;
           const version = message.params?.protocolVersion;
           answer(
             id,
             (typeof version === "string" && listing.initialize[version]) ||
               listing.initializeOtherwise,
           );
-        } else if (known && message?.method === "tools/list") {
+        } else if (known && initialized && message?.method === "tools/list") {
           answer(id, listing.toolsList);
         } else if (message?.method !== "notifications/initialized") {
           // Anything else is the SDK's to answer; what follows is unread yet.
@@ -103,7 +107,7 @@ export function answerFirstRequests(listing: McpListing): Promise<EarlySession> 
           handOver(false);
           return;
         }
-        if (known && message?.method === "tools/list") {
+        if (known && initialized && message?.method === "tools/list") {
           partial = [...parts.slice(index + 1), partial].join("\n");
           handOver(false);
           return;

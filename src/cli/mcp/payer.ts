@@ -4,7 +4,7 @@
  * payment id, resends of that same proof after a lost answer, the chain read that says whether
  * anything was charged — within the session's caps, checked before signing (docs/mcp.md).
  */
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/server";
 import type { Network, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { getDefaultAsset } from "@x402/evm";
 import { formatUnits, parseUnits, type Address } from "viem";

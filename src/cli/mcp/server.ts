@@ -1,17 +1,19 @@
 /**
  * The MCP server of `secsnap mcp` on the official SDK: its four tools registered on an
- * McpServer (docs/mcp.md). Loaded by command.ts once the session needs more than its first
- * answers, and by the build, which records those answers (listing.ts).
+ * McpServer (docs/mcp.md), served in both eras of MCP by the SDK's `serveStdio` (the session's
+ * first message chooses: `initialize` for the 2025 revisions, `server/discover` or a request
+ * with the 2026-07-28 envelope for the current one). Loaded by command.ts once the session needs
+ * more than its first answers, and by the build, which records those answers (listing.ts).
  */
 import { PassThrough, Writable, type Readable } from "node:stream";
-import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import {
+  InMemoryTransport,
+  McpServer,
   SUPPORTED_PROTOCOL_VERSIONS,
   type CallToolResult,
   type JSONRPCMessage,
-} from "@modelcontextprotocol/sdk/types.js";
+} from "@modelcontextprotocol/server";
+import { StdioServerTransport, serveStdio } from "@modelcontextprotocol/server/stdio";
 import * as z from "zod";
 import {
   DEMO_SNAPSHOT_TOOL,
@@ -48,25 +50,34 @@ const WalletOutputSchema = z.object({
   note: z.string().optional(),
 });
 
-/** The server with its four tools. */
-function createServer(options: McpOptions, env: NodeJS.ProcessEnv, log: (line: string) => void) {
+/** The paying half of a session, loaded once on first use: one wallet, one budget. */
+function sessionPayer(options: McpOptions, env: NodeJS.ProcessEnv, log: (line: string) => void) {
+  let payer: Promise<McpPayer> | undefined;
+  return () => (payer ??= import("./payer.js").then((m) => new m.McpPayer(options, env, log)));
+}
+
+/**
+ * The server with its four tools. The SDK may build more than one a session (a probe of the era
+ * first): they share the session's payer, so its budget holds across them.
+ */
+function createServer(
+  options: McpOptions,
+  env: NodeJS.ProcessEnv,
+  log: (line: string) => void,
+  paying: () => Promise<McpPayer>,
+) {
   const server = new McpServer({ name: "secsnap", version: SERVICE_VERSION });
 
-  // The paying half, loaded once on first use.
-  let payer: Promise<McpPayer> | undefined;
-  const paying = () =>
-    (payer ??= import("./payer.js").then((m) => new m.McpPayer(options, env, log)));
-
-  server.registerTool(MCP_TOOL_NAMES.snapshot, SNAPSHOT_TOOL, async ({ url }, extra) =>
-    guarded(log, () => paying().then((p) => p.snapshot(url, extra.signal))),
+  server.registerTool(MCP_TOOL_NAMES.snapshot, SNAPSHOT_TOOL, async ({ url }, ctx) =>
+    guarded(log, () => paying().then((p) => p.snapshot(url, ctx.mcpReq.signal))),
   );
-  server.registerTool(MCP_TOOL_NAMES.demoSnapshot, DEMO_SNAPSHOT_TOOL, async (_args, extra) =>
-    guarded(log, () => demo(options.base, extra.signal)),
+  server.registerTool(MCP_TOOL_NAMES.demoSnapshot, DEMO_SNAPSHOT_TOOL, async (_args, ctx) =>
+    guarded(log, () => demo(options.base, ctx.mcpReq.signal)),
   );
-  server.registerTool("get_snapshot", GET_SNAPSHOT_TOOL, async ({ snapshot_id }, extra) =>
+  server.registerTool("get_snapshot", GET_SNAPSHOT_TOOL, async ({ snapshot_id }, ctx) =>
     guarded(log, async () => {
       const { getSnapshot } = await import("./get-snapshot.js");
-      return getSnapshot(options.base, env, snapshot_id, extra.signal, log);
+      return getSnapshot(options.base, env, snapshot_id, ctx.mcpReq.signal, log);
     }),
   );
   server.registerTool(
@@ -80,7 +91,7 @@ function createServer(options: McpOptions, env: NodeJS.ProcessEnv, log: (line: s
       outputSchema: WalletOutputSchema,
       annotations: { readOnlyHint: true, openWorldHint: true },
     },
-    async (_args, extra) => guarded(log, () => paying().then((p) => p.wallet(extra.signal))),
+    async (_args, ctx) => guarded(log, () => paying().then((p) => p.wallet(ctx.mcpReq.signal))),
   );
   return server;
 }
@@ -96,7 +107,7 @@ export async function serve(
   log: (line: string) => void,
   early: EarlySession | undefined,
 ): Promise<number> {
-  const server = createServer(options, env, log);
+  const paying = sessionPayer(options, env, log);
   let input: Readable = process.stdin;
   let output: Writable = process.stdout;
   if (early) {
@@ -109,11 +120,13 @@ export async function serve(
   }
   const transport = new StdioServerTransport(input, output);
   const closed = new Promise<void>((resolve) => {
-    transport.onclose = resolve;
     // The host ends the session by closing our stdin (the MCP stdio transport's shutdown).
-    input.once("end", () => void server.close());
+    input.once("end", () => void session.close().then(resolve));
   });
-  await server.connect(transport);
+  const session = serveStdio(() => createServer(options, env, log, paying), {
+    transport,
+    onerror: (error) => log(`MCP: ${error.message}`),
+  });
   log(
     `serving MCP on stdio; paying ${options.base.href} on ${options.networks.join(", ")}, at most ${options.maxUsdc} USDC a call and ${options.budgetUsdc} USDC this session`,
   );
@@ -143,7 +156,9 @@ function withoutAnswersTo(answered: Set<string | number>): Writable {
  * loads, so a host gets the SDK's answers without waiting for it.
  */
 export async function recordListing(options: McpOptions): Promise<McpListing> {
-  const server = createServer(options, {}, () => {});
+  const log = () => {};
+  // A server connected by hand speaks the 2025 revisions, as serveStdio's after `initialize`.
+  const server = createServer(options, {}, log, sessionPayer(options, {}, log));
   const [client, inServer] = InMemoryTransport.createLinkedPair();
   const answers = new Map<string | number, unknown>();
   client.onmessage = (message: JSONRPCMessage) => {

@@ -1,16 +1,24 @@
 /**
- * POST /mcp: the service speaks MCP (docs/contract.md §7.10, docs/mcp.md) over the SDK's
- * Streamable HTTP transport, stateless (no session id, a JSON answer per request). Tools
- * `snapshot` (paid with x402 over MCP, through the payment gate's MCP adapter on the same ledger
- * as POST /v1/snapshot) and `demo_snapshot` (free), with the definitions `secsnap mcp` shares.
+ * POST /mcp: the service speaks MCP (docs/contract.md §7.10, docs/mcp.md) in both eras on
+ * one URL: the current revision (2026-07-28: stateless, `server/discover`, a `_meta` envelope
+ * on every request, `resultType` on every result) through the SDK's `createMcpHandler`, and the
+ * 2025 revisions (`initialize`) through the SDK's Streamable HTTP transport, stateless (no
+ * session id, a JSON answer per request). Tools `snapshot` (paid with x402 over MCP, through the
+ * payment gate's MCP adapter on the same ledger as POST /v1/snapshot) and `demo_snapshot`
+ * (free), with the definitions `secsnap mcp` shares.
  *
- * A new transport per request (the SDK's stateless pattern), on an McpServer reused from a small
- * idle pool (building one costs more than the request, docs/benchmarks.md "MCP"); the request
- * reaches the tool handlers through async context, so a paid answer tells the ledger once it was written.
+ * A server per request (the SDK's stateless pattern), reused from a small idle pool per era
+ * (building one costs more than the request, docs/benchmarks.md "MCP"); the request reaches the
+ * tool handlers through async context, so a paid answer tells the ledger once it was written.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import {
+  McpServer,
+  WebStandardStreamableHTTPServerTransport,
+  createMcpHandler,
+  isLegacyRequest,
+  type McpHttpHandler,
+} from "@modelcontextprotocol/server";
 import type { Context, Hono } from "hono";
 import { whenSent, type McpPayment, type McpToolResult, type Answer } from "../../payment/index.js";
 import {
@@ -64,9 +72,14 @@ interface RequestContext {
   finishes: ((delivered: boolean) => void)[];
   /** A proof was refused with a PaymentRequired (counted in the client's budget). */
   refusedProof: boolean;
+  /**
+   * The SDK answered already: a tool that ends later (the client left, and the SDK answered the
+   * current revision's request without waiting) tells its ledger at once that nothing was sent.
+   */
+  answered: boolean;
 }
 
-/** Idle servers kept for reuse; more concurrent requests build more, the surplus is dropped. */
+/** Idle servers kept for reuse, per era; more concurrent requests build more, the surplus is dropped. */
 const MAX_IDLE_SERVERS = 16;
 
 /** Mounts POST /mcp (GET and DELETE fall to the app's 405: no SSE stream, no session). */
@@ -78,7 +91,7 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     const meta = snapshotCallMeta(message);
     return meta !== undefined && (payment?.carriesProof(meta) ?? false);
   };
-  const servers = new ServerPool(() => buildServer(deps, requests));
+  const eras = new McpEras(() => buildServer(deps, requests));
   const fast =
     payment && deps.unpaidFastPath !== false
       ? new McpUnpaidFastPath(deps.urlPolicy, () => payment.unpaidResult())
@@ -93,10 +106,9 @@ export function addMcpRoute<E extends object>(app: Hono<E>, deps: McpRouteDeps):
     }
     if (prepared) return prepared;
     if (isBatch(body)) return batchRefused();
-    const context: RequestContext = { c, finishes: [], refusedProof: false };
-    const response = await servers.serve((transport) =>
-      requests.run(context, () => handOver(transport, c.req.raw, body)),
-    );
+    const context: RequestContext = { c, finishes: [], refusedProof: false, answered: false };
+    const response = await requests.run(context, () => eras.serve(c.req.raw, body));
+    context.answered = true;
     if (context.refusedProof) budget?.countRefusedProof();
     if (context.finishes.length > 0) {
       whenSent(c, (delivered) => {
@@ -133,12 +145,15 @@ function buildServer(deps: McpRouteDeps, requests: AsyncLocalStorage<RequestCont
     structuredContent: demo,
   };
   const server = new McpServer({ name: "secsnap", version: SERVICE_VERSION });
-  server.registerTool(MCP_TOOL_NAMES.snapshot, SNAPSHOT_TOOL, async ({ url }, extra) => {
+  server.registerTool(MCP_TOOL_NAMES.snapshot, SNAPSHOT_TOOL, async ({ url }, ctx) => {
     const request = requests.getStore();
     if (!request) throw new Error("MCP tool call outside a request");
-    const answer = await snapshotTool(deps, request.c, url, extra._meta);
-    if (answer.finish) request.finishes.push(answer.finish);
-    if (deps.payment?.carriesProof(extra._meta) && isPaymentRequired(answer.result)) {
+    // The x402 keys; the 2026-07-28 envelope's own keys are lifted out of it by the SDK.
+    const meta = ctx.mcpReq._meta;
+    const answer = await snapshotTool(deps, request.c, url, meta);
+    if (answer.finish && request.answered) answer.finish(false);
+    else if (answer.finish) request.finishes.push(answer.finish);
+    if (deps.payment?.carriesProof(meta) && isPaymentRequired(answer.result)) {
       request.refusedProof = true;
     }
     return answer.result;
@@ -148,50 +163,77 @@ function buildServer(deps: McpRouteDeps, requests: AsyncLocalStorage<RequestCont
 }
 
 /**
- * A transport serves one request (stateless), and a server one transport at a time; building a
- * server (its tools' schemas) costs more than the request, so idle servers are reused.
+ * Both eras on one URL. The current revision goes to the SDK's `createMcpHandler` (it owns the
+ * envelope, the header checks and their codes, `server/discover`); 2025-era requests, as its
+ * own `isLegacyRequest` classifies them, go to a stateless Streamable HTTP transport answering
+ * JSON, as before: the handler's built-in fallback (`legacy: 'stateless'`) answers them as an
+ * SSE stream, which the unpaid fast path could not match byte for byte.
+ */
+class McpEras {
+  private readonly legacy: ServerPool;
+  private readonly modern: McpHttpHandler;
+
+  constructor(build: () => McpServer) {
+    this.legacy = new ServerPool(build);
+    const modern = new ServerPool(build);
+    this.modern = createMcpHandler(() => modern.take(), { legacy: "reject" });
+  }
+
+  /** The request to the era it speaks, with its body as the route read it. */
+  async serve(request: Request, body: McpRequestBody): Promise<Response> {
+    // Not JSON: the SDK reads the text again from a copy of the request and says so.
+    const forwarded = body.read && !body.parsed ? withText(request, body.text) : request;
+    const parsed = body.read && body.parsed ? { parsedBody: body.value } : undefined;
+    if (await isLegacyRequest(forwarded, parsed?.parsedBody)) {
+      return this.serveLegacy(forwarded, parsed);
+    }
+    return this.modern.fetch(forwarded, parsed);
+  }
+
+  private async serveLegacy(
+    request: Request,
+    parsed: { parsedBody: unknown } | undefined,
+  ): Promise<Response> {
+    const server = this.legacy.take();
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+    });
+    await server.connect(transport);
+    try {
+      return await transport.handleRequest(request, parsed);
+    } finally {
+      await server.close();
+    }
+  }
+}
+
+/** The request again with `text` as its body (the original's was read). */
+function withText(request: Request, text: string): Request {
+  return new Request(request.url, { method: request.method, headers: request.headers, body: text });
+}
+
+/**
+ * Idle servers of one era: a server serves one request at a time, and building one (its tools'
+ * schemas) costs more than the request, so a server goes back to the pool once its exchange
+ * closed (the SDK's handler closes modern ones itself, after the answer).
  */
 class ServerPool {
   private readonly idle: McpServer[] = [];
 
   constructor(private readonly build: () => McpServer) {}
 
-  async serve(
-    handle: (transport: WebStandardStreamableHTTPServerTransport) => Promise<Response>,
-  ): Promise<Response> {
-    const server = this.idle.pop() ?? this.build();
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: undefined,
-      enableJsonResponse: true,
-    });
-    await server.connect(transport);
-    let reusable = false;
-    try {
-      const response = await handle(transport);
-      reusable = true;
-      return response;
-    } finally {
-      await server.close();
-      if (reusable && this.idle.length < MAX_IDLE_SERVERS) this.idle.push(server);
-    }
+  take(): McpServer {
+    const reused = this.idle.pop();
+    if (reused) return reused;
+    const server = this.build();
+    server.server.onclose = () => {
+      if (this.idle.length < MAX_IDLE_SERVERS && !this.idle.includes(server)) {
+        this.idle.push(server);
+      }
+    };
+    return server;
   }
-}
-
-/** The request to the SDK's transport, with its body as the route read it. */
-function handOver(
-  transport: WebStandardStreamableHTTPServerTransport,
-  request: Request,
-  body: McpRequestBody,
-): Promise<Response> {
-  if (!body.read) return transport.handleRequest(request);
-  if (body.parsed) return transport.handleRequest(request, { parsedBody: body.value });
-  // Not JSON: the SDK reads the text again from a copy of the request and says so.
-  const copy = new Request(request.url, {
-    method: request.method,
-    headers: request.headers,
-    body: body.text,
-  });
-  return transport.handleRequest(copy);
 }
 
 /** The `snapshot` tool: the URL policy first (never charged), then the paid call. */

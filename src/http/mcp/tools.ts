@@ -39,10 +39,10 @@ const PaymentRequiredSchema = z
 
 const STRUCTURED_ANSWERS = [SnapshotResultSchema, SnapshotErrorBodySchema, PaymentRequiredSchema];
 
-/** A zod schema as a JSON Schema to embed (draft-07, as the SDK lists tool schemas). */
+/** A zod schema as a JSON Schema to embed (draft 2020-12, as the SDK v2 lists tool schemas). */
 function embedded(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _dialect, ...json } = z.toJSONSchema(schema, {
-    target: "draft-7",
+    target: "draft-2020-12",
     io: "output",
   });
   return json;

@@ -8,12 +8,12 @@
  * Only a request whose SDK answer cannot differ is taken: every check the SDK's transport makes
  * on it passes, it is one well-formed JSON-RPC tools/call of `snapshot` with exactly `{url}` as
  * arguments and no `_meta`, and its URL passes the URL policy (an invalid URL gets the SDK path's
- * SnapshotError). Anything else goes to the SDK, with the body already read and parsed.
+ * SnapshotError). Anything else goes to the SDK, with the body already read and parsed. Such a
+ * request speaks a 2025 revision (no `_meta` envelope, no 2026-07-28 version header): the
+ * current revision's answer carries `resultType` and the server's identity besides, and its
+ * requests always carry the envelope, so they all go to the SDK (docs/mcp.md, "Two eras").
  */
-import {
-  CallToolResultSchema,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from "@modelcontextprotocol/sdk/types.js";
+import { SUPPORTED_PROTOCOL_VERSIONS, specTypeSchemas } from "@modelcontextprotocol/server";
 import type { Context } from "hono";
 import type { McpToolResult } from "../../payment/index.js";
 import { SnapshotError, parseInputUrl, type UrlPolicy } from "../../snapshot/index.js";
@@ -75,8 +75,8 @@ export class McpUnpaidFastPath {
     if (!result) return { body };
     let serialized = this.serialized.get(result);
     if (serialized === undefined) {
-      // As the SDK's Server does: the tool's result parsed by CallToolResultSchema (its key order).
-      serialized = JSON.stringify(CallToolResultSchema.parse(result));
+      // As the SDK's Server does: the tool's result parsed by the CallToolResult schema (its key order).
+      serialized = JSON.stringify(validCallToolResult(result));
       this.serialized.set(result, serialized);
     }
     // The SDK's Protocol answers `{result, jsonrpc, id}`, serialized by the transport.
@@ -89,7 +89,7 @@ export class McpUnpaidFastPath {
   /**
    * The transport's header checks (stateless, no DNS-rebinding protection): both media types
    * accepted (its substring check), the JSON content type (only the plain literal here), and a
-   * protocol version it supports or none.
+   * 2025 protocol version or none (a 2026-07-28 one is the current revision's, checked there).
    */
   private sdkAcceptsHeaders(c: Context): boolean {
     const accept = c.req.header("accept");
@@ -129,6 +129,13 @@ export class McpUnpaidFastPath {
     this.passing.add(url);
     return true;
   }
+}
+
+/** The result as the SDK's 2025-era codec writes it (its schema's key order). */
+function validCallToolResult(result: McpToolResult): unknown {
+  const checked = specTypeSchemas.CallToolResult["~standard"].validate(result);
+  if (checked.issues) throw new Error(`not a CallToolResult: ${JSON.stringify(checked.issues)}`);
+  return checked.value;
 }
 
 /** Distinct passing URLs remembered. */

@@ -68,12 +68,37 @@ const DISCOVERED_OUTPUT = { type: "json", format: REPORT_FORMAT, example: compac
  * declaration builds both; `format` is added to the output and its part of the schema.
  */
 export function snapshotDiscoveryExtension(): Record<string, unknown> {
-  const declared = declareDiscoveryExtension({
-    bodyType: "json",
-    input: { url: "https://example.com" },
-    inputSchema: embeddedJsonSchema(DiscoveredRequestSchema),
-    output: { example: DISCOVERED_OUTPUT.example },
-  }) as unknown as {
+  return withReportOutput(
+    declareDiscoveryExtension({
+      bodyType: "json",
+      input: { url: "https://example.com" },
+      inputSchema: embeddedJsonSchema(DiscoveredRequestSchema),
+      output: { example: DISCOVERED_OUTPUT.example },
+    }),
+  );
+}
+
+/**
+ * The `extensions` entry of the MCP tool's PaymentRequired (docs/mcp.md): Bazaar discovery of
+ * an MCP tool, `info.input` `{type: "mcp", toolName, transport, inputSchema}` with the tool's
+ * arguments (the same `{url}`), and the same output as the HTTP route's.
+ */
+export function mcpSnapshotDiscoveryExtension(): Record<string, unknown> {
+  return withReportOutput(
+    declareDiscoveryExtension({
+      // The tool MCP_SNAPSHOT_RESOURCE names (mcp://tool/snapshot), served over POST /mcp.
+      toolName: "snapshot",
+      transport: "streamable-http",
+      inputSchema: embeddedJsonSchema(DiscoveredRequestSchema),
+      example: { url: "https://example.com" },
+      output: { example: DISCOVERED_OUTPUT.example },
+    }),
+  );
+}
+
+/** A declared Bazaar extension with DISCOVERED_OUTPUT as its output, `format` in its schema. */
+function withReportOutput(extension: Record<string, unknown>): Record<string, unknown> {
+  const declared = extension as unknown as {
     bazaar: { info: Record<string, unknown>; schema: Record<string, unknown> };
   };
   // The schema's `$schema` (draft 2020-12, the extension's own) is left out: every byte

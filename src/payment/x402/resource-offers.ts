@@ -4,7 +4,9 @@ import {
   declarePaymentIdentifierExtension,
   PAYMENT_IDENTIFIER,
 } from "@x402/extensions/payment-identifier";
+import { MCP_SNAPSHOT_RESOURCE } from "../../routes.js";
 import { describeError } from "../describe-error.js";
+import { mcpSnapshotDiscoveryExtension } from "./bazaar-discovery.js";
 import { offerReceiptDeclaration, offersFreshUntil } from "./offer-receipt.js";
 import {
   RESOURCE_DESCRIPTION,
@@ -54,6 +56,8 @@ export class ResourceOffers {
         { url, description: RESOURCE_DESCRIPTION, mimeType: RESOURCE_MIME_TYPE },
         undefined,
         {
+          // The MCP tool's Bazaar discovery (the page's form is no resource to discover).
+          ...(url === MCP_SNAPSHOT_RESOURCE && mcpSnapshotDiscoveryExtension()),
           [PAYMENT_IDENTIFIER]: { info: declarePaymentIdentifierExtension(false).info },
           ...offerReceiptDeclaration(),
         },

@@ -174,6 +174,34 @@ describe("POST /mcp under faults (the chain decides)", () => {
     await client.close();
   });
 
+  it("2026-07-28: a client that left while its payment settled gets the report for the same proof at once, one transfer", async () => {
+    const account = payer(6);
+    const before = await balanceOf(account.address);
+    const { client, payload, nonce } = await proofFor(account, target.url);
+    const armed = proxy.arm(nonce, "settle-then-hold");
+    const left = new AbortController();
+    const first = modernCall(payload, left.signal).catch((error: unknown) => error);
+    await armed.settled; // the transfer is on chain; its answer held
+    left.abort();
+    expect(await first).toBeInstanceOf(Error);
+    armed.release();
+    await armed.finished;
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    // The call's answer could not be sent: the ledger is told so as the tool ends, and keeps the
+    // report for the same proof (without that word it waits for its lease to end, ≥ 60 s).
+    const answerOf = async () => (await (await modernCall(payload)).json()) as McpAnswer;
+    let retried = await answerOf();
+    for (let i = 0; i < 20 && isInProgress(retried); i++) retried = await answerOf();
+    expect(retried.result).toMatchObject({
+      resultType: "complete",
+      structuredContent: { requested_url: target.url },
+      _meta: { "x402/payment-response": { success: true, transaction: await armed.settled } },
+    });
+    expect(await balanceOf(account.address)).toBe(before - PRICE_UNITS);
+    expect(proxy.calls(nonce).forwarded).toBe(1);
+    await client.close();
+  });
+
   it(`a payer over its budget of ${PAYER_BUDGET} unpaid snapshots is told to wait before any work, and charged nothing`, async () => {
     const account = payer(4);
     const before = await balanceOf(account.address);
@@ -201,3 +229,38 @@ describe("POST /mcp under faults (the chain decides)", () => {
     await client.close();
   });
 });
+
+/** A paid `snapshot` call in MCP's 2026-07-28 revision, as a raw request (its envelope, headers). */
+function modernCall(payload: PaymentPayload, signal?: AbortSignal): Promise<Response> {
+  const _meta = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "x402/payment": payload,
+  };
+  return fetch(`${service.url}/mcp`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "mcp-protocol-version": "2026-07-28",
+      "mcp-method": "tools/call",
+      "mcp-name": "snapshot",
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name: "snapshot", arguments: { url: target.url }, _meta },
+    }),
+    ...(signal && { signal }),
+  });
+}
+
+interface McpAnswer {
+  result?: { content?: { text?: string }[] };
+}
+
+/** An answer saying a request with this payment is still in progress. */
+function isInProgress(answer: McpAnswer): boolean {
+  return answer.result?.content?.[0]?.text?.includes("in progress") ?? false;
+}

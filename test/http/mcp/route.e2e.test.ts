@@ -7,7 +7,7 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { SettleResponse } from "@x402/core/types";
 import { generatePaymentId } from "@x402/extensions/payment-identifier";
-import { Ajv } from "ajv";
+import { Ajv2020 as Ajv } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withPayment } from "x402-mcp";
 import {

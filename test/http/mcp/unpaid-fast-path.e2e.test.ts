@@ -180,7 +180,31 @@ function others(): Asked[] {
     { body: JSON.stringify(call), headers: { "content-type": "text/plain" } },
     { body: JSON.stringify(call), headers: { "content-type": "application/json; charset=utf-8" } },
     { body: JSON.stringify(call), headers: { "mcp-protocol-version": "1999-01-01" } },
+    // The current revision's: its answers carry resultType and the server's identity.
+    modernCall(target.url),
+    { body: JSON.stringify(call), headers: MODERN_HEADERS },
   ];
+}
+
+const MODERN = "2026-07-28";
+const MODERN_HEADERS = {
+  "mcp-protocol-version": MODERN,
+  "mcp-method": "tools/call",
+  "mcp-name": "snapshot",
+};
+
+/** The unpaid call in the 2026-07-28 revision: its `_meta` envelope and headers. */
+function modernCall(url: string): Asked {
+  const call = toolsCall(url);
+  const params = call.params as Record<string, unknown>;
+  const _meta = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+  };
+  return {
+    body: JSON.stringify({ ...call, params: { ...params, _meta } }),
+    headers: MODERN_HEADERS,
+  };
 }
 
 describe("POST /mcp's unpaid tools/call fast path", () => {
@@ -226,6 +250,16 @@ describe("POST /mcp's unpaid tools/call fast path", () => {
       const viaSdk = await seen(await post(sdk, asked));
       expect(await seen(await post(fast, asked)), asked.body).toEqual(viaSdk);
     }
+  });
+
+  it("leaves the current revision's unpaid call to the SDK, which answers it with resultType", async () => {
+    const asked = modernCall(target.url);
+    const [status, type, text] = await seen(await post(fast, asked));
+    expect([status, type]).toEqual([200, "application/json"]);
+    const { result } = JSON.parse(text) as { result: Record<string, unknown> };
+    expect(result).toMatchObject({ resultType: "complete", isError: true });
+    expect(result.structuredContent).toEqual(gate.mcp.unpaidResult()?.structuredContent);
+    expect(await seen(await post(sdk, asked))).toEqual([status, type, text]);
   });
 
   it("gives an invalid URL the SnapshotError, never a PaymentRequired", async () => {
