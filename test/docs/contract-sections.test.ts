@@ -17,12 +17,6 @@ const CONTRACT = readFileSync(join(ROOT, CONTRACT_FILE), "utf8");
 /** The frozen record of how the figures were reached (docs/benchmarks.md's history) cites the contract as it was then. */
 const frozen = (file: string): boolean => file.endsWith("-history.md");
 
-/**
- * Being rewritten for MCP's new revision in parallel, their citations fixed there: tools.ts:3
- * cites §7.2, §7.3 for §7.10, §8.2; docs/mcp.md:30 and :100 cite §7.2 for §7.10.
- */
-const REWRITTEN_ELSEWHERE = ["src/http/mcp/tools.ts", "docs/mcp.md"];
-
 /** `1`, `1.2`, … for each `## 1. …` and `### 1.2 …` heading of the contract, with its title. */
 const HEADINGS = new Map(
   [...CONTRACT.matchAll(/^#{2,3} (\d+(?:\.\d+)?)\.? (.+)$/gm)].map((m) => [m[1]!, m[2]!]),
@@ -71,7 +65,7 @@ function allCitations(): Citation[] {
   const files = [
     ...["src", "test", "bench", "scripts", "docs"].flatMap(textFiles),
     "README.md",
-  ].filter((file) => !frozen(file) && !REWRITTEN_ELSEWHERE.includes(file));
+  ].filter((file) => !frozen(file));
   return files.flatMap((file) =>
     readFileSync(join(ROOT, file), "utf8")
       .split("\n")

@@ -8,6 +8,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RULES } from "../../src/snapshot/rules/registry.js";
+import { SNAPSHOT_TOOL } from "../../src/http/mcp/tools.js";
 import { ScriptedEngine, sampleResult, serveApp, type Served } from "../http/helpers.js";
 
 /** How a description names each topic of the registry. */
@@ -80,6 +81,10 @@ describe("what a report covers", () => {
       info: { description: string };
     };
     expect(unnamed(info.description)).toEqual([]);
+  });
+
+  it("the MCP snapshot tool's description names it all", () => {
+    expect(unnamed(SNAPSHOT_TOOL.description)).toEqual([]);
   });
 
   it("the README's and the contract's opening lines name it all", () => {

@@ -1,6 +1,6 @@
 /**
  * The MCP tools every secsnap MCP server exposes — `secsnap mcp` (stdio) and the service's own
- * `POST /mcp` — with the same names, descriptions and schemas (docs/contract.md §7.2, §7.3).
+ * `POST /mcp` — with the same names, descriptions and schemas (docs/contract.md §7.10, §8.2).
  * The schemas are the report's zod schemas (src/http/documents/report-schemas.ts); the SDK's
  * McpServer lists them as JSON Schema.
  *
@@ -16,6 +16,7 @@ import {
   SnapshotResultSchema,
 } from "../documents/report-schemas.js";
 import { SnapshotRequestSchema } from "../../payment/index.js";
+import { REPORT_COVERAGE } from "../../snapshot/index.js";
 
 /**
  * The x402 challenge (PaymentRequired) as the unpaid `POST /mcp` call carries it: the fields a
@@ -71,8 +72,8 @@ export const MCP_TOOL_NAMES = { snapshot: "snapshot", demoSnapshot: "demo_snapsh
 export const SNAPSHOT_TOOL = {
   title: "Security-hygiene snapshot of a URL (paid, 0.05 USDC)",
   description:
-    "Fetches one public http(s) URL and reports its security hygiene: reachability, redirects, HTTPS, " +
-    "six security headers, security.txt / robots.txt / sitemap.xml, findings with fixes, a score and a grade. " +
+    `Fetches one public http(s) URL and reports its security hygiene: ${REPORT_COVERAGE}; ` +
+    "findings with fixes, a score and a grade. " +
     "Costs 0.05 USDC per call, paid with x402. An invalid or blocked URL is an error result with a " +
     "SnapshotError and is never charged.",
   inputSchema: {
