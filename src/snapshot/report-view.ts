@@ -60,7 +60,9 @@ export interface ReportView {
   sections: readonly SectionView[];
 }
 
-const CHECK_LABELS: ReadonlyMap<string, string> = new Map(CHECKS.map((c) => [c.name, c.label]));
+const CHECK_BY_NAME: ReadonlyMap<string, (typeof CHECKS)[number]> = new Map(
+  CHECKS.map((c) => [c.name, c]),
+);
 
 /** Top-level keys that are no section of their own. */
 const NOT_SECTIONS = new Set(["checks", "findings", "notes", "proof"]);
@@ -86,7 +88,7 @@ const FIELD_LABELS: Readonly<Record<string, string>> = {
   dmarc: "DMARC",
   mta_sts: "MTA-STS",
   mx: "MX",
-  "mx.null_mx": "null MX",
+  "mx.null_mx": "null (no mail accepted)",
   "spf.all": "all",
   "mta_sts.max_age": "max age (s)",
   coop: "Cross-Origin-Opener-Policy",
@@ -148,12 +150,15 @@ function stateOf(
   value: boolean | null,
   findings: readonly Finding[],
   ignoredOverHttp: boolean,
+  isFile: boolean,
 ): CheckState {
   if (value === null) return "unknown";
   // Browsers ignore HSTS over plain HTTP: present there, it is never a pass.
   if (value && ignoredOverHttp) return findings.length > 0 ? "flawed" : "not_judged";
   if (value) return findings.some((f) => f.severity !== "info") ? "flawed" : "pass";
-  return findings.length > 0 ? "fail" : "not_judged";
+  // A missing file is just missing; a false HTTPS or header without a finding was not held
+  // against the site (our limit, a secure context, another header that covers it).
+  return findings.length > 0 || isFile ? "fail" : "not_judged";
 }
 
 function gradeViewOf(report: SnapshotResult): GradeView {
@@ -182,8 +187,9 @@ export function reportView(report: SnapshotResult): ReportView {
     report.checks as unknown as Record<string, boolean | null>,
   ).map(([name, value]) => {
     const findings = report.findings.filter((f) => f.check === name);
-    const state = stateOf(value, findings, name === "hsts" && overHttp);
-    return { name, label: CHECK_LABELS.get(name) ?? name, state, findings };
+    const check = CHECK_BY_NAME.get(name);
+    const state = stateOf(value, findings, name === "hsts" && overHttp, check?.kind === "file");
+    return { name, label: check?.label ?? name, state, findings };
   });
   const findings = report.findings.map((f) => ({
     ...f,
