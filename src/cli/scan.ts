@@ -207,7 +207,7 @@ async function render(format: Format, outcomes: ScanOutcome[], color: boolean): 
     case "sarif":
       return (await import("./scan/sarif.js")).sarifOf(outcomes);
     case "html": {
-      const { renderReportDocument } = await import("../http/page/report-document.js");
+      const { renderReportDocument } = await import("../http/index.js");
       const failed = outcomes.flatMap((o) =>
         "error" in o ? [{ url: o.url, errorType: o.error.error_type, message: o.error.error }] : [],
       );

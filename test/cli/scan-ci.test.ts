@@ -4,12 +4,10 @@
  * html formats — through the CLI, against real local sites by name (a real DNS server) and by
  * address. The SARIF is checked by the SARIF Multitool, the html page in Chromium.
  */
-import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli as runCliInProcess } from "../../src/cli/run.js";
@@ -20,11 +18,11 @@ import {
 import { startDnsServer, type DnsFixture } from "../fixtures/dns-server.js";
 import { startTarget } from "../fixtures/held-target.js";
 import { respond, startHttpTarget, type TargetServer } from "../fixtures/targets.js";
+import { validateSarif } from "../fixtures/sarif.js";
 import { systemBinary } from "../fixtures/system-binary.js";
-import { ROOT, cleanEnv, runCli } from "./run.js";
+import { cleanEnv, runCli } from "./run.js";
 
 const chromiumPath = systemBinary("chromium", "chromium");
-const SARIF_MULTITOOL = join(ROOT, "node_modules/.bin/sarif-multitool");
 
 let flawed: TargetServer;
 let bare: TargetServer;
@@ -183,7 +181,7 @@ describe("formats", () => {
       env,
     );
     expect(code).toBe(0);
-    const { stdout } = await promisify(execFile)(SARIF_MULTITOOL, ["validate", file]);
+    const stdout = await validateSarif(file);
     expect(stdout).toContain("Analysis completed successfully");
     expect(stdout).not.toMatch(/: error /);
 
