@@ -1,4 +1,3 @@
-import { writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { loadSnapshotConfig } from "../config.js";
@@ -16,6 +15,7 @@ import {
 import { UsageError, type CliOutput, type Command } from "./command.js";
 import { formatReport, formatSnapshotError, useColor } from "./format.js";
 import { announceLocalMode, withLocalMode } from "./local-mode.js";
+import { keepReport, writablePath } from "./pay/receipt.js";
 import { reportsOf, type ScanOutcome } from "./scan/outcome.js";
 
 /** Exit code of `scan` when the service would have answered 400 (a SnapshotError). */
@@ -43,7 +43,7 @@ export const scanCommand: Command = {
     "                     exact body the API would send; an array for several URLs), markdown",
     "                     (a pull-request comment), sarif (SARIF 2.1.0), html (one printable page)",
     "  --json             the same as --format json",
-    "  --output FILE      write there instead of stdout",
+    "  --output FILE      write there instead of stdout (checked before any snapshot runs)",
     "  --fail-under GRADE exit 3 when a report grades below GRADE (A+ … F)",
     "  --fail-on SEV      exit 3 when a report has a finding at least SEV (high, medium, low, info)",
     `  --concurrency N    snapshots at once (default ${DEFAULT_CONCURRENCY}, at most ${MAX_CONCURRENCY})`,
@@ -73,7 +73,7 @@ export const scanCommand: Command = {
     });
     const text = await render(format, outcomes, toTerminal && useColor(stdout, env));
     if (options.output === undefined) stdout.write(text);
-    else await writeFile(options.output, text);
+    else keepReport(text, options.output, stdout, stderr, "scan");
     const gate = gateFailures(reportsOf(outcomes), options);
     for (const line of gate) stderr.write(`secsnap: ${line}\n`);
     if (outcomes.some((o) => "error" in o)) return EXIT_SNAPSHOT_ERROR;
@@ -122,11 +122,11 @@ function parseScanArgs(args: string[]): ScanOptions {
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
     throw new UsageError(`--concurrency must be a whole number from 1 to ${MAX_CONCURRENCY}`);
   }
-  if (values.output === "") throw new UsageError("--output needs a file name");
   return {
     urls: positionals,
     format: format as Format | undefined,
-    output: values.output,
+    // Checked before any snapshot runs, as `pay` and `get` do.
+    output: values.output === undefined ? undefined : writablePath(values.output, "--output"),
     failUnder,
     failOn: failOn as ScanOptions["failOn"],
     concurrency,

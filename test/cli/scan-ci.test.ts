@@ -166,6 +166,7 @@ describe("gates", () => {
     [["--fail-on", "severe"], /--fail-on must be a severity/],
     [["--format", "xml"], /--format must be one of/],
     [["--concurrency", "0"], /--concurrency must be/],
+    [["--output", "/nonexistent/dir/scan.sarif"], /--output: cannot write in \/nonexistent\/dir/],
   ])("refuses %j in one line, exit 1", async (extra, message) => {
     const { code, stderr } = await runCli(["scan", "--local", bare.url("/"), ...extra], env);
     expect(code).toBe(1);
