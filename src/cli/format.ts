@@ -48,7 +48,7 @@ const STATE_MARKS: Readonly<Record<CheckState, [string, Style]>> = {
 const MARK_WIDTH = Math.max(...Object.values(STATE_MARKS).map(([text]) => text.length));
 
 /**
- * The readable terminal summary of a report (docs/contract.md §8, "Human views"): each check as
+ * The readable terminal summary of a report (docs/contract.md §8.5, the human view): each check as
  * the findings judge it, the grade and what capped it, each finding's cost, the sections.
  */
 export function formatReport(result: SnapshotResult, color: boolean): string {

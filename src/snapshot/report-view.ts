@@ -1,5 +1,5 @@
 /**
- * A report as a person reads it (docs/contract.md §8, "Human views"): what each finding costs,
+ * A report as a person reads it (docs/contract.md §8.5, the human view): what each finding costs,
  * what capped the grade, each check's judged state (a header that is present but that the
  * findings call ignored or weak is no ✓), and the report's sections as labelled rows. The
  * terminal text of `scan`/`pay` and the page both render this one view; the JSON is unchanged.
