@@ -91,6 +91,33 @@ interface ScanOptions {
   local: boolean;
 }
 
+/** `value` when it is one of `allowed` (or not given); a usage error naming `option` otherwise. */
+function oneOf<T extends string>(
+  value: string | undefined,
+  allowed: readonly T[],
+  option: string,
+): T | undefined {
+  if (value === undefined || (allowed as readonly string[]).includes(value)) {
+    return value as T | undefined;
+  }
+  throw new UsageError(`${option} must be one of ${allowed.join(", ")}`);
+}
+
+function formatOf(json: boolean, format: string | undefined): Format | undefined {
+  if (json && format !== undefined && format !== "json") {
+    throw new UsageError("--json and --format name two formats");
+  }
+  return oneOf(json ? "json" : format, FORMATS, "--format");
+}
+
+function concurrencyOf(value: string | undefined): number {
+  const concurrency = Number(value ?? DEFAULT_CONCURRENCY);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
+    throw new UsageError(`--concurrency must be a whole number from 1 to ${MAX_CONCURRENCY}`);
+  }
+  return concurrency;
+}
+
 function parseScanArgs(args: string[]): ScanOptions {
   const { values, positionals } = parseArgs({
     args,
@@ -106,30 +133,14 @@ function parseScanArgs(args: string[]): ScanOptions {
     allowPositionals: true,
   });
   if (positionals.length === 0) throw new UsageError("scan needs at least one <url>");
-  const format = values.json ? "json" : values.format;
-  if (format !== undefined && !(FORMATS as readonly string[]).includes(format)) {
-    throw new UsageError(`--format must be one of ${FORMATS.join(", ")}`);
-  }
-  const failUnder = values["fail-under"];
-  if (failUnder !== undefined && !(GRADES as readonly string[]).includes(failUnder)) {
-    throw new UsageError(`--fail-under must be a grade: ${GRADES.join(", ")}`);
-  }
-  const failOn = values["fail-on"];
-  if (failOn !== undefined && !(SEVERITIES as readonly string[]).includes(failOn)) {
-    throw new UsageError(`--fail-on must be a severity: ${SEVERITIES.join(", ")}`);
-  }
-  const concurrency = Number(values.concurrency ?? DEFAULT_CONCURRENCY);
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > MAX_CONCURRENCY) {
-    throw new UsageError(`--concurrency must be a whole number from 1 to ${MAX_CONCURRENCY}`);
-  }
   return {
     urls: positionals,
-    format: format as Format | undefined,
+    format: formatOf(values.json, values.format),
     // Checked before any snapshot runs, as `pay` and `get` do.
     output: values.output === undefined ? undefined : writablePath(values.output, "--output"),
-    failUnder,
-    failOn: failOn as ScanOptions["failOn"],
-    concurrency,
+    failUnder: oneOf(values["fail-under"], GRADES, "--fail-under"),
+    failOn: oneOf(values["fail-on"], SEVERITIES, "--fail-on"),
+    concurrency: concurrencyOf(values.concurrency),
     local: values.local,
   };
 }

@@ -162,10 +162,11 @@ describe("gates", () => {
   });
 
   it.each([
-    [["--fail-under", "Z"], /--fail-under must be a grade/],
-    [["--fail-on", "severe"], /--fail-on must be a severity/],
+    [["--fail-under", "Z"], /--fail-under must be one of A\+, A, A-/],
+    [["--fail-on", "severe"], /--fail-on must be one of high, medium, low, info/],
     [["--format", "xml"], /--format must be one of/],
     [["--concurrency", "0"], /--concurrency must be/],
+    [["--json", "--format", "sarif"], /--json and --format name two formats/],
     [["--output", "/nonexistent/dir/scan.sarif"], /--output: cannot write in \/nonexistent\/dir/],
   ])("refuses %j in one line, exit 1", async (extra, message) => {
     const { code, stderr } = await runCli(["scan", "--local", bare.url("/"), ...extra], env);
