@@ -9,6 +9,7 @@
  *   npm run bench -- mcp
  *   npm run bench -- reshape [--old <commit>]   an older commit's paid call beside this tree's
  *   npm run bench -- startup
+ *   npm run bench -- scan-ci                   20 sites in one `scan` beside 20 runs
  *   npm run bench -- fleet | redis402 | trickle | store
  *
  * Exits non-zero if any part fails (a missed target, a broken run).
@@ -24,6 +25,7 @@ const PARTS = [
   "mcp",
   "reshape",
   "startup",
+  "scan-ci",
   "hostile",
   "telemetry",
   "fleet",

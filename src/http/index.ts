@@ -14,6 +14,7 @@ export {
 } from "./mcp/tools.js";
 export { createOpenApiDocument } from "./documents/openapi.js";
 export { formScansPerClient } from "./page/scan-form.js";
+export { renderReportDocument } from "./page/report-document.js";
 export {
   DemoSnapshotResultSchema,
   SnapshotErrorBodySchema,

@@ -17,6 +17,8 @@ export { REPORT_COVERAGE } from "./rules/coverage.js";
 export { SEVERITIES } from "./rules/finding.js";
 export { ALL_FINDINGS } from "./rules/registry.js";
 export { GRADES } from "./rules/score.js";
+export { reportView } from "./report-view.js";
+export type { CheckState, ReportView, SectionView } from "./report-view.js";
 export { SNAPSHOT_ERROR_TYPES, SnapshotError } from "./snapshot-error.js";
 export type {
   DemoSnapshotResult,

@@ -35,6 +35,7 @@ import type { FetchContext, FetchedChain } from "./net/fetch.js";
 import type {
   CorsProbe,
   Evidence,
+  FallbackCause,
   FileVerdicts,
   HttpSideProbe,
   HttpsVerdict,
@@ -46,6 +47,7 @@ import type {
 } from "./rules/evidence.js";
 import { checkHeaders, judge, reportSections, snapshotNotes } from "./rules/index.js";
 import type { HeaderPresence } from "./rules/index.js";
+import { isPotentiallyTrustworthy } from "./rules/evidence.js";
 import { isHtmlType, parsePage } from "./page.js";
 import { paymentRequiredHeader, readBodyChallenge, readHeaderChallenge } from "./x402-challenge.js";
 import {
@@ -175,6 +177,16 @@ function refuseUnansweredFirstRequest(chain: Chain): void {
   if (chain.hops.length > 0 || !failure) return;
   const error = firstRequestError(failure, chain.finalUrl);
   if (error) throw error;
+}
+
+/**
+ * A TLS handshake answered by bytes that are no TLS record: a server speaking plain HTTP on the
+ * port (OpenSSL reads "HTTP/1.1 400" as a record of an unknown version or an absurd length).
+ */
+const NOT_TLS_CODES = new Set(["ERR_SSL_WRONG_VERSION_NUMBER", "ERR_SSL_PACKET_LENGTH_TOO_LONG"]);
+
+function speaksNoTls(failure: RequestFailure): boolean {
+  return failure.kind === "tls" && failure.code !== undefined && NOT_TLS_CODES.has(failure.code);
 }
 
 /** An https hop on `hostname`:`port` that answered already proves HTTPS; no probe needed. */
@@ -601,11 +613,18 @@ async function runChecks(
   chain: FetchedChain,
   input: URL,
   session: Session,
-  fallbackFrom: URL | null,
+  fallback: { from: URL; because: FallbackCause } | null,
 ): Promise<Verdicts> {
   const { finalUrl } = chain;
   const isHttpFinal = finalUrl.protocol === "http:";
-  const needProbe = isHttpFinal && !httpsProvenByChain(chain, finalUrl.hostname, session.probePort);
+  // Local mode: a loopback site over http is a secure context for browsers; its HTTPS is not
+  // judged, and port 443 (another server, if any) is not asked (docs/snapshot-engine.md).
+  const secureContext =
+    isHttpFinal && session.ctx.policy.allowLocal === true && isPotentiallyTrustworthy(finalUrl);
+  const needProbe =
+    isHttpFinal &&
+    !secureContext &&
+    !httpsProvenByChain(chain, finalUrl.hostname, session.probePort);
   // Under the caps the HTTPS probe comes before the files, and both before CORS and the http://
   // side (docs/snapshot-engine.md "Per-snapshot caps"); released in steps. The final origin's
   // files are asked before the chain's hold is released, so they queue ahead of an http-side
@@ -631,7 +650,8 @@ async function runChecks(
       chain.failure?.kind === "redirect_cap" ||
       (chain.failure?.kind === "capped" && chain.hops.length > 0),
     finalFailure: requestFailureOf(chain),
-    probe: isHttpFinal && !needProbe ? { ok: true } : probe,
+    probe: isHttpFinal && !needProbe && !secureContext ? { ok: true } : probe,
+    secureContext,
     probeUrl: httpsProbeUrl(finalUrl.hostname, session.probePort).href,
   });
   // The TLS the report describes: the final origin's, or the HTTPS probe's of an http one.
@@ -674,7 +694,7 @@ async function runChecks(
     tls: handshake ? tlsEvidenceOf(handshake, legacyVerdicts ?? LEGACY_UNKNOWN) : null,
     dns,
     x402: x402EvidenceOf(chain.final, [x402Header, x402Body], x402Documents),
-    ...(fallbackFrom ? { fallbackFrom: fallbackFrom.href } : {}),
+    ...(fallback ? { fallbackFrom: fallback.from.href, fallbackBecause: fallback.because } : {}),
   };
   return { headers: checkHeaders(chain.final?.headers ?? null), https, files, evidence };
 }
@@ -719,15 +739,20 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
       session.domainFor(input.hostname);
       const speculate = othersInFlight < speculationLimit;
       let chain = await followChain(input, options.maxRedirects, session, speculate);
-      // docs/contract.md §3.2 rule 2: a scheme-less input whose https:// connection is refused
-      // is the site's http:// (the report says so), not a 400.
+      // docs/contract.md §3.2 rule 2: a scheme-less input whose https:// connection is refused,
+      // or meets a server that speaks no TLS (a local dev server), is the site's http:// (the
+      // report says so), not a 400 or a report of nothing.
       const failure = requestFailureOf(chain);
+      const plainHttp = failure !== null && speaksNoTls(failure);
       const fallback =
-        chain.hops.length === 0 && failure?.kind === "refused"
-          ? httpFallbackOf(rawUrl, input, policy, session.httpPort)
+        chain.hops.length === 0 && (failure?.kind === "refused" || plainHttp)
+          ? httpFallbackOf(rawUrl, input, policy, {
+              httpPort: session.httpPort,
+              plainHttpPort: plainHttp,
+            })
           : null;
       if (fallback && failure) {
-        // That refusal is the HTTPS probe's answer on its port: not asked twice.
+        // That failure is the HTTPS probe's answer on its port: not asked twice.
         if (effectivePort(input) === session.probePort) {
           session.httpsKnown(input.hostname, { ok: false, failure });
         }
@@ -739,7 +764,7 @@ export function createSnapshotEngine(options: EngineOptions): SnapshotEngine {
         chain,
         target,
         session,
-        fallback ? input : null,
+        fallback ? { from: input, because: plainHttp ? "not_tls" : "refused" } : null,
       );
       const findings = judge(evidence);
       return buildReport(

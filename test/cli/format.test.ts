@@ -15,7 +15,21 @@ describe("terminal output", () => {
   });
 
   it("summarises every check with yes/no/unknown and lists the notes", () => {
-    const result = { ...sampleResult("example.com"), csp_present: false };
+    const base = sampleResult("example.com");
+    const result = {
+      ...base,
+      csp_present: false,
+      checks: { ...base.checks, csp: false },
+      findings: [
+        {
+          id: "csp-missing",
+          check: "csp",
+          severity: "medium" as const,
+          message: "Content-Security-Policy (CSP) header is missing.",
+          recommendation: "Set a CSP.",
+        },
+      ],
+    };
     const plain = formatReport(result, false);
     expect(plain).not.toContain(ESC);
     expect(plain).toMatch(/✓ yes\s+HTTPS with a valid certificate/);

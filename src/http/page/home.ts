@@ -9,13 +9,21 @@ import { html, raw } from "hono/html";
 import type { HtmlEscapedString } from "hono/utils/html";
 import { NETWORK_IDS } from "../../config.js";
 import { PATHS } from "../../routes.js";
-import { CHECKS, SEVERITIES, type SnapshotResult } from "../../snapshot/index.js";
+import {
+  SEVERITIES,
+  reportView,
+  type CheckState,
+  type ReportView,
+  type SnapshotResult,
+} from "../../snapshot/index.js";
 
 type Finding = SnapshotResult["findings"][number];
+type FindingView = ReportView["findings"][number];
+type GradeView = ReportView["grade"];
 type Html = HtmlEscapedString;
 
 /** hono's `html`, typed for what it returns here: nothing interpolated is a promise. */
-function h(strings: TemplateStringsArray, ...values: unknown[]): Html {
+export function h(strings: TemplateStringsArray, ...values: unknown[]): Html {
   const out = html(strings, ...values);
   if (out instanceof Promise) throw new TypeError("asynchronous content in the page");
   return out;
@@ -64,7 +72,7 @@ const NETWORK_NAMES: Readonly<Record<string, string>> = {
   [NETWORK_IDS["base-sepolia"]]: "Base Sepolia",
 };
 
-const CSS = `
+export const CSS = `
 :root{color-scheme:light dark;--bg:#fff;--fg:#1b1f24;--muted:#57606a;--card:#f6f8fa;--line:#d0d7de;
 --ok:#1a7f37;--bad:#cf222e;--unk:#9a6700;--accent:#0969da;--high:#cf222e;--medium:#bc4c00;--low:#9a6700;--info:#57606a}
 @media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9da7b3;--card:#161b22;--line:#30363d;
@@ -96,9 +104,15 @@ ul.findings li{background:var(--card);border:1px solid var(--line);border-left-w
 .sev-medium{border-left-color:var(--medium)}.sev-medium .sev{color:var(--medium)}
 .sev-low{border-left-color:var(--low)}.sev-low .sev{color:var(--low)}
 .sev-info{border-left-color:var(--info)}.sev-info .sev{color:var(--info)}
+.flawed{color:var(--medium)}.cost{float:right;color:var(--muted);font-size:.85rem}.cap{display:block}
+table.section{border-collapse:collapse;width:100%}
+table.section th,table.section td{text-align:left;vertical-align:top;padding:.25rem .5rem;border-bottom:1px solid var(--line)}
+table.section th{font-weight:600;width:40%}
+@media print{:root{--bg:#fff;--fg:#000;--card:#fff}form.scan,nav.top{display:none}main{max-width:none;padding:0}
+ul.findings li,table.section tr{break-inside:avoid}}
 `;
 
-const CSS_HASH = `'sha256-${createHash("sha256").update(CSS).digest("base64")}'`;
+export const CSS_HASH = `'sha256-${createHash("sha256").update(CSS).digest("base64")}'`;
 
 /** The page may be kept an hour, like the demo it shows. */
 export const PAGE_CACHE_CONTROL = "public, max-age=3600";
@@ -132,8 +146,6 @@ const SEVERITY_TITLES: Readonly<Record<Finding["severity"], string>> = {
   info: "Info",
 };
 
-const CHECK_LABELS: ReadonlyMap<string, string> = new Map(CHECKS.map((c) => [c.name, c.label]));
-
 /** Text with `inline code` as <code>; every part escaped. */
 function prose(text: string): Html[] {
   return text
@@ -141,25 +153,36 @@ function prose(text: string): Html[] {
     .map((part, i) => (i % 2 === 1 && part !== "" ? h`<code>${part}</code>` : h`${part}`));
 }
 
-function mark(value: unknown): Html {
-  if (value === true) return h`<span class="mark ok" title="yes">✓</span>`;
-  if (value === false) return h`<span class="mark bad" title="no">✗</span>`;
-  return h`<span class="mark unk" title="could not be determined">?</span>`;
-}
+/** Each judged state's mark, its class and what it means (docs/http-api.md "The page"). */
+const STATE_MARKS: Readonly<Record<CheckState, [mark: string, css: string, title: string]>> = {
+  pass: ["✓", "ok", "yes"],
+  flawed: ["!", "flawed", "present, but a finding says it is ignored or weak"],
+  fail: ["✗", "bad", "no"],
+  not_judged: ["–", "unk", "not held against the site (see the notes)"],
+  unknown: ["?", "unk", "could not be determined"],
+};
 
-/** Every check the report carries, in its order, labelled when the label is known. */
-function checksList(report: SnapshotResult): Html {
+/** Every check the report carries, in its order, as the findings judge it. */
+function checksList(view: ReportView): Html {
   return h`<ul class="checks">
-    ${Object.entries(report.checks).map(
-      ([name, value]) => h`<li data-check="${name}">${mark(value)}
-        <span>${CHECK_LABELS.get(name) ?? name}</span></li>`,
-    )}
+    ${view.checks.map(({ name, label, state, findings }) => {
+      const [text, css, title] = STATE_MARKS[state];
+      const ids = state === "flawed" ? findings.map((f) => f.id).join(", ") : "";
+      return h`<li data-check="${name}" data-state="${state}"><span class="mark ${css}" title="${title}">${text}</span>
+        <span>${label}${ids ? h` <span class="muted">(${ids})</span>` : ""}</span></li>`;
+    })}
   </ul>`;
 }
 
-function findingsList(findings: readonly Finding[]): Html {
+/** "−25 points", and the grade a finding caps. */
+function costText(f: FindingView): string {
+  const points = f.points === 0 ? "no points" : `−${f.points} point${f.points === 1 ? "" : "s"}`;
+  return f.cap ? `${points}, grade ${f.cap} at best` : points;
+}
+
+function findingsList(findings: readonly FindingView[]): Html {
   if (findings.length === 0) return h`<p>No findings.</p>`;
-  const rank = (f: Finding) => {
+  const rank = (f: FindingView) => {
     const i = SEVERITIES.indexOf(f.severity);
     return i < 0 ? SEVERITIES.length : i;
   };
@@ -168,6 +191,7 @@ function findingsList(findings: readonly Finding[]): Html {
     ${bySeverity.map(
       (f) => h`<li class="sev-${f.severity}" data-finding="${f.id}">
         <span class="sev">${SEVERITY_TITLES[f.severity] ?? f.severity}</span> <code>${f.id}</code>
+        <span class="cost" data-points="${f.points}">${costText(f)}</span>
         <p>${prose(f.message)}</p>
         <p class="muted">Fix: ${prose(f.recommendation)}</p>
       </li>`,
@@ -175,40 +199,44 @@ function findingsList(findings: readonly Finding[]): Html {
   </ul>`;
 }
 
-/** A report's own sections (rules add them: tls, dns…), shown as their keys and values. */
-function sectionsList(report: SnapshotResult): Html[] {
-  const known = new Set(["checks", "findings", "notes"]);
-  return Object.entries(report)
-    .filter(
-      ([key, value]) =>
-        !known.has(key) && value !== null && typeof value === "object" && !Array.isArray(value),
-    )
-    .map(
-      ([key, value]) => h`<h4>${key}</h4><dl class="offer" data-section="${key}">
-        ${Object.entries(value as Record<string, unknown>).map(
-          ([k, v]) => h`<dt>${k}</dt><dd><code>${JSON.stringify(v) ?? "null"}</code></dd>`,
-        )}
-      </dl>`,
-    );
+/** A report's own sections (rules add them: tls, dns…), each a table under its title. */
+function sectionsList(view: ReportView, level: "h3" | "h4"): Html[] {
+  return view.sections.map(
+    ({ key, title, rows }) => h`${level === "h3" ? h`<h3>${title}</h3>` : h`<h4>${title}</h4>`}
+      <table class="section" data-section="${key}">
+        ${rows.map(([label, value]) => h`<tr><th scope="row">${label}</th><td>${value}</td></tr>`)}
+      </table>`,
+  );
+}
+
+/** The grade, its score, and what capped it below the score's own grade. */
+function gradeBox(report: SnapshotResult, grade: GradeView): Html {
+  return h`<div class="grade">
+      <strong data-grade>${report.grade}</strong>
+      <span>score <b data-score>${report.score}</b> / 100 for <code>${report.final_url}</code>${
+        grade.cappedBy.length > 0
+          ? h`<br><span data-capped>The score alone gives ${grade.scoreGrade}; the grade is capped by:
+            ${grade.cappedBy.map((why) => h`<span class="cap">${prose(why)}</span>`)}</span>`
+          : ""
+      }</span>
+    </div>`;
 }
 
 /** A rendered report: grade, its checks, findings by severity, notes and its own sections. */
-function renderReport(report: SnapshotResult, level: "h3" | "h4"): Html {
+export function renderReport(report: SnapshotResult, level: "h3" | "h4"): Html {
+  const view = reportView(report);
   const heading = (text: string) => (level === "h3" ? h`<h3>${text}</h3>` : h`<h4>${text}</h4>`);
-  return h`<div class="grade">
-      <strong data-grade>${report.grade}</strong>
-      <span>score <b data-score>${report.score}</b> / 100 for <code>${report.final_url}</code></span>
-    </div>
+  return h`${gradeBox(report, view.grade)}
     ${heading("Checks")}
-    ${checksList(report)}
+    ${checksList(view)}
     ${heading("Findings")}
-    ${findingsList(report.findings)}
+    ${findingsList(view.findings)}
     ${
       report.notes.length > 0
         ? h`${heading("Notes")}<ul class="notes">${report.notes.map((n) => h`<li>${prose(n)}</li>`)}</ul>`
         : ""
     }
-    ${sectionsList(report)}`;
+    ${sectionsList(view, level)}`;
 }
 
 function networkName(id: string): string {

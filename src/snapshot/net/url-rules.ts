@@ -200,20 +200,22 @@ function validateParsed(url: URL, policy: UrlPolicy): Violation | undefined {
  */
 /**
  * The http:// URL a scheme-less input (`example.com`, `//example.com/`) falls back to when its
- * https:// connection is refused (docs/contract.md §3.2 rule 2): the same host and path on the
- * http port (80; tests may use another). Null when the input named its scheme or a port (that
- * port refused already), or when the http:// URL breaks a rule (e.g. its port is not allowed).
+ * https:// connection is refused, or meets a server that does not speak TLS (docs/contract.md
+ * §3.2 rule 2): the same host and path on the http port (80; tests may use another), or on the
+ * input's own port when that port answered in plain HTTP. Null when the input named its scheme,
+ * or a port that refused, or when the http:// URL breaks a rule (e.g. its port is not allowed).
  */
 export function httpFallbackOf(
   raw: string,
   input: URL,
   policy: UrlPolicy,
-  httpPort: number,
+  { httpPort, plainHttpPort }: { httpPort: number; plainHttpPort: boolean },
 ): URL | null {
-  if (HAS_SCHEME.test(raw.trim().replace(/[\t\n\r]/g, "")) || input.port !== "") return null;
+  if (HAS_SCHEME.test(raw.trim().replace(/[\t\n\r]/g, ""))) return null;
+  if (input.port !== "" && !plainHttpPort) return null;
   const http = new URL(input.href);
   http.protocol = "http:";
-  http.port = String(httpPort);
+  http.port = input.port !== "" ? input.port : String(httpPort);
   return validateParsed(http, policy) ? null : http;
 }
 

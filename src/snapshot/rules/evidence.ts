@@ -74,9 +74,20 @@ export type HttpSideProbe =
   | { kind: "response"; url: string; status: number }
   | { kind: "failed"; failure: RequestFailure };
 
-/** The https check (rules/https.ts), with its reason when it failed. */
+/** Why a scheme-less input was reported as its http:// (docs/contract.md §3.2 rule 2). */
+export type FallbackCause = "refused" | "not_tls";
+
+/**
+ * The https check (rules/https.ts), with its reason when it failed; `secure_context`: not judged,
+ * a loopback site in local mode is a secure context for browsers without HTTPS.
+ */
 export type HttpsVerdict =
-  { ok: true } | { ok: false; failure: RequestFailure | { kind: "no_response" }; url: string };
+  | { ok: true }
+  | {
+      ok: false;
+      failure: RequestFailure | { kind: "no_response" } | { kind: "secure_context" };
+      url: string;
+    };
 
 /** Why a well-known file is true, false or null (docs/contract.md §4.5's table). */
 export type FileWhy =
@@ -139,6 +150,8 @@ export interface Evidence {
   input: URL;
   /** The https:// URL that refused the connection, when a scheme-less input fell back. */
   fallbackFrom?: string;
+  /** Why it fell back: the https:// connection was refused, or its server speaks no TLS. */
+  fallbackBecause?: FallbackCause;
   chain: Chain;
   /** null when the final response is not HTML or its body was not read. */
   page: PageEvidence | null;

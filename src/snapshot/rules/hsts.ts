@@ -155,6 +155,8 @@ export const hstsRule = defineRule({
     header: "strict-transport-security",
     missing: HSTS_MISSING,
     label: "Strict-Transport-Security (HSTS)",
+    // HSTS is for https: a loopback site in local mode, whose HTTPS is not judged, is not asked.
+    waived: (e) => !e.https.ok && e.https.failure.kind === "secure_context",
   },
   findings: [
     HSTS_MISSING,

@@ -51,6 +51,8 @@ export const HTTP_REDIRECTS_ELSEWHERE: FindingDef = {
 export function judgeHttpSide(evidence: Evidence): Finding[] {
   const { httpSide, input } = evidence;
   if (httpSide === null || httpSide.kind === "failed") return [];
+  // A loopback site in local mode needs no HTTPS (a secure context): nor a redirect to it.
+  if (!evidence.https.ok && evidence.https.failure.kind === "secure_context") return [];
   // The URL asked: port 80's (or the input itself when it was http://), not the input's port.
   const probed = httpSide.url;
   let target: URL | null = null;

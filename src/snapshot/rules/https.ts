@@ -21,6 +21,8 @@ export interface HttpsEvidence {
   /** Outcome of `GET https://<final host>:<probe port>/`; needed only for an http final URL. */
   probe: HttpsProbe | null;
   probeUrl: string;
+  /** Local mode, an http final URL on loopback: a secure context, its HTTPS not judged. */
+  secureContext?: boolean;
 }
 
 /**
@@ -33,6 +35,9 @@ export function checkHttps(e: HttpsEvidence): HttpsVerdict {
     return { ok: false, failure: e.finalFailure ?? { kind: "no_response" }, url: e.finalUrl.href };
   }
   if (e.probe?.ok) return { ok: true };
+  if (e.secureContext === true) {
+    return { ok: false, failure: { kind: "secure_context" }, url: e.finalUrl.href };
+  }
   return {
     ok: false,
     failure: e.probe ? e.probe.failure : { kind: "no_response" },
@@ -56,11 +61,19 @@ export const HTTPS_FAILED: FindingDef = {
  * A redirect the site chose to a refused target never gets here: that is a 400 (§4.2 row 2).
  */
 export function httpsNotChecked(https: HttpsVerdict): boolean {
-  return !https.ok && (https.failure.kind === "capped" || https.failure.kind === "blocked");
+  return (
+    !https.ok &&
+    (https.failure.kind === "capped" ||
+      https.failure.kind === "blocked" ||
+      https.failure.kind === "secure_context")
+  );
 }
 
 /** The note of a failed https check; its finding says the same words. */
-function httpsFailedNote(url: string, failure: FailureCause): string {
+function httpsFailedNote(url: string, failure: FailureCause | { kind: "secure_context" }): string {
+  if (failure.kind === "secure_context") {
+    return `HTTPS was not judged (${url}): in local mode a loopback site is a secure context for browsers without HTTPS, so port 443 was not asked; put HTTPS in front of it where it is served for real.`;
+  }
   // Our cap or policy stopped the request: nothing was learned about the site's HTTPS.
   if (failure.kind === "capped") return `HTTPS was not checked (${url}): ${cause(failure)}.`;
   if (failure.kind === "blocked") {
@@ -76,14 +89,15 @@ export function judgeHttps(e: Evidence): Finding[] {
 }
 
 /** HTTPS, then why there is no final response, then a plain-HTTP end although HTTPS works. */
-function httpsNotes({ chain, https, input, fallbackFrom }: Evidence): string[] {
+function httpsNotes({ chain, https, input, fallbackFrom, fallbackBecause }: Evidence): string[] {
   const finalUrl = chain.finalUrl.href;
   const isHttpFinal = chain.finalUrl.protocol === "http:";
   const requestFailure = requestFailureOf(chain);
   const notes: string[] = [];
   if (fallbackFrom !== undefined) {
+    const what = fallbackBecause === "not_tls" ? "answered without TLS" : "refused the connection";
     notes.push(
-      `The input had no scheme and ${fallbackFrom} refused the connection, so this report is of ${input.href} (plain HTTP).`,
+      `The input had no scheme and ${fallbackFrom} ${what}, so this report is of ${input.href} (plain HTTP).`,
     );
   }
   // A chain our cap stopped says so itself; HTTPS of that same unsent request was not checked.

@@ -81,12 +81,13 @@ function withFindings(notes: string[], findings: readonly Finding[]): string[] {
 }
 
 /**
- * The notes of a live report: missing headers in report order, each rule's notes in registry
- * order, then each finding's message not already said.
+ * The notes of a live report: missing headers in report order (only when a final response was
+ * read: without one no header was seen missing), each rule's notes in registry order, then each
+ * finding's message not already said.
  */
 export function snapshotNotes(e: Evidence, findings: readonly Finding[] = []): string[] {
   const notes = [
-    ...missingHeaderNotes(checkHeaders(e.chain.final?.headers ?? null)),
+    ...(e.chain.final === null ? [] : missingHeaderNotes(checkHeaders(e.chain.final.headers))),
     ...RULES.flatMap((r) => ("notes" in r ? r.notes(e) : [])),
   ];
   return withFindings(notes, findings);

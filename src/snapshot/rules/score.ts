@@ -39,7 +39,7 @@ export type Grade = (typeof GRADE_SCALE)[number][0];
  * The best grade of a site that answered without any of the six security headers
  * (docs/findings.md "Score and grade").
  */
-const NO_SECURITY_HEADER_CAP: Grade = "D";
+export const NO_SECURITY_HEADER_CAP: Grade = "D";
 
 const PENALTY_OF_ID = new Map(
   ALL_FINDINGS.flatMap((d) => (d.penalty === undefined ? [] : [[d.id, d.penalty] as const])),
@@ -49,11 +49,18 @@ const CAP_OF_ID = new Map(
   ALL_FINDINGS.flatMap((d) => (d.gradeCap === undefined ? [] : [[d.id, d.gradeCap] as const])),
 );
 
+/** The points one finding costs the score. */
+export function penaltyOf(finding: Pick<Finding, "id" | "severity">): number {
+  return PENALTY_OF_ID.get(finding.id) ?? PENALTY[finding.severity];
+}
+
+/** The grade a finding caps the report at, if it caps it. */
+export function findingGradeCap(id: string): Grade | undefined {
+  return CAP_OF_ID.get(id);
+}
+
 export function scoreOf(findings: readonly Finding[]): number {
-  const lost = findings.reduce(
-    (sum, f) => sum + (PENALTY_OF_ID.get(f.id) ?? PENALTY[f.severity]),
-    0,
-  );
+  const lost = findings.reduce((sum, f) => sum + penaltyOf(f), 0);
   return Math.max(0, 100 - lost);
 }
 

@@ -64,7 +64,7 @@ describe("the scan form in devnet mode", () => {
         `data-verified>✓ Verified</span> <span class="muted">signed by\nthis service's key <code>${keys[0]!.kid}</code>`,
       ),
     );
-    expect(page).toMatch(/snapshot\n<code>[A-Za-z0-9_-]{22}<\/code>/);
+    expect(page).toMatch(/snapshot\n<code>[0-9a-f]{32}<\/code>/);
     // Money moved once: the devnet payer −0.05 USDC, the payee +0.05 USDC.
     expect(await services.balance(services.payer)).toBe(before.payer - PRICE_UNITS);
     expect(await services.balance(devnet.payTo)).toBe(before.payTo + PRICE_UNITS);
