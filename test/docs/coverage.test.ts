@@ -83,6 +83,12 @@ describe("what a report covers", () => {
     expect(unnamed(info.description)).toEqual([]);
   });
 
+  it("the page's opening paragraph names it all", async () => {
+    const page = await (await get("/")).text();
+    const opening = page.slice(page.indexOf("<p>One public URL in"), page.indexOf("</p>"));
+    expect(unnamed(opening.replaceAll("&#39;", "'"))).toEqual([]);
+  });
+
   it("the MCP snapshot tool's description names it all", () => {
     expect(unnamed(SNAPSHOT_TOOL.description)).toEqual([]);
   });

@@ -10,6 +10,7 @@ import type { HtmlEscapedString } from "hono/utils/html";
 import { NETWORK_IDS } from "../../config.js";
 import { PATHS } from "../../routes.js";
 import {
+  REPORT_COVERAGE,
   SEVERITIES,
   reportView,
   type CheckState,
@@ -411,10 +412,8 @@ export function renderPage(facts: PageFacts, outcome?: ScanOutcome): string {
 <body>
 <main>
 <h1>secsnap</h1>
-<p>One public URL in, one JSON report out: whether the site answers, where its redirects end,
-whether HTTPS works with a valid certificate, six security headers and how well they are set,
-cookies, CORS, script integrity, the <code>http://</code> side, and security.txt, robots.txt and
-sitemap.xml, with findings that say what to fix, a score and a grade.</p>
+<p>One public URL in, one JSON report out: ${REPORT_COVERAGE}; with findings that say what to
+fix, a score and a grade.</p>
 <nav class="top"><a href="${PATHS.reference}">Interactive API reference</a>
 <a href="${PATHS.openApi}">OpenAPI document</a> <a href="${PATHS.llmsTxt}">llms.txt</a>
 <a href="#demo">Demo report</a></nav>
