@@ -16,11 +16,14 @@ const TABLE_FILE = "src/routes.ts";
 
 /**
  * Literals that name another service's path which happens to be one of ours: the devnet
- * facilitator's own GET /health, and `secsnap facilitator`'s help that names it.
+ * facilitator's own GET /health, and `secsnap facilitator`'s help that names it; a scanned x402
+ * seller's discovery documents, asked of it by the x402 topic and named in its report section.
  */
 const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   "src/facilitator/app.ts": ["/health"],
   "src/cli/facilitator.ts": ["/health"],
+  "src/snapshot/rules/x402.ts": ["/.well-known/x402", "/openapi.json"],
+  "src/http/documents/report-schemas.ts": ["/.well-known/x402", "/openapi.json"],
 };
 
 /** The paths to look for: every path of the table but "/", and the MCP resource. */

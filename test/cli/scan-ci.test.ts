@@ -2,13 +2,12 @@
  * `secsnap scan` for CI (docs/contract.md §8.5): several URLs a few at a time with a progress
  * line each on a terminal, the --fail-under and --fail-on gates, and the markdown, SARIF and
  * html formats — through the CLI, against real local sites by name (a real DNS server) and by
- * address. The SARIF is checked by the SARIF Multitool, the html page in Chromium.
+ * address. The SARIF is checked by the SARIF Multitool; the html page in Chromium is
+ * scan-html.browser.test.ts.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli as runCliInProcess } from "../../src/cli/run.js";
 import {
@@ -19,10 +18,7 @@ import { startDnsServer, type DnsFixture } from "../fixtures/dns-server.js";
 import { startTarget } from "../fixtures/held-target.js";
 import { respond, startHttpTarget, type TargetServer } from "../fixtures/targets.js";
 import { validateSarif } from "../fixtures/sarif.js";
-import { systemBinary } from "../fixtures/system-binary.js";
 import { cleanEnv, runCli } from "./run.js";
-
-const chromiumPath = systemBinary("chromium", "chromium");
 
 let flawed: TargetServer;
 let bare: TargetServer;
@@ -243,57 +239,4 @@ describe("formats", () => {
       /\| medium \| X-Frame-Options .*\(`x-frame-options-invalid`\) \| −20 \|/,
     );
   });
-
-  it.skipIf(!chromiumPath)(
-    "html: one self-contained page that loads nothing else, shows the grade and judged checks, and prints",
-    { timeout: 60_000 },
-    async () => {
-      const file = join(scratch, "scan.html");
-      const { code } = await runCli(
-        ["scan", "--local", flawedByName(), "--format", "html", "--output", file],
-        env,
-      );
-      expect(code).toBe(0);
-      const report = SnapshotResultSchema.parse(
-        JSON.parse((await runCli(["scan", "--local", flawedByName()], env)).stdout),
-      );
-      const browser = await chromium.launch({
-        executablePath: chromiumPath as string,
-        args: ["--no-sandbox"],
-        headless: true,
-      });
-      try {
-        const page = await browser.newPage();
-        const requests: string[] = [];
-        const problems: string[] = [];
-        page.on("request", (r) => requests.push(r.url()));
-        page.on("console", (m) => {
-          if (m.type() === "error" || m.type() === "warning") problems.push(m.text());
-        });
-        const url = pathToFileURL(file).href;
-        await page.goto(url, { waitUntil: "load" });
-        expect(requests).toEqual([url]);
-        expect(problems).toEqual([]);
-        expect(await page.locator("[data-grade]").innerText()).toBe(report.grade);
-        expect(await page.locator("[data-score]").innerText()).toBe(String(report.score));
-        const state = (name: string) =>
-          page.locator(`li[data-check="${name}"]`).getAttribute("data-state");
-        expect(await state("x_frame_options")).toBe("flawed");
-        expect(await state("x_content_type_options")).toBe("flawed");
-        expect(await state("csp")).toBe("pass");
-        expect(
-          await page
-            .locator('li[data-finding="x-frame-options-invalid"] [data-points]')
-            .innerText(),
-        ).toBe("−20 points");
-        expect(
-          await page.locator('table[data-section="cross_origin"] th').first().innerText(),
-        ).toBe("Cross-Origin-Opener-Policy");
-        const pdf = await page.pdf({ format: "A4" });
-        expect(pdf.subarray(0, 5).toString()).toBe("%PDF-");
-      } finally {
-        await browser.close();
-      }
-    },
-  );
 });
