@@ -7,9 +7,14 @@ import type { ReportSigner } from "../ledger/settled-report.js";
  * /v1/snapshots/{snapshot_id}, docs/contract.md §10.4): the bytes of the paid 200 under the
  * proof's `snapshot_id`, with the payer, for the retention. Kept before the ledger writes the
  * settled record, so a report served is one its payer can fetch again. The public key that signed
- * it is remembered for as long (GET /.well-known/jwks.json lists it after a rotation). A store that
- * fails is logged: the paid report is never withheld for it.
+ * it is remembered for as long (GET /.well-known/jwks.json lists it after a rotation): at most once
+ * per KEY_REFRESH_MS, for the retention and that much more, so every report's key outlives it
+ * without a second store write per paid call. A store that fails is logged: the paid report is
+ * never withheld for it.
  */
+/** How often an instance pushes its key's expiry on; each push adds this much slack. */
+export const KEY_REFRESH_MS = 60 * 60_000;
+
 export function keepingSnapshots(
   sign: ReportSigner,
   keeping: {
@@ -21,6 +26,19 @@ export function keepingSnapshots(
   },
 ): ReportSigner {
   const { store, retentionMs, signingKey, log } = keeping;
+  /** When this instance last remembered the key (its expiry then: that + retention + slack). */
+  let rememberedAt = -Infinity;
+  const rememberKey = async (): Promise<void> => {
+    const now = Date.now();
+    if (now - rememberedAt < KEY_REFRESH_MS) return;
+    rememberedAt = now;
+    try {
+      await store.rememberSigningKey(await signingKey, retentionMs + KEY_REFRESH_MS);
+    } catch (error) {
+      rememberedAt = -Infinity;
+      log(`signing key not remembered: ${describeError(error)}`);
+    }
+  };
   return async (report, settled) => {
     const signed = await sign(report, settled);
     if (retentionMs <= 0) return signed;
@@ -37,9 +55,7 @@ export function keepingSnapshots(
       store
         .keepSnapshot(proof.snapshot_id, snapshot, retentionMs)
         .catch((error: unknown) => log(`snapshot not kept: ${describeError(error)}`)),
-      signingKey
-        .then((key) => store.rememberSigningKey(key, retentionMs))
-        .catch((error: unknown) => log(`signing key not remembered: ${describeError(error)}`)),
+      rememberKey(),
     ]);
     return signed;
   };
