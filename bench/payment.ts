@@ -286,6 +286,19 @@ async function challengeBench(facilitatorUrl: string, payTo: string): Promise<nu
   }
 }
 
+/** The engine allowed to reach the tiny site (its port and its HTTPS probe's, on loopback). */
+function tinySiteEngine(site: { url: string; probePort: number }) {
+  const engineOptions: EngineOptions = {
+    timeoutMs: 10_000,
+    maxRedirects: 10,
+    allowedPorts: new Set([Number(new URL(site.url).port), site.probePort]),
+    allowCidrs: ["127.0.0.0/8"],
+    dnsServers: [],
+    httpsProbePort: site.probePort,
+  };
+  return { engine: createSnapshotEngine(engineOptions), engineOptions };
+}
+
 async function startTinySite(): Promise<{ server: Server; url: string; probePort: number }> {
   const server = createServer((req, res) => {
     res
@@ -408,15 +421,7 @@ async function paidBench(
   devnet: Awaited<ReturnType<typeof startDevnet>>,
 ): Promise<{ v1Ratio: number; replaySpeedup: number; proofShare: number }> {
   const site = await startTinySite();
-  const engineOptions: EngineOptions = {
-    timeoutMs: 10_000,
-    maxRedirects: 10,
-    allowedPorts: new Set([Number(new URL(site.url).port), site.probePort]),
-    allowCidrs: ["127.0.0.0/8"],
-    dnsServers: [],
-    httpsProbePort: site.probePort,
-  };
-  const engine = createSnapshotEngine(engineOptions);
+  const { engine, engineOptions } = tinySiteEngine(site);
   const timings: PaidRequestTimings[] = [];
   const v1Timings: PaidRequestTimings[] = [];
   let paying: "v1" | "v2" = "v2";
@@ -688,15 +693,7 @@ async function timeSignInChecks(headers: readonly string[]): Promise<number[]> {
  */
 async function refetchBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promise<number> {
   const site = await startTinySite();
-  const engineOptions: EngineOptions = {
-    timeoutMs: 10_000,
-    maxRedirects: 10,
-    allowedPorts: new Set([Number(new URL(site.url).port), site.probePort]),
-    allowCidrs: ["127.0.0.0/8"],
-    dnsServers: [],
-    httpsProbePort: site.probePort,
-  };
-  const engine = createSnapshotEngine(engineOptions);
+  const { engine, engineOptions } = tinySiteEngine(site);
   const gate = createPaymentGate({
     signingKey: { privateJwk: await newPrivateJwk() },
     store: new MemoryPaymentRecordStore(),
