@@ -14,7 +14,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
 import { validateSarif } from "../fixtures/sarif.js";
 import { closedPort } from "../fixtures/targets.js";
-import { ROOT, cleanEnv, type CliRun } from "./run.js";
+import { ROOT, cleanEnv, stopProcessGroups, type CliRun } from "./run.js";
 
 const started: ChildProcess[] = [];
 let scratch: string;
@@ -26,14 +26,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  await Promise.all(
-    started.map(async (child) => {
-      if (child.pid === undefined || child.exitCode !== null) return;
-      const closed = new Promise((resolve) => child.once("close", resolve));
-      process.kill(-child.pid, "SIGTERM");
-      await closed;
-    }),
-  );
+  await stopProcessGroups(started);
   await rm(scratch, { recursive: true, force: true });
 });
 

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
 import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
 import { closedPort } from "../fixtures/targets.js";
-import { ROOT, cleanEnv, waitForLine, type CliRun } from "./run.js";
+import { ROOT, cleanEnv, stopProcessGroups, waitForLine, type CliRun } from "./run.js";
 
 const LOCAL_MODE = /^secsnap: LOCAL MODE: private and loopback targets on any port are allowed/;
 
@@ -39,15 +39,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  // SIGTERM: the service stops its devnet (anvil runs in a process group of its own) on the way out.
-  await Promise.all(
-    started.map(async (child) => {
-      if (child.pid === undefined || child.exitCode !== null) return;
-      const closed = new Promise((resolve) => child.once("close", resolve));
-      process.kill(-child.pid, "SIGTERM");
-      await closed;
-    }),
-  );
+  await stopProcessGroups(started);
   await rm(scratch, { recursive: true, force: true });
 });
 

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
@@ -110,6 +110,21 @@ export async function runProcess(
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
   return { code, stdout, stderr };
+}
+
+/**
+ * SIGTERMs each child still running, as the process group it leads (a shell line and what it
+ * started; a service stops its devnet on the way out), and waits for each to close.
+ */
+export async function stopProcessGroups(children: readonly ChildProcess[]): Promise<void> {
+  await Promise.all(
+    children.map(async (child) => {
+      if (child.pid === undefined || child.exitCode !== null) return;
+      const closed = new Promise((resolve) => child.once("close", resolve));
+      process.kill(-child.pid, "SIGTERM");
+      await closed;
+    }),
+  );
 }
 
 /** Resolves with the first line on `stream` that matches. */

@@ -14,49 +14,35 @@ import {
   SnapshotErrorBodySchema,
   SnapshotResultSchema,
 } from "../../src/http/documents/report-schemas.js";
-import { startDnsServer, type DnsFixture } from "../fixtures/dns-server.js";
 import { startTarget } from "../fixtures/held-target.js";
 import { respond, startHttpTarget, type TargetServer } from "../fixtures/targets.js";
 import { validateSarif } from "../fixtures/sarif.js";
-import { cleanEnv, runCli } from "./run.js";
+import { startFlawedSite, type FlawedSite } from "./flawed-site.js";
+import { runCli } from "./run.js";
 
-let flawed: TargetServer;
+let flawed: FlawedSite;
 let bare: TargetServer;
-let dns: DnsFixture;
 let scratch: string;
 /** Local mode, names answered by the test DNS server. */
 let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
-  // Headers present but ignored, on a loopback address of the suite's "public" range.
-  flawed = await startHttpTarget({
-    host: "127.0.0.1",
-    routes: {
-      "/": respond.html("<!doctype html><p>shop</p>", {
-        "x-frame-options": "ALLOWALL",
-        "x-content-type-options": "sniff",
-        "content-security-policy": "default-src 'self'; object-src 'none'; base-uri 'none'",
-      }),
-    },
-  });
+  flawed = await startFlawedSite();
   bare = await startHttpTarget({
     host: "127.0.0.1",
     routes: { "/": respond.html("<!doctype html><p>bare</p>") },
   });
-  dns = await startDnsServer({ "flawed.test": { A: ["127.0.0.1"] } });
   scratch = await mkdtemp(join(tmpdir(), "secsnap-scan-ci-"));
-  env = cleanEnv({ SNAPSHOT_DNS_SERVERS: dns.address, NO_COLOR: "1" });
+  env = flawed.env;
 });
 
 afterAll(async () => {
-  await Promise.all([flawed.close(), bare.close(), dns.close()]);
+  await Promise.all([flawed.close(), bare.close()]);
   await rm(scratch, { recursive: true, force: true });
 });
 
-/** By name: a name that resolves to loopback is no secure context, its HTTPS is judged. */
-const flawedByName = () => flawed.url("/", "flawed.test");
-/** By address: a loopback site in local mode, its HTTPS not judged. */
-const flawedByAddress = () => flawed.url("/");
+const flawedByName = () => flawed.byName();
+const flawedByAddress = () => flawed.byAddress();
 
 describe("several URLs", () => {
   it("scans them a few at a time, in order, with a progress line per URL on a terminal", async () => {

@@ -10,42 +10,26 @@ import { pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SnapshotResultSchema } from "../../src/http/documents/report-schemas.js";
-import { startDnsServer, type DnsFixture } from "../fixtures/dns-server.js";
-import { respond, startHttpTarget, type TargetServer } from "../fixtures/targets.js";
 import { systemBinary } from "../fixtures/system-binary.js";
-import { cleanEnv, runCli } from "./run.js";
+import { startFlawedSite, type FlawedSite } from "./flawed-site.js";
+import { runCli } from "./run.js";
 
 const chromiumPath = systemBinary("chromium", "chromium");
 
-let flawed: TargetServer;
-let dns: DnsFixture;
+let flawed: FlawedSite;
 let scratch: string;
-/** Local mode, names answered by the test DNS server. */
-let env: NodeJS.ProcessEnv;
 
 beforeAll(async () => {
-  // Headers present but ignored.
-  flawed = await startHttpTarget({
-    host: "127.0.0.1",
-    routes: {
-      "/": respond.html("<!doctype html><p>shop</p>", {
-        "x-frame-options": "ALLOWALL",
-        "x-content-type-options": "sniff",
-        "content-security-policy": "default-src 'self'; object-src 'none'; base-uri 'none'",
-      }),
-    },
-  });
-  dns = await startDnsServer({ "flawed.test": { A: ["127.0.0.1"] } });
+  flawed = await startFlawedSite();
   scratch = await mkdtemp(join(tmpdir(), "secsnap-scan-html-"));
-  env = cleanEnv({ SNAPSHOT_DNS_SERVERS: dns.address, NO_COLOR: "1" });
 });
 
 afterAll(async () => {
-  await Promise.all([flawed.close(), dns.close()]);
+  await flawed.close();
   await rm(scratch, { recursive: true, force: true });
 });
 
-const flawedByName = () => flawed.url("/", "flawed.test");
+const flawedByName = () => flawed.byName();
 
 describe("formats", () => {
   it.skipIf(!chromiumPath)(
@@ -55,11 +39,11 @@ describe("formats", () => {
       const file = join(scratch, "scan.html");
       const { code } = await runCli(
         ["scan", "--local", flawedByName(), "--format", "html", "--output", file],
-        env,
+        flawed.env,
       );
       expect(code).toBe(0);
       const report = SnapshotResultSchema.parse(
-        JSON.parse((await runCli(["scan", "--local", flawedByName()], env)).stdout),
+        JSON.parse((await runCli(["scan", "--local", flawedByName()], flawed.env)).stdout),
       );
       const browser = await chromium.launch({
         executablePath: chromiumPath as string,
