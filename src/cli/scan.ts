@@ -7,7 +7,7 @@ import {
   SnapshotError,
   createSnapshotEngine,
   createUrlPolicy,
-  parseInputUrl,
+  parseSnapshotTarget,
   type SnapshotEngine,
   type SnapshotResult,
   type UrlPolicy,
@@ -165,9 +165,10 @@ async function scanAll(urls: readonly string[], options: ScanAllOptions): Promis
   let done = 0;
   const one = async (url: string): Promise<ScanOutcome> => {
     try {
-      parseInputUrl(url, options.policy);
+      // Parsed once: the engine takes the checked target as it is.
+      const target = parseSnapshotTarget(url, options.policy);
       engine ??= options.openEngine();
-      return { url, report: await engine.snapshot(url) };
+      return { url, report: await engine.snapshot(target) };
     } catch (err) {
       if (!(err instanceof SnapshotError)) throw err;
       // Same body the API answers with 400: requested_url is what was submitted.
