@@ -308,8 +308,8 @@ function addSnapshotRoute(
       return toResponse(snapshotErrorAnswer(checked.error));
     }
     const { target, body } = checked.input;
-    // Paid, the ledger takes the slot once the proof verified: a call without a proof only gets
-    // the challenge, and a proof that fails verification takes no slot a paying call needs.
+    // Paid, the ledger takes the slot before it verifies the proof and gives it back if the proof
+    // fails: a call without a proof only gets the challenge, and a crowd costs no verifications.
     if (deps.payment) {
       const run = (signal: AbortSignal) => work(target, signal);
       return deps.payment.answer(c, { target, body, run, admission });

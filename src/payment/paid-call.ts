@@ -41,7 +41,7 @@ export interface PaidCallRequest {
   run(signal: AbortSignal): Promise<KeptAnswer>;
   /** The client's connection: aborted once it has gone (its work ends, nothing is charged). */
   readonly signal: AbortSignal;
-  /** The instance's slots: one is taken once the proof verified, none by a refused proof. */
+  /** The instance's slots: one is taken before the proof is verified, given back if it fails. */
   readonly admission?: WorkAdmission;
 }
 

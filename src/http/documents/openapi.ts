@@ -379,8 +379,8 @@ function snapshotUnavailable() {
     "`facilitator_unavailable` or `store_unavailable`: the payment facilitator or the " +
       "payment record store is unreachable or failing: nothing was charged; retry later. " +
       "`instance_busy` or `draining`: this instance is at its limit of snapshots in flight " +
-      "(`SNAPSHOT_MAX_CONCURRENCY`) or shutting down: refused once the proof verified, " +
-      "before settlement: nothing charged, the proof still usable. `settlement_unknown`: the " +
+      "(`SNAPSHOT_MAX_CONCURRENCY`) or shutting down: refused before the proof is " +
+      "verified: nothing charged, the proof still usable. `settlement_unknown`: the " +
       "settlement's outcome is unknown: the report is kept, and a retry with the same proof " +
       "(or payment id) and body gets it once the payment is known to be made, never " +
       "charging twice.",

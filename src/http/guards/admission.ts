@@ -4,8 +4,8 @@ import { DRAINING, INSTANCE_BUSY, type Answer } from "../../payment/index.js";
  * Which snapshot requests run (docs/operations.md, "Back-pressure" and "Readiness and
  * draining"): at most `maxInFlight` at once per instance, and none once draining. A request is
  * admitted or refused before anything is charged, so a refusal leaves the proof usable: a paid
- * call, by any door, once its proof verified (the ledger takes the slot), so proofs that fail
- * take none.
+ * call, by any door, before its proof is verified (the ledger takes the slot, and gives it back
+ * at once when the proof fails), so a crowd the instance cannot run costs no verifications.
  */
 export class SnapshotAdmission {
   private running = 0;

@@ -54,7 +54,7 @@ export interface McpPaidCall {
   run(signal: AbortSignal): Promise<KeptAnswer>;
   /** The request's connection: aborted once the client has gone. */
   readonly signal: AbortSignal;
-  /** The instance's slots: one is taken once the proof verified, none by a refused proof. */
+  /** The instance's slots: one is taken before the proof is verified, given back if it fails. */
   readonly admission?: WorkAdmission;
 }
 

@@ -66,7 +66,7 @@ export interface PaidCallInput {
    * carries the same receipt.
    */
   withReceipt?(settlement: SettleResponse): Promise<SettleResponse>;
-  /** The instance's slots for the work, one taken once the proof verified (none: no limit). */
+  /** The instance's slots for the work, one taken before the proof is verified (none: no limit). */
   readonly admission?: WorkAdmission;
 }
 
@@ -336,8 +336,29 @@ export class PaymentLedger {
     }
   }
 
-  /** Verify → bind the payment id → take a slot → verified → run → report_kept → settle. */
+  /**
+   * Take a slot → verify → bind the payment id → verified → run → report_kept → settle. The slot
+   * comes first: a call the instance could not run is refused before the facilitator is asked, so
+   * a crowd costs no verifications it would refuse; a proof that fails gives its slot back at
+   * once. Refused, the record is still `claimed`, so its release forgets it and the proof stays
+   * usable.
+   */
   private async fresh(call: Call, lease: HeldLease, releases: number): Promise<PaidOutcome> {
+    const { admission } = call.input;
+    const refusal = admission?.enter();
+    if (refusal) return { kind: "unpaid", answer: refusal };
+    try {
+      return await this.verifyThenRun(call, lease, releases);
+    } finally {
+      admission?.leave();
+    }
+  }
+
+  private async verifyThenRun(
+    call: Call,
+    lease: HeldLease,
+    releases: number,
+  ): Promise<PaidOutcome> {
     const { input } = call;
     const { events, log } = this.parts;
     let verdict: VerifyResponse;
@@ -362,15 +383,7 @@ export class PaymentLedger {
     }
     // Only a verified proof binds its id: a forged one naming another's address binds nothing.
     if (!(await this.bindPaymentId(call))) return conflict("payment_id_conflict");
-    // The slot is taken once the proof verified: proofs that fail take none. Refused, the
-    // record is still `claimed`, so its release forgets it and the proof stays usable.
-    const refusal = input.admission?.enter();
-    if (refusal) return { kind: "unpaid", answer: refusal };
-    try {
-      return await this.verifiedRun(call, lease, releases);
-    } finally {
-      input.admission?.leave();
-    }
+    return this.verifiedRun(call, lease, releases);
   }
 
   /** Whether the call's payment id (if any) is bound to this proof and body, binding it if free. */

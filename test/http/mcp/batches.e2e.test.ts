@@ -3,8 +3,8 @@
  * batches"), on the real devnet (anvil + DevUSDC + the project's facilitator behind a proxy that
  * counts its /verify calls): a JSON-RPC batch is refused whole, nothing in it verified; a proof
  * in the `_meta` of any tool but `snapshot` is ignored, so the call stays a free answer under the
- * client's budget; and an admission slot is taken only once a proof verified, so proofs that fail
- * verification never keep a paying call out.
+ * client's budget; and an admission slot is taken before a proof is verified and given back as
+ * soon as the proof fails, so a call the instance cannot run costs no verification.
  */
 import type { PaymentPayload, PaymentRequired, SettleResponse } from "@x402/core/types";
 import { RateLimiterMemory } from "rate-limiter-flexible";
@@ -180,7 +180,7 @@ describe("POST /mcp counts messages", () => {
     expect(proxy.verifies.seen - verifiesBefore).toBe(0);
   });
 
-  it("takes the admission slot after verify: while a forged proof is at /verify, a genuine paid call runs and is paid once", async () => {
+  it("takes the admission slot before verify: while a forged proof is at /verify, a genuine paid call is busy, unverified and uncharged; the slot comes back and it pays once", async () => {
     const base = await startService({ maxInFlight: 1 });
     const required = await challenge(base);
     const payer = devnet.payer(3);
@@ -190,17 +190,24 @@ describe("POST /mcp counts messages", () => {
     await hold.reached;
 
     const genuine = snapshotCall(2, { "x402/payment": await signedProof(required, payer) });
-    const paid = await resultOf(await post(base, genuine));
-    expect(paid.isError, paid.content[0]?.text).toBeFalsy();
-    expect(paid.structuredContent).toMatchObject({ requested_url: target.url });
-    const settlement = paid._meta?.["x402/payment-response"] as SettleResponse;
-    expect(settlement).toMatchObject({ success: true, network: devnet.network });
-    expect(before - (await devnet.balanceOf(payer.address))).toBe(PRICE_UNITS);
+    const verifiesBefore = proxy.verifies.seen;
+    const busy = await resultOf(await post(base, genuine));
+    expect(busy.isError).toBe(true);
+    expect(busy.content[0]?.text).toMatch(/Too many snapshots in progress.*Nothing was charged/);
+    expect(proxy.verifies.seen).toBe(verifiesBefore);
+    expect(await devnet.balanceOf(payer.address)).toBe(before);
 
     hold.release();
     const refused = await resultOf(await forged);
     expect(refused.isError).toBe(true);
     expect(refused.structuredContent).toHaveProperty("accepts");
+
+    // The forged proof gave its slot back: the same genuine proof now pays, once.
+    const paid = await resultOf(await post(base, genuine));
+    expect(paid.isError, paid.content[0]?.text).toBeFalsy();
+    expect(paid.structuredContent).toMatchObject({ requested_url: target.url });
+    const settlement = paid._meta?.["x402/payment-response"] as SettleResponse;
+    expect(settlement).toMatchObject({ success: true, network: devnet.network });
     expect(before - (await devnet.balanceOf(payer.address))).toBe(PRICE_UNITS);
   });
 });
