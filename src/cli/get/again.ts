@@ -2,8 +2,11 @@
  * A paid report again (docs/contract.md §10.4), as `secsnap get` and `secsnap mcp`'s
  * `get_snapshot` ask for it: `GET /v1/snapshots/{id}`, its sign-in challenge answered with an
  * EIP-4361 message signed by the paying wallet, by the x402 `sign-in-with-x` extension's own
- * helpers. Its `wrapFetchWithSIWx` cannot answer this 402: it takes its chain from `accepts[0]`,
- * which this free route leaves empty (docs/proof.md, "Getting the report again").
+ * functions. x402's client path for a sign-in-only route (`wrapFetchWithPayment` with
+ * `createSIWxClientHook`) gets the same report, but its hook swallows why it did not sign (a
+ * challenge for another origin), which this client says. `wrapFetchWithSIWx` is for routes that
+ * also take payment: it takes its chain from `accepts[0]`, which this route leaves empty, so it
+ * does not answer this 402 (docs/proof.md, "Getting the report again").
  */
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";

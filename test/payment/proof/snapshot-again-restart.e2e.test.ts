@@ -2,7 +2,8 @@
  * A paid report survives a restart (docs/contract.md §10.4): `secsnap serve` as a real process
  * with its embedded store in DATA_DIR, paid on the devnet by the official x402 client, stopped,
  * started again with the same DATA_DIR, and the payer signed in with the official sign-in-with-x
- * helpers gets the same bytes; SNAPSHOT_RETENTION_DAYS=0 keeps nothing.
+ * functions, or by the official client path (@x402/fetch with `createSIWxClientHook`), gets the
+ * same bytes and pays nothing; SNAPSHOT_RETENTION_DAYS=0 keeps nothing.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,6 +25,7 @@ import {
   type PaidDevnet,
 } from "../../fixtures/paid-devnet.js";
 import { fleetEnv, startInstance, type ServiceInstance } from "../../fixtures/service-instance.js";
+import { officialSignInFetch } from "../../fixtures/sign-in-client.js";
 
 let devnet: PaidDevnet;
 let target: CountingTarget;
@@ -83,7 +85,7 @@ async function paidId(instance: ServiceInstance, account: PrivateKeyAccount) {
   return { body, id: (JSON.parse(body) as { proof: { snapshot_id: string } }).proof.snapshot_id };
 }
 
-it("after a restart with the same DATA_DIR the payer still gets the same bytes", async () => {
+it("after a restart with the same DATA_DIR the payer still gets the same bytes, free", async () => {
   const instance = await serve();
   const payer = devnet.payer(0);
   const { body, id } = await paidId(instance, payer);
@@ -94,6 +96,13 @@ it("after a restart with the same DATA_DIR the payer still gets the same bytes",
   expect(answer.status).toBe(200);
   expect(await answer.text()).toBe(body);
   expect((await again(url, devnet.payer(1))).status).toBe(403);
+  // The payer's own x402 client, its exact scheme registered: the same bytes, nothing paid.
+  const balances = () => Promise.all([payer.address, devnet.payTo].map(devnet.balanceOf));
+  const before = await balances();
+  const official = await officialSignInFetch(payer)(url);
+  expect(official.status).toBe(200);
+  expect(await official.text()).toBe(body);
+  expect(await balances()).toEqual(before);
 }, 120_000);
 
 it("SNAPSHOT_RETENTION_DAYS=0: nothing kept, 404", async () => {

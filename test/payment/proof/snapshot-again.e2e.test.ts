@@ -3,7 +3,9 @@
  * with the official x402 client (v2, and v1) is served again, the same bytes, to its payer
  * signed in with the official sign-in-with-x helpers (@x402/extensions), and to nobody else: not
  * another wallet, not a replayed or expired message, not a message for another origin, not a nonce
- * the service never issued. The money moved once, read on chain.
+ * the service never issued. The money moved once, read on chain. The official client path for a
+ * route that only asks to sign in (@x402/fetch with `createSIWxClientHook`, the payer's scheme
+ * registered) gets the report and pays nothing; `wrapFetchWithSIWx` does not answer this 402.
  */
 import { x402Client, x402HTTPClient } from "@x402/core/client";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
@@ -13,10 +15,11 @@ import {
   SIGN_IN_WITH_X,
   createSIWxPayload,
   encodeSIWxHeader,
+  wrapFetchWithSIWx,
   type CompleteSIWxInfo,
   type SIWxExtension,
 } from "@x402/extensions/sign-in-with-x";
-import type { PrivateKeyAccount } from "viem";
+import type { Address, PrivateKeyAccount } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MemoryPaymentRecordStore } from "../../../src/store/index.js";
 import {
@@ -30,6 +33,7 @@ import {
   type CountingTarget,
   type PaidDevnet,
 } from "../../fixtures/paid-devnet.js";
+import { officialSignInFetch, requestRecorder } from "../../fixtures/sign-in-client.js";
 
 let devnet: PaidDevnet;
 let target: CountingTarget;
@@ -194,5 +198,71 @@ describe("GET /v1/snapshots/{snapshot_id}", () => {
     const service = await startService({ snapshotRetentionMs: 0 });
     const { id } = await paidReport(service, devnet.payer(6));
     await expectRefused(await fetch(snapshotUrl(service, id)), 404, "snapshot_not_found");
+  });
+});
+
+/** The USDC balances of `owners`, read on the devnet chain. */
+const balancesOf = (...owners: Address[]) => Promise.all(owners.map((o) => devnet.balanceOf(o)));
+
+/** Of each request sent: did it sign in, did it pay. */
+const signedAndPaid = (sent: Headers[]) =>
+  sent.map((headers) => ({
+    signedIn: headers.has(SIGN_IN_WITH_X),
+    paid: headers.has("payment-signature") || headers.has("x-payment"),
+  }));
+
+describe("the official client path: @x402/fetch with createSIWxClientHook", () => {
+  it("the payer gets its paid 200's bytes; its client could pay, and paid nothing", async () => {
+    const payer = devnet.payer(7);
+    const { body, id } = await paidReport(base, payer);
+    const before = await balancesOf(payer.address, devnet.payTo);
+    const recorder = requestRecorder();
+    const again = await officialSignInFetch(payer, recorder)(snapshotUrl(base, id));
+    expect(again.status).toBe(200);
+    expect(await again.text()).toBe(body);
+    expect(signedAndPaid(recorder.sent)).toEqual([
+      { signedIn: false, paid: false },
+      { signedIn: true, paid: false },
+    ]);
+    expect(await balancesOf(payer.address, devnet.payTo)).toEqual(before);
+  });
+
+  it("another wallet's client: 403 not_payer, no report, nothing moves", async () => {
+    const payer = devnet.payer(0);
+    const other = devnet.payer(2);
+    const { id } = await paidReport(base, payer);
+    const owners = [payer.address, other.address, devnet.payTo];
+    const before = await balancesOf(...owners);
+    const recorder = requestRecorder();
+    const answer = await officialSignInFetch(other, recorder)(snapshotUrl(base, id));
+    await expectRefused(answer, 403, "not_payer");
+    expect(signedAndPaid(recorder.sent)).toEqual([
+      { signedIn: false, paid: false },
+      { signedIn: true, paid: false },
+    ]);
+    expect(await balancesOf(...owners)).toEqual(before);
+  });
+
+  it("the header the hook signed, replayed: 401 sign_in_refused", async () => {
+    const payer = devnet.payer(1);
+    const { id } = await paidReport(base, payer);
+    const url = snapshotUrl(base, id);
+    const recorder = requestRecorder();
+    expect((await officialSignInFetch(payer, recorder)(url)).status).toBe(200);
+    const header = recorder.sent[1]?.get(SIGN_IN_WITH_X);
+    expect(header).toEqual(expect.any(String));
+    await expectRefused(await signedGet(url, header!), 401, "sign_in_refused");
+  });
+
+  it("wrapFetchWithSIWx returns this 402 as it is: nothing signed, nothing paid", async () => {
+    const payer = devnet.payer(3);
+    const { id } = await paidReport(base, payer);
+    const before = await balancesOf(payer.address, devnet.payTo);
+    const recorder = requestRecorder();
+    // It takes its chain from accepts[0], which this route leaves empty.
+    const answer = await wrapFetchWithSIWx(recorder.fetch, payer)(snapshotUrl(base, id));
+    await challengeOf(answer);
+    expect(signedAndPaid(recorder.sent)).toEqual([{ signedIn: false, paid: false }]);
+    expect(await balancesOf(payer.address, devnet.payTo)).toEqual(before);
   });
 });
