@@ -10,6 +10,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { open, type Database, type RootDatabase } from "lmdb";
 import { ConfigError } from "../config-error.js";
+import { IssuedNonces } from "./issued-nonces.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import type {
   Acquired,
@@ -70,6 +71,8 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
   readonly kind = "embedded" as const;
   private closed = false;
   private readonly sweeper: NodeJS.Timeout;
+  /** Sign-in nonces live in memory: one process owns the directory (IssuedNonces says why). */
+  private readonly nonces: IssuedNonces;
 
   private constructor(
     private readonly root: RootDatabase,
@@ -78,9 +81,8 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
     /** Keys of records in an unresolved state: what `unresolved` reads instead of every record. */
     private readonly pending: Database<true, string>,
     private readonly expiry: Database<true, ExpiryKey>,
-    /** Kept paid reports, and sign-in nonces (their expiry, epoch ms). */
+    /** Kept paid reports. */
     private readonly snapshots: Database<SnapshotEntry, string>,
-    private readonly nonces: Database<number, string>,
     /** The public keys that signed kept reports, by kid, with the latest such report's expiry. */
     private readonly signingKeysByKid: Database<SigningKeyEntry, string>,
     private readonly unlock: () => void,
@@ -89,6 +91,7 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
     sweepIntervalMs: number,
     log: (line: string) => void,
   ) {
+    this.nonces = new IssuedNonces(now);
     this.sweeper = setInterval(() => {
       this.sweep().catch((error: unknown) =>
         log(`payment store sweep failed: ${(error as Error).message}`),
@@ -133,7 +136,6 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
       root.openDB<true, string>({ name: "unresolved", encoding: "json" }),
       root.openDB<true, ExpiryKey>({ name: "expiry", encoding: "json" }),
       root.openDB<SnapshotEntry, string>({ name: "snapshots", encoding: "json" }),
-      root.openDB<number, string>({ name: "siwx-nonces", encoding: "json" }),
       root.openDB<SigningKeyEntry, string>({ name: "signing-keys", encoding: "json" }),
       unlock,
       options.recordTtlMs ?? 3_600_000,
@@ -186,9 +188,8 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
         if (this.snapshots.get(key)?.x === x) void this.snapshots.remove(key);
       } else if (kind === "k") {
         if (this.signingKeysByKid.get(key)?.x === x) void this.signingKeysByKid.remove(key);
-      } else if (this.nonces.get(key) === x) {
-        void this.nonces.remove(key);
       }
+      // "n": a sign-in nonce an older version kept here; now in memory (IssuedNonces).
       void this.expiry.remove(index);
     }
     return due.length;
@@ -348,23 +349,12 @@ export class EmbeddedPaymentRecordStore implements PaymentRecordStore {
   }
 
   issueNonce(nonce: string, ttlMs: number): Promise<void> {
-    return this.root.transaction(() => {
-      const now = this.now();
-      const x = now + ttlMs;
-      void this.nonces.put(nonce, x);
-      void this.expiry.put([x, "n", nonce], true);
-      this.deleteExpired(now, SWEEP_PER_WRITE);
-    });
+    this.nonces.issue(nonce, ttlMs);
+    return Promise.resolve();
   }
 
   takeNonce(nonce: string): Promise<boolean> {
-    return this.root.transaction(() => {
-      const x = this.nonces.get(nonce);
-      if (x === undefined) return false;
-      void this.nonces.remove(nonce);
-      void this.expiry.remove([x, "n", nonce]);
-      return x > this.now();
-    });
+    return Promise.resolve(this.nonces.take(nonce));
   }
 
   rememberSigningKey(key: PublicSigningKey, ttlMs: number): Promise<void> {

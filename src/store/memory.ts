@@ -1,3 +1,4 @@
+import { IssuedNonces } from "./issued-nonces.js";
 import type {
   Acquired,
   KeptSnapshot,
@@ -23,7 +24,7 @@ export class MemoryPaymentRecordStore implements PaymentRecordStore {
   private readonly records = new Map<string, Stored<PaymentRecord>>();
   private readonly ids = new Map<string, Stored<PaymentIdBinding>>();
   private readonly snapshots = new Map<string, Stored<KeptSnapshot>>();
-  private readonly nonces = new Map<string, Stored<true>>();
+  private readonly nonces: IssuedNonces;
   private readonly signingKeysByKid = new Map<string, Stored<PublicSigningKey>>();
   private readonly recordTtlMs: number;
 
@@ -32,6 +33,7 @@ export class MemoryPaymentRecordStore implements PaymentRecordStore {
     private readonly now: () => number = options.now ?? Date.now,
   ) {
     this.recordTtlMs = options.recordTtlMs ?? 3_600_000;
+    this.nonces = new IssuedNonces(now);
   }
 
   private live(key: string): PaymentRecord | undefined {
@@ -136,14 +138,12 @@ export class MemoryPaymentRecordStore implements PaymentRecordStore {
   }
 
   issueNonce(nonce: string, ttlMs: number): Promise<void> {
-    this.nonces.set(nonce, { value: true, expiresAt: this.now() + ttlMs });
+    this.nonces.issue(nonce, ttlMs);
     return Promise.resolve();
   }
 
   takeNonce(nonce: string): Promise<boolean> {
-    const stored = this.nonces.get(nonce);
-    this.nonces.delete(nonce);
-    return Promise.resolve(stored !== undefined && stored.expiresAt > this.now());
+    return Promise.resolve(this.nonces.take(nonce));
   }
 
   rememberSigningKey(key: PublicSigningKey, ttlMs: number): Promise<void> {

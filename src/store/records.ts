@@ -132,8 +132,9 @@ export interface KeptSnapshot {
 }
 
 /**
- * The paid reports kept for their payers, and the sign-in nonces the service issued: in the same
- * store as the payment records, so they survive restarts and a fleet shares them.
+ * The paid reports kept for their payers, in the same store as the payment records, so they
+ * survive restarts and a fleet shares them; and the sign-in nonces the service issued, which a
+ * fleet shares through Redis and one instance keeps in memory (IssuedNonces).
  */
 export interface SnapshotStore {
   /** Keeps `snapshot` under its id for `ttlMs` (the retention). */

@@ -236,7 +236,7 @@ describe("embedded payment record store", () => {
     }
   });
 
-  it("kept snapshots and nonces past their retention are deleted from disk too; young ones stay, after a reopen as well", async () => {
+  it("kept snapshots past their retention are deleted from disk too, young ones stay after a reopen; nonces are the process's own, refused after it", async () => {
     let now = 1_000_000;
     const dir = freshDir();
     const kept = { payer: "0xpayer", issuedAt: "2026-01-01T00:00:00.000Z", answer: report };
@@ -246,15 +246,20 @@ describe("embedded payment record store", () => {
       await store.keepSnapshot("young", kept, 60_000);
       await store.issueNonce("nonce-old", 5_000);
       await store.issueNonce("nonce-young", 60_000);
+      await store.issueNonce("nonce-kept", 60_000);
       now += 10_000;
-      expect(await store.sweep()).toBe(2);
+      // Only the snapshot is on disk: nonces never are.
+      expect(await store.sweep()).toBe(1);
       now -= 10_000; // back in time: what was deleted stays gone
       expect(await store.snapshot("old")).toBeUndefined();
+      now += 10_000;
       expect(await store.takeNonce("nonce-old")).toBe(false);
+      expect(await store.takeNonce("nonce-young")).toBe(true);
       await store.close();
       store = await EmbeddedPaymentRecordStore.open({ dataDir: dir, now: () => now });
       expect(await store.snapshot("young")).toEqual(kept);
-      expect(await store.takeNonce("nonce-young")).toBe(true);
+      // Issued by the process before: unknown now, so refused (and never taken twice).
+      expect(await store.takeNonce("nonce-kept")).toBe(false);
     } finally {
       await store.close();
     }
