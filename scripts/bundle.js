@@ -21,9 +21,18 @@ const META = "meta.json";
  * stacks, ws's optional native addons. Packages read by path only (@scalar/api-reference's
  * standalone bundle, @foundry-rs/anvil's binary) are never imported.
  */
-// lmdb finds its native binary relative to its own package (its platform package beside it):
-// bundled, it would look for it beside the bundle.
-const EXTERNAL = ["solc", "pino", "pino-pretty", "ioredis", "lmdb", "bufferutil", "utf-8-validate"];
+// lmdb and secp256k1 find their native binaries relative to their own packages (a platform
+// package beside it, prebuilds/ inside it): bundled, they would look for them beside the bundle.
+const EXTERNAL = [
+  "solc",
+  "pino",
+  "pino-pretty",
+  "ioredis",
+  "lmdb",
+  "secp256k1",
+  "bufferutil",
+  "utf-8-validate",
+];
 
 /**
  * undici's HTTP parser is WebAssembly kept as base64 text (145 KB), required on the first

@@ -7,7 +7,6 @@ import {
   declareSIWxExtension,
   parseSIWxHeader,
   validateSIWxMessage,
-  verifySIWxSignature,
   type SIWxPayload,
 } from "@x402/extensions/sign-in-with-x";
 import type { KeptSnapshot, SnapshotStore } from "../../store/index.js";
@@ -22,6 +21,7 @@ import {
 } from "../answers/catalogue.js";
 import { describeError } from "../describe-error.js";
 import { serviceUrlOf } from "../signing/index.js";
+import { verifySignIn } from "./payer-signature.js";
 
 /** How long a sign-in challenge (its nonce) lives: the contract's five minutes. */
 export const SIGN_IN_TTL_MS = 5 * 60_000;
@@ -59,8 +59,8 @@ export interface SnapshotAgainRoute {
 /**
  * GET /v1/snapshots/{snapshot_id} (docs/contract.md §10.4): a paid report, again, to the
  * address that paid for it. The payer proves its address with the x402 `sign-in-with-x`
- * extension: a 402 with no payment offered and a challenge (our origin, a nonce kept in the
- * store so any instance of a fleet accepts it once, five minutes to live), answered by an
+ * extension: a 402 with no payment offered and a challenge (our origin, a nonce the store keeps
+ * so that it is accepted once, by any instance of a fleet; five minutes to live), answered by an
  * EIP-4361 message signed (EIP-191) by the payer.
  */
 export class SnapshotAgain implements SnapshotAgainRoute {
@@ -163,7 +163,7 @@ export class SnapshotAgain implements SnapshotAgainRoute {
     try {
       const valid = await validateSIWxMessage(message, origin);
       if (!valid.isValid) return valid.invalidMessage;
-      const signed = await verifySIWxSignature(message);
+      const signed = await verifySignIn(message);
       if (!signed.isValid) return signed.invalidMessage;
       return undefined;
     } catch (error) {
