@@ -2,12 +2,12 @@
 const MOST_OUTSTANDING = 100_000;
 
 /**
- * The sign-in nonces one instance issued and not yet taken, in its memory (docs/proof.md,
- * "Getting the report again"). A nonce lives five minutes and is worth nothing after a restart:
- * kept on disk, issuing and taking one would each wait for a committed write (0.35 ms and more,
- * most of a re-fetch); kept here, a nonce issued before a restart is simply unknown after it, so
- * it is refused and can never be taken twice. One process owns a DATA_DIR (its lock file); a fleet
- * shares its nonces through Redis instead. Forgetting (expiry, the cap) only ever refuses.
+ * The sign-in nonces one instance issued and not yet taken, in its memory (docs/proof.md, "How a
+ * sign-in is checked"). A nonce lives five minutes and is worth nothing after a restart: kept on
+ * disk, issuing and taking one would each wait for a committed write (0.35 ms and more, more than
+ * a whole `GET /health`); kept here, a nonce issued before a restart is simply unknown after it,
+ * so it is refused and can never be taken twice. One process owns a DATA_DIR (its lock file); a
+ * fleet shares its nonces through Redis instead. Forgetting (expiry, the cap) only ever refuses.
  */
 export class IssuedNonces {
   /** nonce → expiry (epoch ms), in the order issued. */
