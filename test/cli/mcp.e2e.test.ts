@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
 import { startDishonestApi, type DishonestApi } from "../fixtures/dishonest-api.js";
 import { startForwardingProxy, type ForwardingProxy } from "../fixtures/forwarding-proxy.js";
+import { outputOf } from "../fixtures/child-output.js";
 import { callSnapshot } from "../fixtures/mcp-client.js";
 import {
   claimingBaseMainnet,
@@ -463,11 +464,7 @@ describe("the MCP Inspector's CLI", () => {
       // parent, so it runs one level below the project root.
       { cwd: join(ROOT, "test"), env: env() },
     );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    const { code, stdout, stderr } = await outputOf(child);
     expect(code, stderr).toBe(0);
     return JSON.parse(stdout) as unknown;
   }

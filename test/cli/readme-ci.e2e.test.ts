@@ -7,11 +7,11 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp, readFile, rm, symlink } from "node:fs/promises";
-import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { build, staleReason } from "../../scripts/build.js";
+import { accepting, outputOf } from "../fixtures/child-output.js";
 import { validateSarif } from "../fixtures/sarif.js";
 import { closedPort } from "../fixtures/targets.js";
 import { ROOT, cleanEnv, stopProcessGroups, type CliRun } from "./run.js";
@@ -54,30 +54,10 @@ function gitlabCommands(yaml: string): string[] {
     .map((line) => line.replace(/^ {4}- /, ""));
 }
 
-async function accepting(port: number): Promise<void> {
-  for (;;) {
-    const ok = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, "127.0.0.1");
-      socket.once("connect", () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once("error", () => resolve(false));
-    });
-    if (ok) return;
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
-
 async function runLine(line: string, env: NodeJS.ProcessEnv): Promise<CliRun> {
   const child = spawn("bash", ["-e", "-c", line], { cwd: scratch, env });
   child.stdin.end();
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  return { code, stdout, stderr };
+  return outputOf(child);
 }
 
 /**

@@ -6,17 +6,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { runCli as runCliInProcess } from "../../src/cli/run.js";
 import type { Devnet } from "../../src/devnet/devnet.js";
+import { outputOf, type ChildOutput } from "../fixtures/child-output.js";
 import { closedPort } from "../fixtures/targets.js";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const MAIN = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
 const BIN = fileURLToPath(new URL("../../bin/secsnap.js", import.meta.url));
 
-export interface CliRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+export type CliRun = ChildOutput;
 
 /** A DATA_DIR nobody else uses, in the suite's scratch directory (test/fixtures/global-setup.ts). */
 function freshDataDir(): string {
@@ -103,13 +100,7 @@ export async function runProcess(
   args: string[],
   env: NodeJS.ProcessEnv = cleanEnv(),
 ): Promise<CliRun> {
-  const child = spawnCli(args, env);
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  return { code, stdout, stderr };
+  return outputOf(spawnCli(args, env));
 }
 
 /**

@@ -20,6 +20,7 @@ import { build, staleReason } from "../../scripts/build.js";
 import { loadConfig, loadFacilitatorConfig } from "../../src/config.js";
 import { startDevnet, type Devnet } from "../../src/devnet/index.js";
 import { variablesRead } from "../fixtures/config-variables.js";
+import { outputOf } from "../fixtures/child-output.js";
 import { closedPort } from "../fixtures/targets.js";
 import { ROOT, cleanEnv, type CliRun } from "./run.js";
 
@@ -110,14 +111,11 @@ function facilitatorEnv(extra: Env): NodeJS.ProcessEnv {
 async function run(args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> {
   const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, env });
   child.stdin.end();
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const output = outputOf(child);
   const guard = setTimeout(() => child.kill("SIGKILL"), 60_000);
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  const run = await output;
   clearTimeout(guard);
-  return { code, stdout, stderr };
+  return run;
 }
 
 /** Exactly one non-empty stderr line, naming `variable`, without a stack; a non-zero exit. */

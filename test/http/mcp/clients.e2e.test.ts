@@ -18,6 +18,7 @@ import {
   startPaidService,
   type LocalTarget,
 } from "../../fixtures/paid-service.js";
+import { outputOf, type ChildOutput } from "../../fixtures/child-output.js";
 import { closedPort } from "../../fixtures/targets.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
@@ -43,23 +44,14 @@ afterAll(async () => {
 });
 
 /** Runs a program from node_modules/.bin one level below the checkout; its exit code and output. */
-async function run(
-  bin: string,
-  args: string[],
-  nodeArgs: string[] = [],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function run(bin: string, args: string[], nodeArgs: string[] = []): Promise<ChildOutput> {
   const path = join(ROOT, "node_modules", ".bin", bin);
   const child = spawn(process.execPath, [...nodeArgs, path, ...args], {
     // The Inspector CLI's v1 finds its own package.json relative to the working directory's parent.
     cwd: join(ROOT, "test"),
     env: { ...process.env, NO_COLOR: "1" },
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  return { code, stdout, stderr };
+  return outputOf(child);
 }
 
 describe("the MCP Inspector's CLI against POST /mcp", () => {
