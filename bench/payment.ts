@@ -36,7 +36,7 @@
  *   tsx bench/payment.ts refetch    part 4 only (the report again beside GET /health)
  */
 import { fork, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -74,6 +74,7 @@ import type { ReportProof } from "../src/snapshot/index.js";
 import { createSnapshotEngine, createUrlPolicy } from "../src/snapshot/index.js";
 import type { EngineOptions } from "../src/snapshot/index.js";
 import { bundledServer } from "./lib/bundled.js";
+import { serviceCpuMicros } from "./lib/service-cpu.js";
 import { duel, summarise, type Summary } from "./lib/stats.js";
 import { MemoryPaymentRecordStore, type PaymentRecord } from "../src/store/index.js";
 import { fleetEnv, startInstance } from "../test/fixtures/service-instance.js";
@@ -103,7 +104,7 @@ const REFETCH_ROUNDS = 9;
 const REFETCH_CLIENT_WARMUP = 50;
 /** Unmeasured rounds of re-fetches before the measured ones. */
 const REFETCH_WARMUP_ROUNDS = 3;
-/** Requests over which the service's CPU per request is read (its ticks are 10 ms). */
+/** Requests over which the service's CPU per request is read. */
 const REFETCH_CPU_HEALTHS = 3_000;
 const REFETCH_CPU_REFETCHES = 400;
 
@@ -702,29 +703,22 @@ async function timeSignInChecks(headers: readonly string[]): Promise<number[]> {
   return ms;
 }
 
-/** utime + stime of a process, in microseconds (Linux: /proc/<pid>/stat, clock ticks of 10 ms). */
-function cpuMicrosOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
-}
-
 /**
  * The service's CPU per request over `count` sequential requests, made by `prepare` outside the
  * measure (a function per request, or one repeated).
  */
 async function cpuPerRequest(
-  pid: number,
+  metricsUrl: string,
   count: number,
   prepare: (count: number) => Promise<(() => Promise<Response>)[]>,
 ): Promise<number> {
   const requests = await prepare(count);
-  const cpu0 = cpuMicrosOf(pid);
+  const cpu0 = await serviceCpuMicros(metricsUrl);
   for (let i = 0; i < count; i++) {
     const res = await requests[i % requests.length]!();
     await res.text();
   }
-  return (cpuMicrosOf(pid) - cpu0) / count;
+  return ((await serviceCpuMicros(metricsUrl)) - cpu0) / count;
 }
 
 /**
@@ -764,7 +758,6 @@ async function refetchBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Pr
   registerExactEvmScheme(client, { signer: account });
   try {
     await service.start();
-    const pid = service.pid as number;
     const paid = await wrapFetchWithPayment(fetch, client)(`${service.url}/v1/snapshot`, {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -827,16 +820,16 @@ async function refetchBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Pr
     console.log(
       `  ratio re-fetch/health (paired)          ${fmt(ratio, 2)}        target ≤ ${REFETCH_TARGET_RATIO}  ${ratio <= REFETCH_TARGET_RATIO ? "OK" : "MISSED"}  (median of per-round ratios; ratio of medians ${result.ratio.toFixed(2)})`,
     );
-    const cpuHealth = await cpuPerRequest(pid, REFETCH_CPU_HEALTHS, () =>
+    const cpuHealth = await cpuPerRequest(service.metricsUrl, REFETCH_CPU_HEALTHS, () =>
       Promise.resolve([() => fetch(`${service.url}/health`)]),
     );
-    const cpuRefetch = await cpuPerRequest(pid, REFETCH_CPU_REFETCHES, async (n) => {
+    const cpuRefetch = await cpuPerRequest(service.metricsUrl, REFETCH_CPU_REFETCHES, async (n) => {
       const headers: string[] = [];
       for (let i = 0; i < n; i++) headers.push(await freshSignIn(url, account));
       return headers.map((header) => () => fetch(url, { headers: { [SIGN_IN_WITH_X]: header } }));
     });
     console.log(
-      `  service CPU per request                 ${fmt(cpuHealth, 0)} µs /health, ${cpuRefetch.toFixed(0)} µs re-fetch; ratio ${(cpuRefetch / cpuHealth).toFixed(1)} (printed; ${REFETCH_CPU_HEALTHS} and ${REFETCH_CPU_REFETCHES} requests, /proc's 10 ms ticks)`,
+      `  service CPU per request                 ${fmt(cpuHealth, 0)} µs /health, ${cpuRefetch.toFixed(0)} µs re-fetch; ratio ${(cpuRefetch / cpuHealth).toFixed(1)} (printed; ${REFETCH_CPU_HEALTHS} and ${REFETCH_CPU_REFETCHES} requests, its /metrics)`,
     );
     console.log(
       `${row("  sign-in check alone", check, "ms")}  ${((100 * check.median) / refetch.median).toFixed(0).padStart(3)}%  (parseSIWxHeader + verifySignIn on the same headers, in this process, of the re-fetch's median)`,

@@ -45,6 +45,7 @@ import {
 } from "../test/fixtures/service-instance.js";
 import { usdcBalance } from "../test/fixtures/usdc.js";
 import { startSite } from "./lib/fleet.js";
+import { serviceCpuMicros } from "./lib/service-cpu.js";
 import { duel, summarise, type Duel } from "./lib/stats.js";
 
 /** Today's code before the reshape of the paid path (issue 30). */
@@ -258,11 +259,12 @@ async function paidCalls(route: Route, side: Side, world: World): Promise<number
   for (let i = 0; i < CALLS_PER_ROUND; i++) payloads.push(await route.sign(side, world));
   const offer = payloads[0]?.accepted as Offer;
   const before = await balanceOf(world, offer);
-  const cpuBefore = await serviceCpuMicros(side);
+  const cpuBefore = await serviceCpuMicros(side.instance.metricsUrl);
   const started = performance.now();
   for (const payload of payloads) await route.pay(side, world, payload);
   const ms = (performance.now() - started) / CALLS_PER_ROUND;
-  side.cpuPerCall = ((await serviceCpuMicros(side)) - cpuBefore) / CALLS_PER_ROUND;
+  side.cpuPerCall =
+    ((await serviceCpuMicros(side.instance.metricsUrl)) - cpuBefore) / CALLS_PER_ROUND;
   // Each authorization can move its price once at most: the sum says each call moved it.
   const all = { ...offer, amount: String(BigInt(offer.amount) * BigInt(CALLS_PER_ROUND)) };
   await checkTransfer(
@@ -272,17 +274,6 @@ async function paidCalls(route: Route, side: Side, world: World): Promise<number
     `${side.name}: ${CALLS_PER_ROUND} paid calls over ${route.name}`,
   );
   return ms;
-}
-
-/**
- * The service's CPU time so far in µs, from its /metrics (prom-client's process counter, read
- * from process.cpuUsage); NaN when it has none. Printed beside the wall time: the host's load
- * moves it least.
- */
-async function serviceCpuMicros(side: Side): Promise<number> {
-  const text = await (await fetch(side.instance.metricsUrl)).text();
-  const value = /^process_cpu_seconds_total (\S+)$/m.exec(text)?.[1];
-  return value === undefined ? NaN : Number(value) * 1e6;
 }
 
 /** One whole call by the official fetch wrapper (402, sign, pay): both builds must take it. */
