@@ -19,7 +19,7 @@ import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
 import { createPublicClient, http, type PublicClient } from "viem";
 import { startDevnet, type Devnet } from "../src/devnet/index.js";
-import { build, staleReason } from "../scripts/build.js";
+import { compiledBuild } from "./lib/compiled.js";
 import { startLoadBalancer, type LoadBalancer } from "../test/fixtures/load-balancer.js";
 import {
   fleetEnv,
@@ -141,12 +141,7 @@ async function main(): Promise<number> {
   }, TIME_LIMIT_MS);
   limit.unref();
 
-  // The instances run the compiled build; built once here, not by each of them at once.
-  const stale = staleReason();
-  if (stale !== undefined) {
-    console.log(`${stale}; compiling it first`);
-    build();
-  }
+  compiledBuild();
   const redis = await startRedis();
   const devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   const chain = createPublicClient({ transport: http(devnet.rpcUrl) });

@@ -78,7 +78,7 @@ import { serviceCpuMicros } from "./lib/service-cpu.js";
 import { duel, summarise, type Summary } from "./lib/stats.js";
 import { MemoryPaymentRecordStore, type PaymentRecord } from "../src/store/index.js";
 import { fleetEnv, startInstance } from "../test/fixtures/service-instance.js";
-import { build, staleReason } from "../scripts/build.js";
+import { compiledBuild } from "./lib/compiled.js";
 
 const CHALLENGE_TARGET_RATIO = 0.75;
 const V1_PAID_TARGET_RATIO = 1.1;
@@ -728,11 +728,7 @@ async function cpuPerRequest(
  * sides and of this process's own client; returns the paired ratio.
  */
 async function refetchBench(devnet: Awaited<ReturnType<typeof startDevnet>>): Promise<number> {
-  const stale = staleReason();
-  if (stale !== undefined) {
-    console.log(`${stale}; compiling it first`);
-    build();
-  }
+  compiledBuild();
   const site = await startTinySite();
   const dataDir = mkdtempSync(join(tmpdir(), "secsnap-refetch-"));
   const env = fleetEnv({

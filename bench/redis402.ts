@@ -14,7 +14,7 @@
  */
 import { cpus } from "node:os";
 import { Pool, type Dispatcher } from "undici";
-import { build, staleReason } from "../scripts/build.js";
+import { compiledBuild } from "./lib/compiled.js";
 import { startInstance } from "../test/fixtures/service-instance.js";
 import { startSupportedFacilitator } from "../test/fixtures/supported-facilitator.js";
 import { startRedis } from "../test/fixtures/redis.js";
@@ -38,11 +38,7 @@ async function main(): Promise<number> {
     return 1;
   }
   if (!redisBin) return 0;
-  const stale = staleReason();
-  if (stale !== undefined) {
-    console.log(`${stale}; compiling it first`);
-    build();
-  }
+  compiledBuild();
   const redis = await startRedis();
   // The 402 needs only the facilitator's /supported, fetched once.
   const facilitator = await startSupportedFacilitator(["eip155:84532"]);

@@ -7,7 +7,7 @@ import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
 import { Pool } from "undici";
 import { createPublicClient, http } from "viem";
-import { build, staleReason } from "../../scripts/build.js";
+import { compiledBuild } from "./compiled.js";
 import { startDevnet } from "../../src/devnet/index.js";
 import { fleetEnv, startInstance } from "../../test/fixtures/service-instance.js";
 import { usdcBalance } from "../../test/fixtures/usdc.js";
@@ -78,12 +78,7 @@ export interface CrowdOptions {
  */
 export async function measureService(o: CrowdOptions): Promise<ServiceResult> {
   const { urls, ports, count } = o;
-  // The service runs the compiled build, built here once if it is stale.
-  const stale = staleReason();
-  if (stale !== undefined) {
-    console.log(`${stale}; compiling it first`);
-    build();
-  }
+  compiledBuild();
   const devnet = await startDevnet({ rpcPort: 0, facilitatorPort: 0 });
   const chain = createPublicClient({ transport: http(devnet.rpcUrl) });
   const env = fleetEnv({
